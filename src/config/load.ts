@@ -1,0 +1,120 @@
+import { Value } from "@sinclair/typebox/value";
+import type { TObject } from "@sinclair/typebox";
+import { dirname, join, resolve } from "node:path";
+import { BUILTIN_PRESETS } from "../presets/builtin";
+import type { Preset } from "../presets/model";
+import { parsePresets } from "../presets/parse";
+import { ConfigSchema, LIST_SETTINGS, SECRET_SETTINGS, type RawConfig } from "./schema";
+
+export type Config = {
+  server: { host: string; port: number; publicUrl: string | undefined; shutdownTimeoutMs: number };
+  database: { path: string };
+  /** Base64 key from SECRETS__KEY, or the key file to read or create. */
+  secrets: { key: string | undefined; keyFile: string | undefined };
+  auth: { adminUsername: string; adminPassword: string | undefined };
+  presets: readonly Preset[];
+  runtime: { driver: "local" | "kubernetes" };
+  log: { level: "debug" | "info" | "warn" | "error" };
+  security: { blockPrivateNetworks: boolean };
+  oauth: { allowedRedirectOrigins: string[] };
+  proxy: { maxBodyBytes: number };
+};
+
+/** A bad setting: the message names the variable. `serve` prints it and exits 2. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable}: ${problem}`);
+  }
+}
+
+const envName = (path: string[]) => path.join("__").toUpperCase();
+
+/** All environment variable names this service reads, in schema order. */
+export function settingNames(): string[] {
+  const names: string[] = [];
+  for (const [section, schema] of Object.entries(ConfigSchema.properties)) {
+    for (const key of Object.keys((schema as TObject).properties)) names.push(envName([section, key]));
+  }
+  return names;
+}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const known = new Set(settingNames());
+  const sections = Object.keys(ConfigSchema.properties).map((s) => `${s.toUpperCase()}__`);
+  for (const name of Object.keys(env)) {
+    if (sections.some((p) => name.startsWith(p)) && !known.has(name)) {
+      throw new ConfigError(name, "unknown setting (see the README for the list)");
+    }
+  }
+
+  const raw: Record<string, Record<string, unknown>> = {};
+  for (const [section, schema] of Object.entries(ConfigSchema.properties)) {
+    raw[section] = {};
+    for (const key of Object.keys((schema as TObject).properties)) {
+      const value = env[envName([section, key])];
+      if (value === undefined || value === "") continue;
+      raw[section]![key] = LIST_SETTINGS.has(envName([section, key]))
+        ? value.split(",").map((s) => s.trim()).filter(Boolean)
+        : value;
+    }
+  }
+  const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
+  const first = Value.Errors(ConfigSchema, withDefaults).First();
+  if (first) {
+    const path = first.path.split("/").filter(Boolean);
+    const variable = envName(path.slice(0, 2));
+    const given = env[variable];
+    const setting = (ConfigSchema.properties as Record<string, TObject>)[path[0]!]?.properties[path[1]!];
+    const expected = setting?.description ? `must be ${setting.description}` : first.message;
+    throw new ConfigError(variable, `${expected}${given === undefined ? "" : ` (got "${given}")`}`);
+  }
+  return finish(withDefaults as RawConfig);
+}
+
+function finish(raw: RawConfig): Config {
+  let presets: readonly Preset[] = BUILTIN_PRESETS;
+  if (raw.connector.presets !== undefined) {
+    try {
+      presets = parsePresets(raw.connector.presets);
+    } catch (e) {
+      throw new ConfigError("CONNECTOR__PRESETS", (e as Error).message);
+    }
+  }
+  if (raw.secrets.key !== undefined) {
+    const bytes = Buffer.from(raw.secrets.key, "base64");
+    if (bytes.length !== 32) throw new ConfigError("SECRETS__KEY", "must be the base64 encoding of exactly 32 bytes");
+  }
+  const inMemory = raw.database.path === ":memory:";
+  const dbPath = inMemory ? ":memory:" : resolve(raw.database.path);
+  return {
+    server: {
+      host: raw.server.host,
+      port: raw.server.port,
+      publicUrl: raw.server.public_url?.replace(/\/+$/, ""),
+      shutdownTimeoutMs: raw.server.shutdown_timeout_seconds * 1000,
+    },
+    database: { path: dbPath },
+    secrets: { key: raw.secrets.key, keyFile: inMemory ? undefined : join(dirname(dbPath), "secret.key") },
+    auth: { adminUsername: raw.auth.admin_username, adminPassword: raw.auth.admin_password },
+    presets,
+    runtime: { driver: raw.runtime.driver },
+    log: { level: raw.log.level },
+    security: { blockPrivateNetworks: raw.security.block_private_networks },
+    oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
+    proxy: { maxBodyBytes: raw.proxy.max_body_bytes },
+  };
+}
+
+/** The effective settings as `VARIABLE: value` with secrets masked, for the start-up log. */
+export function describeConfig(env: Record<string, string | undefined>, config: Config): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of settingNames()) {
+    const value = env[name];
+    if (value === undefined || value === "") continue;
+    out[name] = SECRET_SETTINGS.has(name) ? "********" : name === "CONNECTOR__PRESETS" ? `${config.presets.length} presets` : value;
+  }
+  return out;
+}

@@ -1,0 +1,38 @@
+import { Type as t } from "@sinclair/typebox";
+
+/** Each `description` completes "must be …" in a start-up error. */
+const Origin = t.String({ pattern: "^https?://[^/?#]+$/?$" });
+
+/**
+ * Every setting, nested as its environment variable is (`SERVER__PUBLIC_URL` is `server.public_url`).
+ * Defaults that depend on other settings (public URL, key file) are filled in by `loadConfig`.
+ */
+export const ConfigSchema = t.Object({
+  server: t.Object({
+    host: t.String({ minLength: 1, default: "127.0.0.1", description: "a host name or IP address" }),
+    port: t.Integer({ minimum: 0, maximum: 65535, default: 8000, description: "an integer from 0 to 65535" }),
+    public_url: t.Optional(t.String({ pattern: "^https?://[^/?#]+(/[^?#]*)?$", description: "an absolute http(s) URL without query or fragment" })),
+    shutdown_timeout_seconds: t.Number({ minimum: 0, maximum: 3600, default: 25, description: "a number of seconds from 0 to 3600" }),
+  }),
+  database: t.Object({ path: t.String({ minLength: 1, default: "./data/connector-service.db", description: "a file path or :memory:" }) }),
+  secrets: t.Object({ key: t.Optional(t.String({ minLength: 1, description: "the base64 encoding of 32 bytes" })) }),
+  auth: t.Object({
+    admin_username: t.String({ pattern: "^[A-Za-z0-9._@-]{1,64}$", default: "admin", description: "1 to 64 letters, digits or . _ @ -" }),
+    admin_password: t.Optional(t.String({ minLength: 8, maxLength: 1024, description: "8 to 1024 characters" })),
+  }),
+  connector: t.Object({ presets: t.Optional(t.String({ description: "a JSON array of presets" })) }),
+  runtime: t.Object({ driver: t.Union([t.Literal("local"), t.Literal("kubernetes")], { default: "local", description: "local or kubernetes" }) }),
+  log: t.Object({
+    level: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")], { default: "info", description: "debug, info, warn or error" }),
+  }),
+  security: t.Object({ block_private_networks: t.Boolean({ default: false, description: "true or false" }) }),
+  oauth: t.Object({ allowed_redirect_origins: t.Array(Origin, { default: [], description: "a comma-separated list of origins (scheme://host[:port])" }) }),
+  proxy: t.Object({ max_body_bytes: t.Integer({ minimum: 1024, default: 16 * 1024 * 1024, description: "an integer of at least 1024" }) }),
+});
+export type RawConfig = typeof ConfigSchema.static;
+
+/** Settings whose values are masked when the effective configuration is logged. */
+export const SECRET_SETTINGS = new Set(["SECRETS__KEY", "AUTH__ADMIN_PASSWORD"]);
+
+/** Settings read as comma-separated lists. */
+export const LIST_SETTINGS = new Set(["OAUTH__ALLOWED_REDIRECT_ORIGINS"]);

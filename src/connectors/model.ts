@@ -1,0 +1,75 @@
+import { t } from "elysia";
+import { Metadata } from "../presets/model";
+
+export const CONNECTOR_STATES = ["created", "auth_required", "connected", "disconnected"] as const;
+export type ConnectorState = (typeof CONNECTOR_STATES)[number];
+
+export const MAX_URL_LENGTH = 2048;
+export const MAX_HEADERS = 50;
+export const MAX_HEADER_VALUE_LENGTH = 8192;
+export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_PAGE_SIZE = 50;
+
+export const Connector = t.Object(
+  {
+    id: t.String({ format: "uuid" }),
+    url: t.String({ description: "MCP server URL: http://, https:// or mcp+stdio://" }),
+    state: t.UnionEnum(CONNECTOR_STATES, {
+      description: "created → (connect) → auth_required (OAuth pending) → connected → disconnected",
+    }),
+    disconnect_reason: t.Union([t.String(), t.Null()], { description: "Why the connector is disconnected; null otherwise" }),
+    metadata: Metadata,
+    auth_request: t.Union(
+      [t.Object({ type: t.Literal("code"), authorization_url: t.String({ format: "uri" }) }), t.Null()],
+      { description: "Set while an OAuth authorization is pending: open authorization_url in a browser" },
+    ),
+    preset: t.Union([t.String(), t.Null()], { description: "URL of the preset matched at creation, if any" }),
+    header_names: t.Array(t.String(), { description: "Names of the stored headers; their values are never shown" }),
+    created_at: t.String({ format: "date-time" }),
+    updated_at: t.String({ format: "date-time" }),
+  },
+  { title: "Connector" },
+);
+export type Connector = typeof Connector.static;
+
+export const ConnectorList = t.Object({
+  items: t.Array(Connector),
+  next_cursor: t.Union([t.String(), t.Null()], { description: "Pass as `cursor` for the next page; null on the last" }),
+});
+export type ConnectorList = typeof ConnectorList.static;
+
+export const CreateConnectorBody = t.Object(
+  {
+    url: t.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: "MCP server URL" }),
+    client_id: t.Optional(t.String({ minLength: 1, maxLength: 1024, description: "OAuth client id" })),
+    client_secret: t.Optional(t.String({ minLength: 1, maxLength: 4096, description: "OAuth client secret" })),
+    metadata: t.Optional(Metadata),
+    match_preset: t.Optional(t.Boolean({ default: true, description: "Match the URL against the presets" })),
+  },
+  { additionalProperties: false },
+);
+export type CreateConnectorBody = typeof CreateConnectorBody.static;
+
+export const ConnectBody = t.Object(
+  {
+    headers: t.Optional(
+      t.Record(t.String(), t.String({ maxLength: MAX_HEADER_VALUE_LENGTH }), {
+        description: "Sent with every request to the MCP server. Hop-by-hop, forwarding, Host and cookie headers are refused.",
+      }),
+    ),
+    redirect_url: t.Optional(
+      t.String({ maxLength: MAX_URL_LENGTH, description: "Where the browser goes after the OAuth authorization" }),
+    ),
+    accessToken: t.Optional(
+      t.String({ minLength: 1, maxLength: 16384, description: "Managed stdio connectors: injected into the server's environment" }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ConnectBody = typeof ConnectBody.static;
+
+export const ListQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
+  cursor: t.Optional(t.String({ maxLength: 200, description: "next_cursor of the previous page" })),
+});
+export type ListQuery = typeof ListQuery.static;

@@ -1,0 +1,74 @@
+import { Elysia, t } from "elysia";
+import { Problem } from "../http-errors/model";
+import type { AuthPlugin } from "../users/auth-plugin";
+import { IdParams } from "../users/model";
+import { ConnectBody, Connector, ConnectorList, CreateConnectorBody, ListQuery } from "./model";
+import type { ConnectorService } from "./service";
+
+const problems = { 401: Problem, 404: Problem, 409: Problem, 422: Problem };
+
+export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin) {
+  return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } })
+    .use(auth)
+    .post(
+      "/",
+      ({ principal, body, set }) => {
+        const connector = connectors.create(principal, body);
+        set.status = 201;
+        set.headers.location = `/api/v1/connectors/${connector.id}`;
+        return connector;
+      },
+      {
+        auth: true,
+        body: CreateConnectorBody,
+        response: { 201: Connector, 400: Problem, ...problems },
+        detail: {
+          summary: "Create a connector",
+          description:
+            "Registers an MCP server URL. With match_preset (default true) a preset with the same URL supplies client credentials and metadata that the request leaves out.",
+        },
+      },
+    )
+    .get("/", ({ principal, query }) => connectors.list(principal, query), {
+      auth: true,
+      query: ListQuery,
+      response: { 200: ConnectorList, ...problems },
+      detail: { summary: "List connectors, newest first", description: "Administrators see every user's connectors." },
+    })
+    .get("/:id", ({ principal, params }) => connectors.get(principal, params.id), {
+      auth: true,
+      params: IdParams,
+      response: { 200: Connector, ...problems },
+      detail: { summary: "Get a connector" },
+    })
+    .delete(
+      "/:id",
+      ({ principal, params, set }) => {
+        connectors.delete(principal, params.id);
+        set.status = 204;
+      },
+      {
+        auth: true,
+        params: IdParams,
+        response: { 204: t.Void(), ...problems },
+        detail: { summary: "Delete a connector" },
+      },
+    )
+    .post("/:id/connect", ({ principal, params, body }) => connectors.connect(principal, params.id, body ?? {}), {
+      auth: true,
+      params: IdParams,
+      body: t.Optional(ConnectBody),
+      response: { 200: Connector, 400: Problem, ...problems },
+      detail: {
+        summary: "Connect a connector",
+        description:
+          "With `headers`: stores them sealed and sends them with every request to the MCP server. Connecting again starts over.",
+      },
+    })
+    .post("/:id/disconnect", ({ principal, params }) => connectors.disconnect(principal, params.id), {
+      auth: true,
+      params: IdParams,
+      response: { 200: Connector, ...problems },
+      detail: { summary: "Disconnect a connector", description: "Forgets its credentials; state becomes disconnected." },
+    });
+}

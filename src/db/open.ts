@@ -1,0 +1,49 @@
+import { Database } from "bun:sqlite";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { embeddedMigrations } from "./migrations.macro" with { type: "macro" };
+import * as schema from "./schema";
+
+export type Db = BunSQLiteDatabase<typeof schema>;
+
+export type OpenedDatabase = { db: Db; sqlite: Database; applied: number; close(): void };
+
+const MIGRATIONS: MigrationMeta[] = embeddedMigrations();
+
+export function openDatabase(path: string): OpenedDatabase {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const sqlite = new Database(path, { create: true, strict: true });
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  if (path !== ":memory:") sqlite.exec("PRAGMA journal_mode = WAL");
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  const db = drizzle({ client: sqlite, schema });
+  const applied = migrate(db, sqlite);
+  return {
+    db,
+    sqlite,
+    applied,
+    close: () => {
+      sqlite.exec("PRAGMA optimize");
+      sqlite.close();
+    },
+  };
+}
+
+/** Applies the embedded migrations newer than the last one recorded; returns how many ran. */
+function migrate(db: Db, sqlite: Database): number {
+  const table = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+  const last = table
+    ? (sqlite.query("SELECT max(created_at) AS at FROM __drizzle_migrations").get() as { at: number | null }).at
+    : null;
+  const pending = MIGRATIONS.filter((m) => last === null || m.folderMillis > Number(last)).length;
+  // drizzle's own bookkeeping (table __drizzle_migrations), so drizzle-kit and the binary agree.
+  (db as unknown as { dialect: { migrate(m: MigrationMeta[], s: unknown, c: object): void }; session: unknown }).dialect.migrate(
+    MIGRATIONS,
+    (db as unknown as { session: unknown }).session,
+    {},
+  );
+  return pending;
+}

@@ -1,0 +1,48 @@
+import { openapi } from "@elysiajs/openapi";
+import { Elysia } from "elysia";
+// Embedded in the binary (`type: "file"`): Swagger UI works with no internet (DESIGN.md).
+import bundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
+import css from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
+import favicon from "swagger-ui-dist/favicon-32x32.png" with { type: "file" };
+
+const ASSETS = "/docs/assets";
+const YEAR = "public, max-age=31536000, immutable";
+
+export function docsPlugin(version: string) {
+  const asset = (path: string, type: string) => () =>
+    new Response(Bun.file(path), { headers: { "content-type": type, "cache-control": YEAR } });
+  return new Elysia({ name: "docs" })
+    .use(
+      openapi({
+        path: "/docs",
+        specPath: "/openapi.json",
+        provider: "swagger-ui",
+        openapiVersion: "3.1.0",
+        exclude: { paths: [/^\/docs/, "/openapi.json"] },
+        documentation: {
+          info: {
+            title: "connector-service",
+            version,
+            description:
+              "Stores MCP server URLs, authorizes to them, keeps their credentials sealed and proxies MCP Streamable HTTP. Authenticate with HTTP Basic or a Bearer API token.",
+          },
+          components: {
+            securitySchemes: {
+              basic: { type: "http", scheme: "basic" },
+              bearer: { type: "http", scheme: "bearer", description: "An API token from POST /api/v1/tokens" },
+            },
+          },
+        },
+        swagger: {
+          cdn: `${ASSETS}/swagger-ui-bundle.js`,
+          theme: `${ASSETS}/swagger-ui.css`,
+          // The default validator badge loads an image from an outside host.
+          validatorUrl: "none",
+          persistAuthorization: false,
+        } as never,
+      }),
+    )
+    .get(`${ASSETS}/swagger-ui-bundle.js`, asset(bundle, "text/javascript; charset=utf-8"), { detail: { hide: true } })
+    .get(`${ASSETS}/swagger-ui.css`, asset(css, "text/css; charset=utf-8"), { detail: { hide: true } })
+    .get("/favicon.ico", asset(favicon, "image/png"), { detail: { hide: true } });
+}

@@ -1,0 +1,80 @@
+import type { Server } from "bun";
+import type { Logger } from "../observability/logger";
+
+export type Fetch = (request: Request) => Response | Promise<Response>;
+export type RequestIds = WeakMap<Request, string>;
+
+export type ServerOptions = {
+  host: string;
+  port: number;
+  maxRequestBodySize: number;
+  log: Logger;
+  requestIds: RequestIds;
+  clock?: () => number;
+};
+
+export type RunningServer = { server: Server<undefined>; url: string; stop(timeoutMs: number): Promise<void> };
+
+const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Serves `fetch` with one JSON log line per request (method, path, status, duration to headers,
+ * request id). The path is logged without its query, which can carry OAuth codes and state.
+ */
+export function startServer(fetch: Fetch, options: ServerOptions): RunningServer {
+  const { log, requestIds } = options;
+  const now = options.clock ?? performance.now.bind(performance);
+  const server = Bun.serve({
+    hostname: options.host,
+    port: options.port,
+    maxRequestBodySize: options.maxRequestBodySize,
+    idleTimeout: 120,
+    async fetch(request) {
+      const start = now();
+      const incoming = request.headers.get("x-request-id");
+      const id = incoming && INCOMING_ID.test(incoming) ? incoming : crypto.randomUUID();
+      requestIds.set(request, id);
+      const response = await fetch(request);
+      try {
+        response.headers.set("x-request-id", id);
+      } catch {
+        // Immutable headers (a passed-through upstream response): the log still has the id.
+      }
+      const url = request.url;
+      const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+      const queryStart = url.indexOf("?", pathStart);
+      log.info("request", {
+        method: request.method,
+        path: url.slice(pathStart, queryStart < 0 ? undefined : queryStart),
+        status: response.status,
+        duration_ms: Math.round((now() - start) * 1000) / 1000,
+        request_id: id,
+      });
+      return response;
+    },
+    error(error) {
+      log.error("request failed outside the app", { error: error.message });
+      return new Response(JSON.stringify({ type: "/problems/internal", title: "Internal error", status: 500, detail: "The service failed to handle the request" }), {
+        status: 500,
+        headers: { "content-type": "application/problem+json" },
+      });
+    },
+  });
+  return {
+    server,
+    url: `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`,
+    /** Stops accepting, lets in-flight requests finish, then closes whatever is left after `timeoutMs`. */
+    async stop(timeoutMs) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const forced = new Promise<"forced">((resolve) => {
+        timer = setTimeout(() => resolve("forced"), timeoutMs);
+      });
+      const outcome = await Promise.race([server.stop(false).then(() => "drained" as const), forced]);
+      clearTimeout(timer);
+      if (outcome === "forced") {
+        log.warn("shutdown timeout: closing the connections still open");
+        await server.stop(true);
+      }
+    },
+  };
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bun
+import { healthcheck } from "./cli/healthcheck";
+import { migrate } from "./cli/migrate";
+import { serve } from "./cli/serve";
+import { VERSION } from "./version";
+
+const USAGE = `connector-service ${VERSION}: stores, authorizes and proxies remote MCP servers.
+
+Usage:
+  connector-service [serve]          start the service (configuration from environment variables)
+  connector-service migrate          apply database migrations and exit
+  connector-service healthcheck [URL] exit 0 when GET URL/healthz answers 200 (default: the configured host and port)
+  connector-service version          print the version
+  connector-service --help           show this help
+
+Settings are environment variables such as SERVER__PORT and DATABASE__PATH; the README lists them all.
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command = "serve", ...rest] = argv;
+  switch (command) {
+    case "serve":
+      return rest.length ? unknown(rest[0]!) : serve(process.env);
+    case "migrate":
+      return rest.length ? unknown(rest[0]!) : migrate(process.env);
+    case "healthcheck":
+      return rest.length > 1 ? unknown(rest[1]!) : healthcheck(process.env, rest[0]);
+    case "version":
+    case "--version":
+    case "-v":
+      process.stdout.write(`${VERSION}\n`);
+      return 0;
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(USAGE);
+      return 0;
+    default:
+      return unknown(command);
+  }
+}
+
+function unknown(arg: string): number {
+  process.stderr.write(`connector-service: unknown command or flag "${arg}" (see --help)\n`);
+  return 2;
+}
+
+process.exit(await main(process.argv.slice(2)));

@@ -1,0 +1,42 @@
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogFields = Record<string, unknown>;
+
+export type Logger = {
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+  child(fields: LogFields): Logger;
+};
+
+const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/**
+ * Last line of defence: a field whose name says it holds a credential is masked even if a caller
+ * passes one by mistake. Callers still must not log secrets.
+ */
+const SECRET_FIELD = /authorization|password|secret|token|cookie|verifier|^key$/i;
+
+export type LoggerOptions = { level: LogLevel; write?: (line: string) => void; clock?: () => number };
+
+export function createLogger(options: LoggerOptions, base: LogFields = {}): Logger {
+  const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const clock = options.clock ?? Date.now;
+  const min = ORDER[options.level];
+  const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
+    if (ORDER[level] < min) return;
+    write(JSON.stringify({ time: new Date(clock()).toISOString(), level, msg, ...base, ...fields }, redact));
+  };
+  return {
+    debug: (msg, fields) => emit("debug", msg, fields),
+    info: (msg, fields) => emit("info", msg, fields),
+    warn: (msg, fields) => emit("warn", msg, fields),
+    error: (msg, fields) => emit("error", msg, fields),
+    child: (fields) => createLogger(options, { ...base, ...fields }),
+  };
+}
+
+function redact(key: string, value: unknown): unknown {
+  if (key && SECRET_FIELD.test(key) && typeof value === "string") return "********";
+  return value;
+}

@@ -1,0 +1,15 @@
+import { Elysia } from "elysia";
+import type { Authenticator } from "./authenticate";
+
+/** `{ auth: true }` on a route resolves `principal` or answers 401 (through the problem plugin). */
+export function authPlugin(authenticate: Authenticator) {
+  return new Elysia({ name: "auth" }).macro({
+    auth: {
+      async resolve({ request }) {
+        return { principal: await authenticate(request.headers.get("authorization")) };
+      },
+      detail: { security: [{ basic: [] }, { bearer: [] }] },
+    },
+  });
+}
+export type AuthPlugin = ReturnType<typeof authPlugin>;

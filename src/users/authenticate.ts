@@ -1,0 +1,77 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { Unauthorized } from "../http-errors/errors";
+import type { Principal } from "./model";
+import type { UserRepository } from "./repository";
+import { digestToken, TOKEN_PREFIX } from "./service";
+
+export type Authenticator = (authorization: string | null) => Promise<Principal>;
+
+type Remembered = { userId: string; passwordHash: string; until: number };
+
+export type AuthenticatorOptions = {
+  users: UserRepository;
+  clock: () => number;
+  /** How long a verified Basic credential is remembered (DESIGN.md "Users and ownership"). */
+  rememberMs?: number;
+  maxRemembered?: number;
+};
+
+/**
+ * HTTP Basic (RFC 7617) and Bearer API tokens (RFC 6750 §2.1). argon2id runs only for a Basic
+ * credential new to the process; a verified one is remembered, keyed by a digest of the header, and
+ * forgotten as soon as the user's password hash changes.
+ */
+export function createAuthenticator({ users, clock, rememberMs = 60_000, maxRemembered = 1000 }: AuthenticatorOptions): Authenticator {
+  const remembered = new Map<string, Remembered>();
+  // Verified against when the username is unknown, so both paths cost one argon2id verification.
+  const decoy = Bun.password.hash("decoy password, never valid", "argon2id");
+
+  async function basic(credentials: string): Promise<Principal> {
+    const key = createHash("sha256").update(credentials).digest("hex");
+    const now = clock();
+    const hit = remembered.get(key);
+    if (hit && hit.until > now) {
+      const user = users.findById(hit.userId);
+      if (user && safeEqual(user.password_hash, hit.passwordHash)) return principal(user);
+      remembered.delete(key);
+    }
+    const decoded = Buffer.from(credentials, "base64").toString("utf8");
+    const colon = decoded.indexOf(":");
+    if (colon < 0) throw new Unauthorized("The Basic credentials are not of the form username:password");
+    const user = users.findByUsername(decoded.slice(0, colon));
+    const ok = await Bun.password.verify(decoded.slice(colon + 1), user?.password_hash ?? (await decoy));
+    if (!user || !ok) throw new Unauthorized("Wrong username or password");
+    if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);
+    remembered.set(key, { userId: user.id, passwordHash: user.password_hash, until: now + rememberMs });
+    return principal(user);
+  }
+
+  function bearer(token: string): Principal {
+    if (!token.startsWith(TOKEN_PREFIX)) throw new Unauthorized("The bearer token is not an API token of this service");
+    const digest = digestToken(token);
+    const found = users.findTokenByDigest(digest);
+    if (!found || !safeEqual(found.token.token_digest, digest)) throw new Unauthorized("Unknown or revoked API token");
+    if (found.token.expires_at !== null && found.token.expires_at <= clock()) throw new Unauthorized("The API token has expired");
+    return principal(found.user);
+  }
+
+  return async (authorization) => {
+    if (!authorization) throw new Unauthorized("This endpoint needs HTTP Basic credentials or a Bearer API token");
+    const space = authorization.indexOf(" ");
+    const scheme = authorization.slice(0, space).toLowerCase();
+    const value = authorization.slice(space + 1).trim();
+    if (space > 0 && value && scheme === "basic") return basic(value);
+    if (space > 0 && value && scheme === "bearer") return bearer(value);
+    throw new Unauthorized("The Authorization header must use the Basic or Bearer scheme");
+  };
+}
+
+function principal(user: { id: string; username: string; role: "admin" | "user" }): Principal {
+  return { id: user.id, username: user.username, role: user.role };
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

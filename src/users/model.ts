@@ -1,0 +1,54 @@
+import { t } from "elysia";
+
+export const USERNAME_PATTERN = "^[A-Za-z0-9._@-]{1,64}$";
+export const Role = t.Union([t.Literal("admin"), t.Literal("user")]);
+export type Role = typeof Role.static;
+
+export const CreateUserBody = t.Object(
+  {
+    username: t.String({ pattern: USERNAME_PATTERN, description: "1 to 64 letters, digits or . _ @ -" }),
+    password: t.String({ minLength: 8, maxLength: 1024 }),
+    role: t.Optional(Role),
+  },
+  { additionalProperties: false },
+);
+export type CreateUserBody = typeof CreateUserBody.static;
+
+export const UserView = t.Object({
+  id: t.String({ format: "uuid" }),
+  username: t.String(),
+  role: Role,
+  created_at: t.String({ format: "date-time" }),
+});
+export type UserView = typeof UserView.static;
+export const UserList = t.Object({ items: t.Array(UserView) });
+
+export const MAX_TOKEN_LIFETIME_DAYS = 3650;
+export const CreateTokenBody = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 100, description: "What the token is for" }),
+    expires_in_days: t.Optional(t.Integer({ minimum: 1, maximum: MAX_TOKEN_LIFETIME_DAYS })),
+  },
+  { additionalProperties: false },
+);
+export type CreateTokenBody = typeof CreateTokenBody.static;
+
+export const TokenView = t.Object({
+  id: t.String({ format: "uuid" }),
+  name: t.String(),
+  created_at: t.String({ format: "date-time" }),
+  expires_at: t.Union([t.String({ format: "date-time" }), t.Null()]),
+});
+export type TokenView = typeof TokenView.static;
+export const TokenList = t.Object({ items: t.Array(TokenView) });
+export const CreatedToken = t.Composite([
+  TokenView,
+  t.Object({ token: t.String({ description: "The bearer token. Shown only in this response." }) }),
+]);
+export type CreatedToken = typeof CreatedToken.static;
+
+/** Ids are looked up as given: an id that is not one of ours is simply unknown (404). */
+export const IdParams = t.Object({ id: t.String({ maxLength: 100 }) });
+
+/** The authenticated caller, as services see it. */
+export type Principal = { id: string; username: string; role: Role };

@@ -1,0 +1,73 @@
+import { Elysia, t } from "elysia";
+import { Problem } from "../http-errors/model";
+import type { AuthPlugin } from "./auth-plugin";
+import { CreatedToken, CreateTokenBody, CreateUserBody, IdParams, TokenList, UserList, UserView } from "./model";
+import type { UserService } from "./service";
+
+const problems = { 401: Problem, 403: Problem, 404: Problem, 409: Problem, 422: Problem };
+
+export function userRoutes(users: UserService, auth: AuthPlugin) {
+  return new Elysia({ prefix: "/api/v1", detail: { tags: ["Users"] } })
+    .use(auth)
+    .post(
+      "/users",
+      async ({ principal, body, set }) => {
+        const user = await users.createUser(principal, body);
+        set.status = 201;
+        set.headers.location = `/api/v1/users/${user.id}`;
+        return user;
+      },
+      {
+        auth: true,
+        body: CreateUserBody,
+        response: { 201: UserView, ...problems },
+        detail: { summary: "Create a user (administrators only)" },
+      },
+    )
+    .get("/users", ({ principal }) => users.listUsers(principal), {
+      auth: true,
+      response: { 200: UserList, ...problems },
+      detail: { summary: "List users (administrators only)" },
+    })
+    .get("/users/me", ({ principal }) => users.me(principal), {
+      auth: true,
+      response: { 200: UserView, ...problems },
+      detail: { summary: "The authenticated user" },
+    })
+    .post(
+      "/tokens",
+      ({ principal, body, set }) => {
+        const token = users.createToken(principal, body);
+        set.status = 201;
+        set.headers.location = `/api/v1/tokens/${token.id}`;
+        return token;
+      },
+      {
+        auth: true,
+        body: CreateTokenBody,
+        response: { 201: CreatedToken, ...problems },
+        detail: {
+          summary: "Create an API token for yourself",
+          description: "The token is shown once, in this response; only its SHA-256 digest is stored.",
+        },
+      },
+    )
+    .get("/tokens", ({ principal }) => users.listTokens(principal), {
+      auth: true,
+      response: { 200: TokenList, ...problems },
+      detail: { summary: "List your API tokens" },
+    })
+    .delete(
+      "/tokens/:id",
+      ({ principal, params, set }) => {
+        users.deleteToken(principal, params.id);
+        set.status = 204;
+      },
+      {
+        auth: true,
+        params: IdParams,
+        response: { 204: t.Void(), ...problems },
+        detail: { summary: "Revoke one of your API tokens" },
+      },
+    );
+}

@@ -1,0 +1,104 @@
+import { createHash, randomBytes } from "node:crypto";
+import { Conflict, Forbidden, NotFound } from "../http-errors/errors";
+import type { CreateTokenBody, CreatedToken, CreateUserBody, Principal, TokenView, UserView } from "./model";
+import type { TokenRow, UserRepository, UserRow } from "./repository";
+
+export type UserServiceDeps = { users: UserRepository; clock: () => number; newId: () => string };
+
+const DAY_MS = 86_400_000;
+/** Prefix makes leaked tokens recognisable to secret scanners. */
+export const TOKEN_PREFIX = "cst_";
+
+export const digestToken = (token: string) => createHash("sha256").update(token).digest("hex");
+
+export function createUserService({ users, clock, newId }: UserServiceDeps) {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const userView = (row: UserRow): UserView => ({
+    id: row.id,
+    username: row.username,
+    role: row.role,
+    created_at: iso(row.created_at),
+  });
+  const tokenView = (row: TokenRow): TokenView => ({
+    id: row.id,
+    name: row.name,
+    created_at: iso(row.created_at),
+    expires_at: row.expires_at === null ? null : iso(row.expires_at),
+  });
+
+  const requireAdmin = (caller: Principal) => {
+    if (caller.role !== "admin") throw new Forbidden("Only administrators can manage users");
+  };
+
+  async function insertUser(username: string, password: string, role: UserRow["role"]): Promise<UserRow | undefined> {
+    const now = clock();
+    const row: UserRow = {
+      id: newId(),
+      username,
+      password_hash: await Bun.password.hash(password, "argon2id"),
+      role,
+      created_at: now,
+      updated_at: now,
+    };
+    return users.insert(row) ? row : undefined;
+  }
+
+  return {
+    async createUser(caller: Principal, body: CreateUserBody): Promise<UserView> {
+      requireAdmin(caller);
+      const row = await insertUser(body.username, body.password, body.role ?? "user");
+      if (!row) throw new Conflict(`A user named "${body.username}" already exists`);
+      return userView(row);
+    },
+
+    listUsers(caller: Principal): { items: UserView[] } {
+      requireAdmin(caller);
+      return { items: users.list().map(userView) };
+    },
+
+    me(caller: Principal): UserView {
+      const row = users.findById(caller.id);
+      if (!row) throw new NotFound("The authenticated user no longer exists");
+      return userView(row);
+    },
+
+    /**
+     * Creates the bootstrap administrator when it does not exist. With a configured password, an existing
+     * administrator's password is brought in line with it. Returns the generated password, if one was made.
+     */
+    async ensureAdmin(username: string, password: string | undefined): Promise<{ generated?: string }> {
+      const existing = users.findByUsername(username);
+      if (existing) {
+        if (password !== undefined && !(await Bun.password.verify(password, existing.password_hash))) {
+          users.updatePassword(existing.id, await Bun.password.hash(password, "argon2id"), clock());
+        }
+        return {};
+      }
+      const generated = password === undefined ? randomBytes(18).toString("base64url") : undefined;
+      await insertUser(username, password ?? generated!, "admin");
+      return generated ? { generated } : {};
+    },
+
+    createToken(caller: Principal, body: CreateTokenBody): CreatedToken {
+      const now = clock();
+      const token = `${TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
+      const row: TokenRow = {
+        id: newId(),
+        user_id: caller.id,
+        name: body.name,
+        token_digest: digestToken(token),
+        expires_at: body.expires_in_days ? now + body.expires_in_days * DAY_MS : null,
+        created_at: now,
+      };
+      users.insertToken(row);
+      return { ...tokenView(row), token };
+    },
+
+    listTokens: (caller: Principal) => ({ items: users.listTokens(caller.id).map(tokenView) }),
+
+    deleteToken(caller: Principal, id: string): void {
+      if (!users.deleteToken(caller.id, id)) throw new NotFound(`No API token ${id}`);
+    },
+  };
+}
+export type UserService = ReturnType<typeof createUserService>;
