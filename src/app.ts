@@ -56,7 +56,8 @@ export type Services = ReturnType<typeof createServices>;
 
 export function buildApp(deps: Deps, services: Services = createServices(deps)) {
   const auth = authPlugin(services.authenticate);
-  return new Elysia()
+  // normalize: false makes `additionalProperties: false` reject unknown fields (a typo is a 422, not silently dropped).
+  return new Elysia({ normalize: false })
     .use(problemPlugin(deps.log, deps.requestIds))
     .use(jsonBodyPlugin())
     .use(docsPlugin(VERSION))

@@ -1,34 +1,39 @@
-import { buildApp, createServices, type Deps } from "../app";
-import { ConfigError, describeConfig, loadConfig } from "../config/load";
+import { buildApp, createServices, type Deps, type Services } from "../app";
+import { ConfigError, describeConfig, loadConfig, type Config } from "../config/load";
 import { openDatabase } from "../db/open";
 import { startServer } from "../http/server";
-import { createLogger } from "../observability/logger";
-import { loadSealingKey } from "../secrets/key";
+import { createLogger, type Logger } from "../observability/logger";
+import { KeyFileError, loadSealingKey } from "../secrets/key";
 import { createSealer } from "../secrets/sealer";
 import { VERSION } from "../version";
 
-/** `connector-service serve`: the only code that reads the environment, opens the database and listens. */
-export async function serve(env: Record<string, string | undefined>): Promise<number> {
-  let config;
-  try {
-    config = loadConfig(env);
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`connector-service: configuration error: ${e.message}\n`);
-      return 2;
-    }
-    throw e;
-  }
-  const log = createLogger({ level: config.log.level });
+export type RunningService = {
+  url: string;
+  config: Config;
+  deps: Deps;
+  services: Services;
+  log: Logger;
+  /** Graceful: stop accepting, finish in-flight requests (up to the shutdown timeout), close the database. */
+  stop(): Promise<void>;
+};
+
+export type StartOptions = { writeLog?: (line: string) => void };
+
+/** Reads the environment, opens the database and listens. Throws ConfigError for a bad setting. */
+export async function startService(env: Record<string, string | undefined>, options: StartOptions = {}): Promise<RunningService> {
+  const config = loadConfig(env);
+  const log = createLogger({ level: config.log.level, ...(options.writeLog && { write: options.writeLog }) });
   let key;
   try {
     key = loadSealingKey(config.secrets.key, config.secrets.keyFile);
   } catch (e) {
-    process.stderr.write(`connector-service: configuration error: SECRETS__KEY: ${(e as Error).message}\n`);
-    return 2;
+    if (e instanceof KeyFileError) throw new ConfigError("SECRETS__KEY", `not set, and the ${e.message}`);
+    throw e;
   }
   if (key.origin === "file-created") log.info("created a new sealing key file", { file: config.secrets.keyFile });
-  if (key.origin === "ephemeral") log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
+  if (key.origin === "ephemeral") {
+    log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
+  }
 
   const database = openDatabase(config.database.path);
   log.info("database ready", { path: config.database.path, migrations_applied: database.applied });
@@ -52,14 +57,13 @@ export async function serve(env: Record<string, string | undefined>): Promise<nu
   const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
   if (admin.generated) {
     // Logged once, when the administrator is created; set AUTH__ADMIN_PASSWORD to choose it instead.
-    log.warn("created the bootstrap administrator with a generated password; it is not shown again", {
+    log.warn("created the bootstrap administrator; its generated password is shown this once (set AUTH__ADMIN_PASSWORD to choose one)", {
       username: config.auth.adminUsername,
-      generated_admin_password: admin.generated,
+      generated: admin.generated,
     });
   }
 
-  const app = buildApp(deps, services);
-  const running = startServer(app.fetch, {
+  const running = startServer(buildApp(deps, services).fetch, {
     host: config.server.host,
     port: config.server.port,
     maxRequestBodySize: config.proxy.maxBodyBytes,
@@ -75,18 +79,36 @@ export async function serve(env: Record<string, string | undefined>): Promise<nu
     settings: describeConfig(env, config),
   });
 
-  await new Promise<void>((resolve) => {
-    const onSignal = (signal: string) => {
-      if (stopping) return;
+  return {
+    url: running.url,
+    config,
+    deps,
+    services,
+    log,
+    async stop() {
       stopping = true;
-      log.info("shutting down", { signal });
-      resolve();
-    };
-    process.once("SIGTERM", () => onSignal("SIGTERM"));
-    process.once("SIGINT", () => onSignal("SIGINT"));
+      await running.stop(config.server.shutdownTimeoutMs);
+      database.close();
+      log.info("stopped");
+    },
+  };
+}
+
+/** `connector-service serve`: runs until SIGTERM or SIGINT. */
+export async function serve(env: Record<string, string | undefined>): Promise<number> {
+  let service: RunningService;
+  try {
+    service = await startService(env);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`connector-service: configuration error: ${e.message}\n`);
+    return 2;
+  }
+  const signal = await new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
   });
-  await running.stop(config.server.shutdownTimeoutMs);
-  database.close();
-  log.info("stopped");
+  service.log.info("shutting down", { signal });
+  await service.stop();
   return 0;
 }

@@ -6,13 +6,14 @@ import { dirname } from "node:path";
 import { embeddedMigrations } from "./migrations.macro" with { type: "macro" };
 import * as schema from "./schema";
 
-export type Db = BunSQLiteDatabase<typeof schema>;
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
 export type OpenedDatabase = { db: Db; sqlite: Database; applied: number; close(): void };
 
 const MIGRATIONS: MigrationMeta[] = embeddedMigrations();
 
-export function openDatabase(path: string): OpenedDatabase {
+/** Opens (creating if needed) and migrates the database. `migrations` is replaceable for upgrade tests. */
+export function openDatabase(path: string, migrations: MigrationMeta[] = MIGRATIONS): OpenedDatabase {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const sqlite = new Database(path, { create: true, strict: true });
   sqlite.exec("PRAGMA busy_timeout = 5000");
@@ -20,7 +21,7 @@ export function openDatabase(path: string): OpenedDatabase {
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   const db = drizzle({ client: sqlite, schema });
-  const applied = migrate(db, sqlite);
+  const applied = migrate(db, sqlite, migrations);
   return {
     db,
     sqlite,
@@ -33,15 +34,15 @@ export function openDatabase(path: string): OpenedDatabase {
 }
 
 /** Applies the embedded migrations newer than the last one recorded; returns how many ran. */
-function migrate(db: Db, sqlite: Database): number {
+function migrate(db: Db, sqlite: Database, migrations: MigrationMeta[]): number {
   const table = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
   const last = table
     ? (sqlite.query("SELECT max(created_at) AS at FROM __drizzle_migrations").get() as { at: number | null }).at
     : null;
-  const pending = MIGRATIONS.filter((m) => last === null || m.folderMillis > Number(last)).length;
+  const pending = migrations.filter((m) => last === null || m.folderMillis > Number(last)).length;
   // drizzle's own bookkeeping (table __drizzle_migrations), so drizzle-kit and the binary agree.
   (db as unknown as { dialect: { migrate(m: MigrationMeta[], s: unknown, c: object): void }; session: unknown }).dialect.migrate(
-    MIGRATIONS,
+    migrations,
     (db as unknown as { session: unknown }).session,
     {},
   );

@@ -30,6 +30,9 @@ export function problemPlugin(log: Logger, requestIds: RequestIds) {
   return new Elysia({ name: "problem" }).onError({ as: "global" }, ({ code, error, request }) => {
     const id = requestIds.get(request);
     const instance = id ? `urn:request:${id}` : undefined;
+    // Elysia wraps what a body parser throws in its ParseError; ours says what is wrong.
+    const cause = code === "PARSE" ? (error as Error).cause : undefined;
+    if (cause instanceof AppError) return problemResponse(toProblem(cause, instance), cause.headers);
     if (error instanceof AppError) return problemResponse(toProblem(error, instance), error.headers);
     if (code === "VALIDATION" && error instanceof ValidationError) {
       const errors = validationErrors(error);

@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createSealer } from "../../src/secrets/sealer";
+import { apiClient, type Api } from "../support/service";
+
+const ROOT = resolve(import.meta.dir, "../..");
+const BINARY = join(ROOT, "dist/connector-service");
+const work = mkdtempSync(join(tmpdir(), "cs-binary-"));
+const dataDir = join(work, "data");
+
+type Started = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; lines: string[] };
+
+/** Starts the binary from `work` (no project files there) and waits for its "listening" line. */
+async function start(env: Record<string, string> = {}): Promise<Started> {
+  const proc = Bun.spawn([BINARY], {
+    cwd: work,
+    env: { PATH: process.env.PATH!, DATABASE__PATH: join(dataDir, "cs.db"), SERVER__PORT: "0", ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const lines: string[] = [];
+  const decoder = new TextDecoder();
+  const reader = proc.stdout.getReader();
+  let buffered = "";
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line: ${lines.join("\n")}`)), 15_000);
+    (async () => {
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        buffered += decoder.decode(chunk.value, { stream: true });
+        let nl: number;
+        while ((nl = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          lines.push(line);
+          const parsed = JSON.parse(line);
+          if (parsed.msg === "connector-service listening") {
+            clearTimeout(timer);
+            resolveUrl(parsed.url);
+          }
+        }
+      }
+      clearTimeout(timer);
+      reject(new Error(`exited before listening: ${lines.join("\n")}\n${await new Response(proc.stderr).text()}`));
+    })();
+  });
+  return { proc, url, lines };
+}
+
+async function stop(s: Started): Promise<number> {
+  s.proc.kill("SIGTERM");
+  return s.proc.exited;
+}
+
+beforeAll(() => {
+  const build = Bun.spawnSync([process.execPath, "run", "build"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
+  // A .env and a bunfig.toml in the working directory must not be read by the binary.
+  writeFileSync(join(work, ".env"), "SERVER__PORT=not-a-port\n");
+  writeFileSync(join(work, "bunfig.toml"), "this is [not toml\n");
+}, 120_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+test("--help, version, unknown commands and bad settings", () => {
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    Bun.spawnSync([BINARY, ...args], { cwd: work, env: { PATH: process.env.PATH!, ...env }, stdout: "pipe", stderr: "pipe" });
+  const help = run(["--help"]);
+  expect(help.exitCode).toBe(0);
+  expect(help.stdout.toString()).toContain("healthcheck");
+  expect(run(["version"]).stdout.toString().trim()).toMatch(/^\d+\.\d+\.\d+/);
+  const unknown = run(["--frobnicate"]);
+  expect(unknown.exitCode).toBe(2);
+  expect(unknown.stderr.toString()).toContain("--frobnicate");
+  const bad = run([], { RUNTIME__DRIVER: "mesos", DATABASE__PATH: join(work, "never.db") });
+  expect(bad.exitCode).toBe(2);
+  expect(bad.stderr.toString().trim().split("\n")).toEqual([
+    'connector-service: configuration error: RUNTIME__DRIVER: must be local or kubernetes (got "mesos")',
+  ]);
+});
+
+test("serves from another directory, keeps data across a restart, and stops gracefully", async () => {
+  // First start: no admin password set, so one is generated and logged once.
+  const first = await start();
+  const generated = first.lines.map((l) => JSON.parse(l)).find((l) => l.generated)?.generated;
+  expect(generated).toBeString();
+  const admin: Api = apiClient(first.url, { username: "admin", password: generated });
+
+  expect(Bun.spawnSync([BINARY, "healthcheck", first.url], { cwd: work }).exitCode).toBe(0);
+  const docs = await fetch(`${first.url}/docs`);
+  expect(docs.status).toBe(200);
+  expect(await docs.text()).toContain("/docs/assets/swagger-ui-bundle.js");
+  expect((await fetch(`${first.url}/docs/assets/swagger-ui-bundle.js`)).status).toBe(200);
+
+  expect((await admin("POST", "/api/v1/users", { body: { username: "alice", password: "alice-password" } })).status).toBe(201);
+  const alice = apiClient(first.url, { username: "alice", password: "alice-password" });
+  const connector = (await alice("POST", "/api/v1/connectors", { body: { url: "https://mcp.box.com" } })).body;
+  const connected = await alice("POST", `/api/v1/connectors/${connector.id}/connect`, {
+    body: { headers: { Authorization: "Bearer persisted-secret" } },
+  });
+  expect(connected.body.state).toBe("connected");
+  expect(await stop(first)).toBe(0);
+  expect(first.lines.at(-1)).toContain('"msg":"stopped"');
+  expect(Bun.spawnSync([BINARY, "healthcheck", first.url], { cwd: work }).exitCode).toBe(1);
+
+  const migrate = Bun.spawnSync([BINARY, "migrate"], { cwd: work, env: { PATH: process.env.PATH!, DATABASE__PATH: join(dataDir, "cs.db") } });
+  expect(JSON.parse(migrate.stdout.toString()).migrations_applied).toBe(0);
+
+  const second = await start();
+  expect(second.lines.join("\n")).not.toContain("generated password");
+  expect(second.lines.map((l) => JSON.parse(l)).find((l) => l.msg === "database ready").migrations_applied).toBe(0);
+  const again = apiClient(second.url, { username: "alice", password: "alice-password" });
+  const got = await again("GET", `/api/v1/connectors/${connector.id}`);
+  expect(got.body).toMatchObject({ id: connector.id, state: "connected", header_names: ["Authorization"], preset: "https://mcp.box.com" });
+  expect(await stop(second)).toBe(0);
+
+  // The stored headers still open with the key file the first start created.
+  const { Database } = await import("bun:sqlite");
+  const db = new Database(join(dataDir, "cs.db"), { readonly: true });
+  const row = db.query("SELECT headers FROM connectors WHERE id = ?").get(connector.id) as { headers: string };
+  db.close();
+  const key = Buffer.from(await Bun.file(join(dataDir, "secret.key")).text(), "base64");
+  expect(JSON.parse(createSealer(key).open(row.headers, `connectors/${connector.id}/headers`))).toEqual({
+    Authorization: "Bearer persisted-secret",
+  });
+});

@@ -1,0 +1,74 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigError, describeConfig, loadConfig, settingNames } from "../../src/config/load";
+
+const error = (env: Record<string, string>) => {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.message;
+    throw e;
+  }
+  throw new Error("expected a ConfigError");
+};
+
+describe("defaults", () => {
+  test("need no environment at all", () => {
+    const config = loadConfig({});
+    expect(config.server).toMatchObject({ host: "127.0.0.1", port: 8000, publicUrl: undefined });
+    expect(config.database.path).toEndWith("/data/connector-service.db");
+    expect(config.secrets.keyFile).toEndWith("/data/secret.key");
+    expect(config.runtime.driver).toBe("local");
+    expect(config.presets.map((p) => p.url)).toEqual([
+      "https://mcp.stripe.com",
+      "https://mcp.box.com",
+      "https://api.githubcopilot.com/mcp",
+    ]);
+  });
+});
+
+describe("a bad value names the variable", () => {
+  test.each([
+    [{ SERVER__PORT: "abc" }, "SERVER__PORT: must be an integer from 0 to 65535"],
+    [{ SERVER__PORT: "70000" }, "SERVER__PORT"],
+    [{ RUNTIME__DRIVER: "nomad" }, "RUNTIME__DRIVER: must be local or kubernetes"],
+    [{ LOG__LEVEL: "loud" }, "LOG__LEVEL"],
+    [{ SECURITY__BLOCK_PRIVATE_NETWORKS: "maybe" }, "SECURITY__BLOCK_PRIVATE_NETWORKS: must be true or false"],
+    [{ SERVER__PUBLIC_URL: "ftp://x" }, "SERVER__PUBLIC_URL"],
+    [{ SECRETS__KEY: "c2hvcnQ=" }, "SECRETS__KEY: must be the base64 encoding of exactly 32 bytes"],
+    [{ OAUTH__ALLOWED_REDIRECT_ORIGINS: "https://a.example/path" }, "OAUTH__ALLOWED_REDIRECT_ORIGINS"],
+    [{ SERVER__PROT: "8000" }, "SERVER__PROT: unknown setting"],
+  ])("%p", (env, message) => {
+    expect(error(env)).toContain(message);
+  });
+});
+
+describe("CONNECTOR__PRESETS", () => {
+  test("replaces the built-ins", () => {
+    const config = loadConfig({ CONNECTOR__PRESETS: '[{"url":"https://one.example/mcp","metadata":{"name":"One"}}]' });
+    expect(config.presets).toEqual([{ url: "https://one.example/mcp", metadata: { name: "One" } }]);
+  });
+
+  test.each([
+    ["[", "CONNECTOR__PRESETS: is not valid JSON"],
+    ['{"url":"https://a"}', "must be a JSON array"],
+    ['[{"url":"https://a.example"},{"url":"ftp://b"}]', "CONNECTOR__PRESETS: [1].url"],
+    ['[{"url":"https://a.example","metadata":{"name":3}}]', "[0].metadata.name"],
+    ['[{"url":"https://a.example","colour":"red"}]', "[0]"],
+    ['[{"url":"mcp+stdio://x"}]', "[0].stdio: required"],
+    ['[{"url":"https://a.example","stdio":{"image":"i"}}]', "[0].stdio: only allowed"],
+    ['[{"url":"https://a.example"},{"url":"HTTPS://A.example/"}]', "[1].url: same URL as entry [0]"],
+  ])("%p is refused with a message naming the bad entry", (value, message) => {
+    expect(error({ CONNECTOR__PRESETS: value })).toContain(message);
+  });
+});
+
+test("the effective configuration masks secrets", () => {
+  const env = { SECRETS__KEY: Buffer.alloc(32, 7).toString("base64"), AUTH__ADMIN_PASSWORD: "hunter2hunter2", SERVER__PORT: "9000" };
+  const described = describeConfig(env, loadConfig(env));
+  expect(described).toEqual({ SERVER__PORT: "9000", SECRETS__KEY: "********", AUTH__ADMIN_PASSWORD: "********" });
+});
+
+test("every setting is documented in the README", async () => {
+  const readme = await Bun.file(new URL("../../README.md", import.meta.url)).text();
+  for (const name of settingNames()) expect(readme).toContain(`\`${name}\``);
+});

@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { apiClient, createUser, expectProblem, startTestService, type Api, type TestService } from "../support/service";
+
+let service: TestService;
+let api: Api;
+let alice: Api;
+let bob: Api;
+
+beforeAll(async () => {
+  service = await startTestService();
+  api = service.api;
+  alice = apiClient(service.url, await createUser(api, "alice"));
+  bob = apiClient(service.url, await createUser(api, "bob"));
+});
+afterAll(() => service.stop());
+
+const create = (as: Api, body: Record<string, unknown>) => as("POST", "/api/v1/connectors", { body });
+
+describe("create", () => {
+  test("answers 201 with Location and the connector in state created", async () => {
+    const res = await create(alice, { url: "https://mcp.example.com/mcp", metadata: { name: "Example" } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("location")).toBe(`/api/v1/connectors/${res.body.id}`);
+    expect(res.body).toMatchObject({
+      url: "https://mcp.example.com/mcp",
+      state: "created",
+      disconnect_reason: null,
+      metadata: { name: "Example" },
+      auth_request: null,
+      preset: null,
+      header_names: [],
+    });
+    expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
+    const got = await alice("GET", res.headers.get("location")!);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(res.body);
+  });
+
+  test.each([
+    ["ftp://example.com", "scheme"],
+    ["not a url", "absolute URL"],
+    ["https://user:pw@example.com/mcp", "credentials"],
+    ["mcp+stdio://nothing-like-this", "preset"],
+  ])("refuses url %p with 422 naming body.url", async (url, words) => {
+    const res = await create(alice, { url });
+    expectProblem(res, 422);
+    expect(res.body.errors[0].field).toBe("body.url");
+    expect(res.body.detail).toContain(words);
+  });
+
+  test("refuses a wrong type, a missing url and an unknown field with 422 naming the field", async () => {
+    for (const [body, field] of [
+      [{ url: 42 }, "body.url"],
+      [{}, "body.url"],
+      [{ url: "https://a.example", match_preset: "yes" }, "body.match_preset"],
+      [{ url: "https://a.example", colour: "red" }, "body.colour"],
+    ] as const) {
+      const res = await create(alice, body);
+      expectProblem(res, 422);
+      expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+    }
+  });
+
+  test("malformed JSON is a 400 that says so", async () => {
+    const res = await alice("POST", "/api/v1/connectors", { raw: '{"url": "https://a.example"' });
+    expectProblem(res, 400);
+    expect(res.body.detail).toContain("not valid JSON");
+  });
+
+  test("a body over 1 MiB is a 413", async () => {
+    const res = await alice("POST", "/api/v1/connectors", { raw: JSON.stringify({ url: "https://a.example", metadata: { description: "x".repeat(1_100_000) } }) });
+    expectProblem(res, 413);
+  });
+});
+
+describe("authentication", () => {
+  test("no credentials, a wrong password, an unknown user and a garbled header are 401 with a Basic challenge", async () => {
+    for (const authorization of [undefined, "Basic " + btoa("alice:wrong"), "Basic " + btoa("nobody:x"), "Basic !!!", "Digest abc", "Bearer not-a-token"]) {
+      const res = await apiClient(service.url)("GET", "/api/v1/connectors", {
+        as: null,
+        headers: authorization ? { authorization } : {},
+      });
+      expectProblem(res, 401);
+      expect(res.headers.get("www-authenticate")).toContain('Basic realm="connector-service"');
+    }
+  });
+});
+
+describe("ownership", () => {
+  test("another user's connector is a 404 for every route; the admin sees it", async () => {
+    const { body: mine } = await create(alice, { url: "https://private.example/mcp" });
+    for (const [method, path] of [
+      ["GET", `/api/v1/connectors/${mine.id}`],
+      ["DELETE", `/api/v1/connectors/${mine.id}`],
+      ["POST", `/api/v1/connectors/${mine.id}/connect`],
+      ["POST", `/api/v1/connectors/${mine.id}/disconnect`],
+    ] as const) {
+      const res = await bob(method, path, method === "POST" ? { body: { headers: { authorization: "Bearer x" } } } : {});
+      expectProblem(res, 404);
+    }
+    const list = await bob("GET", "/api/v1/connectors");
+    expect(list.body.items.map((c: { id: string }) => c.id)).not.toContain(mine.id);
+    expect((await api("GET", `/api/v1/connectors/${mine.id}`)).status).toBe(200);
+    const all = await api("GET", "/api/v1/connectors?limit=100");
+    expect(all.body.items.map((c: { id: string }) => c.id)).toContain(mine.id);
+  });
+
+  test("an unknown id is a 404", async () => {
+    expectProblem(await alice("GET", "/api/v1/connectors/00000000-0000-4000-8000-000000000000"), 404);
+    expectProblem(await alice("GET", "/api/v1/connectors/not-an-id"), 404);
+  });
+});
+
+describe("list", () => {
+  test("newest first, paginated with limit and cursor, each item once", async () => {
+    const carol = apiClient(service.url, await createUser(api, "carol"));
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push((await create(carol, { url: `https://s${i}.example/mcp` })).body.id);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res = await carol("GET", `/api/v1/connectors?limit=3${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(res.status).toBe(200);
+      expect(res.body.items.length).toBeLessThanOrEqual(3);
+      seen.push(...res.body.items.map((c: { id: string }) => c.id));
+      cursor = res.body.next_cursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen).toEqual([...ids].reverse());
+  });
+
+  test("bad limit and cursor are 422", async () => {
+    expectProblem(await alice("GET", "/api/v1/connectors?limit=0"), 422);
+    expectProblem(await alice("GET", "/api/v1/connectors?limit=101"), 422);
+    expectProblem(await alice("GET", "/api/v1/connectors?cursor=garbage"), 422);
+  });
+});
+
+describe("connect and disconnect", () => {
+  test("connect with headers stores them (names only shown) and connects; disconnect says it was requested", async () => {
+    const { body: c } = await create(alice, { url: "https://headers.example/mcp" });
+    const res = await alice("POST", `/api/v1/connectors/${c.id}/connect`, {
+      body: { headers: { Authorization: "Bearer sk-live-123", "X-Api-Key": "k-456" } },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ state: "connected", disconnect_reason: null, header_names: ["Authorization", "X-Api-Key"] });
+    expect(res.text).not.toContain("sk-live-123");
+    expect(res.text).not.toContain("k-456");
+
+    const off = await alice("POST", `/api/v1/connectors/${c.id}/disconnect`);
+    expect(off.status).toBe(200);
+    expect(off.body.state).toBe("disconnected");
+    expect(off.body.disconnect_reason).toMatch(/request/i);
+    expect((await alice("GET", `/api/v1/connectors/${c.id}`)).body.state).toBe("disconnected");
+  });
+
+  test("disconnect of a never-connected connector is a 409", async () => {
+    const { body: c } = await create(alice, { url: "https://fresh.example/mcp" });
+    const res = await alice("POST", `/api/v1/connectors/${c.id}/disconnect`);
+    expectProblem(res, 409);
+    expect(res.body.detail).toContain("never connected");
+  });
+
+  test("connect with a redirect_url to a foreign origin is a 422 naming it", async () => {
+    const { body: c } = await create(alice, { url: "https://redirect.example/mcp" });
+    const res = await alice("POST", `/api/v1/connectors/${c.id}/connect`, {
+      body: { headers: { "x-key": "v" }, redirect_url: "https://evil.example/cb" },
+    });
+    expectProblem(res, 422);
+    expect(res.body.errors[0].field).toBe("body.redirect_url");
+  });
+});
+
+describe("delete", () => {
+  test("204, then 404", async () => {
+    const { body: c } = await create(alice, { url: "https://gone.example/mcp" });
+    const res = await alice("DELETE", `/api/v1/connectors/${c.id}`);
+    expect(res.status).toBe(204);
+    expect(res.text).toBe("");
+    expectProblem(await alice("GET", `/api/v1/connectors/${c.id}`), 404);
+    expectProblem(await alice("DELETE", `/api/v1/connectors/${c.id}`), 404);
+  });
+});

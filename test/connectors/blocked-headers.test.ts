@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expectProblem, startTestService, type TestService } from "../support/service";
+
+let service: TestService;
+let id: string;
+beforeAll(async () => {
+  service = await startTestService();
+  id = (await service.api("POST", "/api/v1/connectors", { body: { url: "https://headers.example/mcp" } })).body.id;
+});
+afterAll(() => service.stop());
+
+// Spec part 5: hop-by-hop, forwarding, Host and cookie headers are refused.
+const BLOCKED = [
+  "Connection",
+  "Keep-Alive",
+  "Proxy-Connection",
+  "TE",
+  "Trailer",
+  "Transfer-Encoding",
+  "Upgrade",
+  "Proxy-Authorization",
+  "Proxy-Authenticate",
+  "Forwarded",
+  "X-Forwarded-For",
+  "X-Forwarded-Host",
+  "X-Forwarded-Proto",
+  "Via",
+  "Host",
+  "Cookie",
+  "Set-Cookie",
+];
+
+const casings = (name: string) => [name, name.toLowerCase(), name.toUpperCase(), name.replace(/[a-z]/g, (c, i) => (i % 2 ? c.toUpperCase() : c))];
+
+test.each(BLOCKED)("%s is refused in every casing with a 422 naming it", async (header) => {
+  for (const name of casings(header)) {
+    const res = await service.api("POST", `/api/v1/connectors/${id}/connect`, {
+      body: { headers: { Authorization: "Bearer fine", [name]: "value" } },
+    });
+    expectProblem(res, 422);
+    expect(res.body.errors[0].field).toBe(`body.headers.${name}`);
+    expect(res.body.detail).toContain(name);
+  }
+  // Nothing was stored by the refused requests.
+  const got = await service.api("GET", `/api/v1/connectors/${id}`);
+  expect(got.body.state).toBe("created");
+  expect(got.body.header_names).toEqual([]);
+});
+
+test("an invalid header name or a value with CR/LF is refused", async () => {
+  for (const headers of [{ "Bad Name": "v" }, { "X-Ok": "a\r\nInjected: yes" }, { "": "v" }]) {
+    const res = await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers } });
+    expectProblem(res, 422);
+  }
+});
+
+test("a header value that is not a string is refused", async () => {
+  const res = await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers: { "X-Num": 5 } } });
+  expectProblem(res, 422);
+});

@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startTestService, type TestService } from "../support/service";
+
+let service: TestService;
+beforeAll(async () => {
+  service = await startTestService();
+});
+afterAll(() => service.stop());
+
+test("OpenAPI 3.1 lists every route with a summary and typed responses", async () => {
+  const res = await fetch(`${service.url}/openapi.json`);
+  expect(res.status).toBe(200);
+  const doc = await res.json();
+  expect(doc.openapi).toStartWith("3.1");
+  const expected = [
+    "post /api/v1/connectors",
+    "get /api/v1/connectors",
+    "get /api/v1/connectors/{id}",
+    "delete /api/v1/connectors/{id}",
+    "post /api/v1/connectors/{id}/connect",
+    "post /api/v1/connectors/{id}/disconnect",
+    "get /api/v1/connectors/presets",
+    "post /api/v1/users",
+    "post /api/v1/tokens",
+    "get /healthz",
+    "get /readyz",
+  ];
+  const operations: [string, any][] = [];
+  for (const [path, item] of Object.entries<any>(doc.paths)) {
+    for (const [method, op] of Object.entries<any>(item)) operations.push([`${method} ${path.replace(/\/$/, "")}`, op]);
+  }
+  const names = operations.map(([n]) => n);
+  for (const e of expected) expect(names).toContain(e);
+  for (const [name, op] of operations) {
+    expect({ name, summary: typeof op.summary }).toEqual({ name, summary: "string" });
+    const ok = Object.keys(op.responses ?? {}).filter((s) => s.startsWith("2"));
+    expect({ name, ok: ok.length > 0 }).toEqual({ name, ok: true });
+    if (["post", "put", "patch"].includes(name.split(" ")[0]!) && name.includes("/api/")) {
+      if (!name.endsWith("/disconnect")) expect({ name, body: !!op.requestBody }).toEqual({ name, body: true });
+    }
+  }
+});
+
+test("Swagger UI at /docs loads nothing from another host", async () => {
+  const html = await (await fetch(`${service.url}/docs`)).text();
+  expect(html).toContain("swagger-ui");
+  const refs = [...html.matchAll(/(?:src|href)\s*=\s*["']([^"']+)["']/g)].map((m) => m[1]!);
+  expect(refs.length).toBeGreaterThanOrEqual(2);
+  for (const ref of refs) {
+    expect(ref).toStartWith("/");
+    const asset = await fetch(`${service.url}${ref}`);
+    expect(asset.status).toBe(200);
+    if (ref.endsWith(".css")) {
+      const css = await asset.text();
+      const urls = [...css.matchAll(/url\(\s*["']?([^"')]+)/g)].map((m) => m[1]!);
+      for (const u of urls) expect(u.startsWith("data:") || !/^[a-z]+:\/\//i.test(u)).toBe(true);
+    } else {
+      await asset.arrayBuffer();
+    }
+  }
+  expect(html).not.toMatch(/(?:src|href)\s*=\s*["']https?:\/\//);
+  // The validator badge would fetch from an outside host.
+  expect(html).toContain('"validatorUrl":"none"');
+});
+
+test("unknown routes are problem+json 404s", async () => {
+  const res = await fetch(`${service.url}/nope`);
+  expect(res.status).toBe(404);
+  expect(res.headers.get("content-type")).toStartWith("application/problem+json");
+});
+
+test("health and readiness need no credentials", async () => {
+  expect(await (await fetch(`${service.url}/healthz`)).json()).toEqual({ status: "ok" });
+  expect(await (await fetch(`${service.url}/readyz`)).json()).toEqual({ status: "ok" });
+});
