@@ -7,10 +7,15 @@ import type { Db } from "./db/open";
 import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
 import { problemPlugin } from "./http-errors/plugin";
-import { jsonBodyPlugin } from "./http/json-body";
 import type { RequestIds } from "./http/server";
 import type { Logger } from "./observability/logger";
+import { createRegistry } from "./metrics/registry";
+import { metricsRoutes } from "./metrics/routes";
 import { createPresetCatalog } from "./presets/catalog";
+import { proxyRoutes } from "./proxy/routes";
+import { createProxyService } from "./proxy/service";
+import { guardedFetch } from "./security/guarded-fetch";
+import { createUrlGuard } from "./security/url-guard";
 import { presetRoutes } from "./presets/routes";
 import type { Sealer } from "./secrets/sealer";
 import { authPlugin } from "./users/auth-plugin";
@@ -37,20 +42,50 @@ export type Deps = {
   requestIds: RequestIds;
 };
 
+/** How long connect waits for the MCP server's answer to initialize. */
+export const HANDSHAKE_TIMEOUT_MS = 15_000;
+
 export function createServices(deps: Deps) {
   const userRepository = createUserRepository(deps.db);
+  const connectorRepository = createConnectorRepository(deps.db);
   const presets = createPresetCatalog(deps.config.presets);
   const users = createUserService({ users: userRepository, clock: deps.clock, newId: deps.newId });
+  const urlGuard = createUrlGuard({ blockPrivate: deps.config.security.blockPrivateNetworks, clock: deps.clock });
+  const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
+  const metrics = createRegistry();
+  metrics.gauge("connectors", "Connectors by state", () =>
+    connectorRepository.countByState().map(({ state, count }) => [{ state }, count]),
+  );
   const connectors = createConnectorService({
-    connectors: createConnectorRepository(deps.db),
+    connectors: connectorRepository,
     presets,
     sealer: deps.sealer,
     clock: deps.clock,
     newId: deps.newId,
     allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...deps.config.oauth.allowedRedirectOrigins],
+    urlGuard,
+    upstreamFetch,
+    handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+  });
+  const proxy = createProxyService({
+    connectors,
+    clock: deps.clock,
+    forward: {
+      fetch: upstreamFetch,
+      headersTimeoutMs: deps.config.proxy.upstreamTimeoutMs,
+      metrics: {
+        requests: metrics.counter("mcp_proxy_requests_total", "MCP proxy requests by the status relayed (502/504: upstream failed)"),
+        latency: metrics.histogram(
+          "mcp_proxy_upstream_latency_seconds",
+          "Time from sending a request upstream to its response headers",
+          [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        ),
+        openStreams: metrics.upDown("mcp_proxy_open_streams", "Event streams being relayed now"),
+      },
+    },
   });
   const authenticate = createAuthenticator({ users: userRepository, clock: deps.clock });
-  return { users, connectors, presets, authenticate };
+  return { users, connectors, presets, proxy, metrics, authenticate };
 }
 export type Services = ReturnType<typeof createServices>;
 
@@ -59,11 +94,12 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
   // normalize: false makes `additionalProperties: false` reject unknown fields (a typo is a 422, not silently dropped).
   return new Elysia({ normalize: false })
     .use(problemPlugin(deps.log, deps.requestIds))
-    .use(jsonBodyPlugin())
     .use(docsPlugin(VERSION))
     .use(healthRoutes(deps.readiness))
+    .use(metricsRoutes(services.metrics))
     .use(userRoutes(services.users, auth))
     .use(presetRoutes(services.presets, auth))
-    .use(connectorRoutes(services.connectors, auth));
+    .use(connectorRoutes(services.connectors, auth))
+    .use(proxyRoutes(services.proxy, auth));
 }
 export type App = ReturnType<typeof buildApp>;

@@ -47,7 +47,8 @@ export async function startService(env: Record<string, string | undefined>, opti
     sealer: createSealer(key.key),
     log,
     clock: Date.now,
-    newId: () => crypto.randomUUID(),
+    // UUIDv7 (RFC 9562 §5.7): time-ordered and monotonic, so "newest first" has no ties to break at random.
+    newId: () => Bun.randomUUIDv7(),
     fetch: globalThis.fetch,
     publicUrl: () => publicUrl,
     readiness: () => (stopping ? { ready: false, reason: "The service is shutting down" } : { ready: true }),

@@ -17,7 +17,7 @@ export type Config = {
   log: { level: "debug" | "info" | "warn" | "error" };
   security: { blockPrivateNetworks: boolean };
   oauth: { allowedRedirectOrigins: string[] };
-  proxy: { maxBodyBytes: number };
+  proxy: { maxBodyBytes: number; upstreamTimeoutMs: number };
 };
 
 /** A bad setting: the message names the variable. `serve` prints it and exits 2. */
@@ -104,7 +104,7 @@ function finish(raw: RawConfig): Config {
     log: { level: raw.log.level },
     security: { blockPrivateNetworks: raw.security.block_private_networks },
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
-    proxy: { maxBodyBytes: raw.proxy.max_body_bytes },
+    proxy: { maxBodyBytes: raw.proxy.max_body_bytes, upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000 },
   };
 }
 

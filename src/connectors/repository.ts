@@ -1,4 +1,4 @@
-import { and, desc, eq, lt, or, type SQL } from "drizzle-orm";
+import { and, desc, eq, lt, or, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/open";
 import { connectors } from "../db/schema";
 
@@ -7,9 +7,11 @@ export type ConnectorPatch = Partial<Omit<ConnectorRow, "id" | "owner_id" | "cre
 export type PageCursor = { created_at: number; id: string };
 
 export function createConnectorRepository(db: Db) {
+  // Prepared once: the MCP proxy looks a connector up on every request.
+  const byId = db.select().from(connectors).where(eq(connectors.id, sql.placeholder("id"))).prepare();
   return {
     insert: (row: ConnectorRow) => db.insert(connectors).values(row).run(),
-    findById: (id: string) => db.select().from(connectors).where(eq(connectors.id, id)).get(),
+    findById: (id: string): ConnectorRow | undefined => byId.get({ id }),
     /** Newest first; `ownerId` undefined lists every owner's (administrators). */
     page(ownerId: string | undefined, limit: number, after: PageCursor | undefined): ConnectorRow[] {
       const conditions: SQL[] = [];
@@ -33,6 +35,8 @@ export function createConnectorRepository(db: Db) {
     update(id: string, patch: ConnectorPatch): ConnectorRow | undefined {
       return db.update(connectors).set(patch).where(eq(connectors.id, id)).returning().get();
     },
+    countByState: () =>
+      db.select({ state: connectors.state, count: sql<number>`count(*)` }).from(connectors).groupBy(connectors.state).all(),
     delete: (id: string) => db.delete(connectors).where(eq(connectors.id, id)).returning({ id: connectors.id }).all().length === 1,
   };
 }

@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import { Problem } from "../http-errors/model";
+import { parseJsonBody } from "../http/json-body";
 import type { AuthPlugin } from "../users/auth-plugin";
 import { IdParams } from "../users/model";
 import { ConnectBody, Connector, ConnectorList, CreateConnectorBody, ListQuery } from "./model";
@@ -10,6 +11,7 @@ const problems = { 401: Problem, 404: Problem, 409: Problem, 422: Problem };
 export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin) {
   return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } })
     .use(auth)
+    .onParse(parseJsonBody)
     .post(
       "/",
       ({ principal, body, set }) => {
@@ -58,11 +60,12 @@ export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin) 
       auth: true,
       params: IdParams,
       body: t.Optional(ConnectBody),
-      response: { 200: Connector, 400: Problem, ...problems },
+      response: { 200: Connector, 400: Problem, ...problems, 502: Problem, 504: Problem },
       detail: {
         summary: "Connect a connector",
         description:
-          "With `headers`: stores them sealed and sends them with every request to the MCP server. Connecting again starts over.",
+          "Runs an MCP initialize handshake with the server using `headers` (or none, for an open server). On success the headers are stored sealed, sent with every proxied request, and the connector is `connected`. " +
+          "If the server refuses the headers (401/403) the answer is a 422 problem of type upstream-rejected-credentials and the connector is `disconnected` with the reason; an unreachable server is a 502, a silent one a 504. Connecting again starts over.",
       },
     })
     .post("/:id/disconnect", ({ principal, params }) => connectors.disconnect(principal, params.id), {

@@ -1,4 +1,15 @@
-import { Conflict, NotFound, invalidField } from "../http-errors/errors";
+import type { FetchLike } from "../app";
+import {
+  Conflict,
+  NotFound,
+  UpstreamFailed,
+  UpstreamRejectedCredentials,
+  UpstreamTimeout,
+  invalidField,
+  type AppError,
+} from "../http-errors/errors";
+import { UnsafeUrl, type UrlGuard } from "../security/url-guard";
+import { mcpHandshake, type HandshakeResult } from "../upstream/handshake";
 import type { PresetCatalog } from "../presets/catalog";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
@@ -24,6 +35,10 @@ export type ConnectorServiceDeps = {
   newId: () => string;
   /** Origins `redirect_url` may point at (the public URL's and OAUTH__ALLOWED_REDIRECT_ORIGINS). */
   allowedRedirectOrigins: () => readonly string[];
+  urlGuard: UrlGuard;
+  /** A fetch that applies the URL guard to every request to an upstream. */
+  upstreamFetch: FetchLike;
+  handshakeTimeoutMs: number;
 };
 
 /** Where each sealed column's context comes from: binds a ciphertext to its row and column. */
@@ -32,8 +47,33 @@ export const sealContext = (id: string, column: "headers" | "client_secret" | "a
 
 export const DISCONNECT_REQUESTED = "Disconnected at the user's request";
 
+/** What a failed connect-time handshake leaves as `disconnect_reason`, and what connect answers. */
+function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>, withHeaders: boolean): { reason: string; error: AppError } {
+  switch (result.kind) {
+    case "unauthorized": {
+      const answer = `HTTP ${result.status} ${result.status === 401 ? "Unauthorized" : "Forbidden"}`;
+      if (withHeaders) {
+        const reason = `The MCP server refused the supplied headers (${answer})`;
+        return { reason, error: new UpstreamRejectedCredentials(`${reason}; the connector is disconnected`) };
+      }
+      const reason = `The MCP server requires authorization (${answer}) and this version cannot run its OAuth flow; connect with \`headers\` instead`;
+      return { reason, error: new Conflict(reason) };
+    }
+    case "unsafe":
+      return { reason: `The MCP server URL is refused: ${result.detail}`, error: invalidField("url", result.detail) };
+    case "timeout":
+      return { reason: `The MCP server did not answer: ${result.detail}`, error: new UpstreamTimeout(`The MCP server ${result.detail}`) };
+    case "unreachable":
+      return { reason: `Could not reach the MCP server: ${result.detail}`, error: new UpstreamFailed(`Could not reach the MCP server: ${result.detail}`) };
+    default:
+      return { reason: `The MCP server ${result.detail}`, error: new UpstreamFailed(`The MCP server ${result.detail}`) };
+  }
+}
+
 export function createConnectorService(deps: ConnectorServiceDeps) {
   const { connectors, presets, sealer, clock, newId } = deps;
+  // Opened headers by sealed value: the proxy opens each connector's once, not on every request.
+  const openedHeaders = new Map<string, Record<string, string>>();
 
   function view(row: ConnectorRow): Connector {
     return {
@@ -66,6 +106,18 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     return updated;
   }
 
+  /** Credentials go with the connection: a later connect starts over (DESIGN.md). */
+  function markDisconnected(row: ConnectorRow, reason: string): ConnectorRow {
+    return update(row, {
+      state: "disconnected",
+      disconnect_reason: reason,
+      headers: null,
+      header_names: null,
+      access_token: null,
+      authorization_url: null,
+    });
+  }
+
   return {
     view,
     owned,
@@ -73,6 +125,14 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     create(caller: Principal, body: CreateConnectorBody): Connector {
       const parsed = parseConnectorUrl(body.url);
       if (!parsed.ok) throw invalidField("body.url", `"${body.url}" ${parsed.reason}`);
+      if (parsed.url.protocol !== "mcp+stdio:") {
+        try {
+          deps.urlGuard.checkLiteral(parsed.url);
+        } catch (e) {
+          if (e instanceof UnsafeUrl) throw invalidField("body.url", e.message);
+          throw e;
+        }
+      }
       // Spec 4 rule 1: a matching preset fills in credentials and metadata only where the caller gave none.
       const preset = body.match_preset === false ? undefined : presets.match(parsed.url);
       if (parsed.url.protocol === "mcp+stdio:" && !preset?.stdio) {
@@ -125,25 +185,32 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       if (!connectors.delete(row.id)) throw new NotFound(`No connector ${id}`);
     },
 
-    connect(caller: Principal, id: string, body: ConnectBody): Connector {
+    /**
+     * Connect starts over from any state (DESIGN.md): the MCP handshake runs with the given headers
+     * (or none); only headers the server accepted are stored.
+     */
+    async connect(caller: Principal, id: string, body: ConnectBody): Promise<Connector> {
       const row = owned(caller, id);
       const redirectUrl =
         body.redirect_url === undefined ? null : assertAllowedRedirect(body.redirect_url, deps.allowedRedirectOrigins());
-      if (body.headers !== undefined) assertStorableHeaders(body.headers);
+      const headers = body.headers ?? {};
+      assertStorableHeaders(headers);
       if (row.url.startsWith("mcp+stdio:")) {
         throw new Conflict("Managed stdio connectors cannot be connected by this version of the service yet");
       }
-      if (body.headers === undefined || Object.keys(body.headers).length === 0) {
-        throw new Conflict(
-          "This version of the service cannot run the OAuth authorization flow yet: connect with `headers` holding the server's credentials",
-        );
+      const withHeaders = Object.keys(headers).length > 0;
+      const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers, timeoutMs: deps.handshakeTimeoutMs });
+      if (!result.ok) {
+        const { reason, error } = handshakeFailure(result, withHeaders);
+        markDisconnected(owned(caller, id), reason);
+        throw error;
       }
       return view(
-        update(row, {
+        update(owned(caller, id), {
           state: "connected",
           disconnect_reason: null,
-          headers: sealer.seal(JSON.stringify(body.headers), sealContext(row.id, "headers")),
-          header_names: Object.keys(body.headers),
+          headers: withHeaders ? sealer.seal(JSON.stringify(headers), sealContext(row.id, "headers")) : null,
+          header_names: withHeaders ? Object.keys(headers) : null,
           access_token:
             body.accessToken === undefined ? null : sealer.seal(body.accessToken, sealContext(row.id, "access_token")),
           authorization_url: null,
@@ -156,22 +223,21 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       const row = owned(caller, id);
       if (row.state === "created") throw new Conflict("The connector was never connected: connect it first");
       if (row.state === "disconnected") return view(row);
-      // Credentials go with the connection: a later connect starts over (DESIGN.md).
-      return view(
-        update(row, {
-          state: "disconnected",
-          disconnect_reason: DISCONNECT_REQUESTED,
-          headers: null,
-          header_names: null,
-          access_token: null,
-          authorization_url: null,
-        }),
-      );
+      return view(markDisconnected(row, DISCONNECT_REQUESTED));
     },
+
+    markDisconnected,
 
     /** The stored headers, opened, for the proxy. */
     storedHeaders(row: ConnectorRow): Record<string, string> {
-      return row.headers ? (JSON.parse(sealer.open(row.headers, sealContext(row.id, "headers"))) as Record<string, string>) : {};
+      if (!row.headers) return {};
+      let opened = openedHeaders.get(row.headers);
+      if (!opened) {
+        opened = JSON.parse(sealer.open(row.headers, sealContext(row.id, "headers"))) as Record<string, string>;
+        if (openedHeaders.size >= 1000) openedHeaders.delete(openedHeaders.keys().next().value!);
+        openedHeaders.set(row.headers, opened);
+      }
+      return opened;
     },
   };
 }

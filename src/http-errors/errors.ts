@@ -81,3 +81,10 @@ export class UpstreamTimeout extends AppError {
 /** One field's problem as a 422. */
 export const invalidField = (field: string, detail: string) =>
   new ValidationFailed(`${field}: ${detail}`, [{ field, detail }]);
+
+/** The upstream MCP server refused the credentials the caller supplied (connect with headers). */
+export class UpstreamRejectedCredentials extends AppError {
+  readonly status = 422;
+  readonly type = "upstream-rejected-credentials";
+  readonly title = "The MCP server refused the supplied credentials";
+}

@@ -29,12 +29,14 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
     port: options.port,
     maxRequestBodySize: options.maxRequestBodySize,
     idleTimeout: 120,
-    async fetch(request) {
+    async fetch(request, server) {
       const start = now();
       const incoming = request.headers.get("x-request-id");
       const id = incoming && INCOMING_ID.test(incoming) ? incoming : crypto.randomUUID();
       requestIds.set(request, id);
       const response = await fetch(request);
+      // An event stream may be quiet for long stretches: no idle timeout for it (Bun's default would cut it).
+      if (response.headers.get("content-type")?.startsWith("text/event-stream")) server.timeout(request, 0);
       try {
         response.headers.set("x-request-id", id);
       } catch {

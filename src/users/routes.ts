@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import { Problem } from "../http-errors/model";
+import { parseJsonBody } from "../http/json-body";
 import type { AuthPlugin } from "./auth-plugin";
 import { CreatedToken, CreateTokenBody, CreateUserBody, IdParams, TokenList, UserList, UserView } from "./model";
 import type { UserService } from "./service";
@@ -9,6 +10,7 @@ const problems = { 401: Problem, 403: Problem, 404: Problem, 409: Problem, 422: 
 export function userRoutes(users: UserService, auth: AuthPlugin) {
   return new Elysia({ prefix: "/api/v1", detail: { tags: ["Users"] } })
     .use(auth)
+    .onParse(parseJsonBody)
     .post(
       "/users",
       async ({ principal, body, set }) => {

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { createSealer } from "../../src/secrets/sealer";
+import { startBearerServer } from "../peers/bearer-server";
+import { mcpClient } from "../support/mcp";
 import { apiClient, type Api } from "../support/service";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -81,6 +82,7 @@ test("--help, version, unknown commands and bad settings", () => {
 });
 
 test("serves from another directory, keeps data across a restart, and stops gracefully", async () => {
+  const upstream = startBearerServer("persisted-secret");
   // First start: no admin password set, so one is generated and logged once.
   const first = await start();
   const generated = first.lines.map((l) => JSON.parse(l)).find((l) => l.generated)?.generated;
@@ -95,7 +97,7 @@ test("serves from another directory, keeps data across a restart, and stops grac
 
   expect((await admin("POST", "/api/v1/users", { body: { username: "alice", password: "alice-password" } })).status).toBe(201);
   const alice = apiClient(first.url, { username: "alice", password: "alice-password" });
-  const connector = (await alice("POST", "/api/v1/connectors", { body: { url: "https://mcp.box.com" } })).body;
+  const connector = (await alice("POST", "/api/v1/connectors", { body: { url: upstream.url, metadata: { name: "Bearer" } } })).body;
   const connected = await alice("POST", `/api/v1/connectors/${connector.id}/connect`, {
     body: { headers: { Authorization: "Bearer persisted-secret" } },
   });
@@ -112,16 +114,13 @@ test("serves from another directory, keeps data across a restart, and stops grac
   expect(second.lines.map((l) => JSON.parse(l)).find((l) => l.msg === "database ready").migrations_applied).toBe(0);
   const again = apiClient(second.url, { username: "alice", password: "alice-password" });
   const got = await again("GET", `/api/v1/connectors/${connector.id}`);
-  expect(got.body).toMatchObject({ id: connector.id, state: "connected", header_names: ["Authorization"], preset: "https://mcp.box.com" });
-  expect(await stop(second)).toBe(0);
+  expect(got.body).toMatchObject({ id: connector.id, state: "connected", header_names: ["Authorization"], metadata: { name: "Bearer" } });
 
-  // The stored headers still open with the key file the first start created.
-  const { Database } = await import("bun:sqlite");
-  const db = new Database(join(dataDir, "cs.db"), { readonly: true });
-  const row = db.query("SELECT headers FROM connectors WHERE id = ?").get(connector.id) as { headers: string };
-  db.close();
-  const key = Buffer.from(await Bun.file(join(dataDir, "secret.key")).text(), "base64");
-  expect(JSON.parse(createSealer(key).open(row.headers, `connectors/${connector.id}/headers`))).toEqual({
-    Authorization: "Bearer persisted-secret",
-  });
+  // The sealed headers still work after the restart: a tool call through the proxy reaches the upstream with them.
+  const { client, close } = await mcpClient(`${second.url}/api/v1/connectors/${connector.id}/mcp`, { username: "alice", password: "alice-password" });
+  const result = await client.callTool({ name: "whoami", arguments: { name: "after-restart" } });
+  expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toMatchObject({ name: "after-restart", authorization: "Bearer persisted-secret" });
+  await close();
+  expect(await stop(second)).toBe(0);
+  await upstream.stop();
 });

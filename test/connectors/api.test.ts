@@ -1,18 +1,24 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startBearerServer, type BearerServer } from "../peers/bearer-server";
 import { apiClient, createUser, expectProblem, startTestService, type Api, type TestService } from "../support/service";
 
 let service: TestService;
+let upstream: BearerServer;
 let api: Api;
 let alice: Api;
 let bob: Api;
 
 beforeAll(async () => {
+  upstream = startBearerServer("sk-live-123");
   service = await startTestService();
   api = service.api;
   alice = apiClient(service.url, await createUser(api, "alice"));
   bob = apiClient(service.url, await createUser(api, "bob"));
 });
-afterAll(() => service.stop());
+afterAll(async () => {
+  await service.stop();
+  await upstream.stop();
+});
 
 const create = (as: Api, body: Record<string, unknown>) => as("POST", "/api/v1/connectors", { body });
 
@@ -140,7 +146,7 @@ describe("list", () => {
 
 describe("connect and disconnect", () => {
   test("connect with headers stores them (names only shown) and connects; disconnect says it was requested", async () => {
-    const { body: c } = await create(alice, { url: "https://headers.example/mcp" });
+    const { body: c } = await create(alice, { url: upstream.url });
     const res = await alice("POST", `/api/v1/connectors/${c.id}/connect`, {
       body: { headers: { Authorization: "Bearer sk-live-123", "X-Api-Key": "k-456" } },
     });

@@ -1,0 +1,47 @@
+import { Elysia, t } from "elysia";
+import { Problem } from "../http-errors/model";
+import type { AuthPlugin } from "../users/auth-plugin";
+import { IdParams } from "../users/model";
+import type { ProxyService } from "./service";
+
+const detail = (summary: string, description: string) => ({
+  summary,
+  description: `${description} Authenticated like the API; only for a connected connector of the caller. The client's own Authorization and cookies are never forwarded; the connector's stored credentials are.`,
+  tags: ["MCP proxy"],
+});
+
+const options = (summary: string, description: string, body = false) => ({
+  auth: true as const,
+  params: IdParams,
+  // The body is streamed to the MCP server untouched: declared for the docs, never parsed.
+  parse: "none" as const,
+  ...(body && { body: t.Any({ description: "A JSON-RPC message (or batch), passed through as sent" }) }),
+  response: {
+    200: t.Any({ description: "The MCP server's answer: application/json or a text/event-stream, streamed as it comes" }),
+    202: t.Any({ description: "Accepted (a notification or response was sent)" }),
+    401: Problem,
+    404: Problem,
+    409: Problem,
+    502: Problem,
+    504: Problem,
+  },
+  detail: detail(summary, description),
+});
+
+export function proxyRoutes(proxy: ProxyService, auth: AuthPlugin) {
+  return new Elysia({ prefix: "/api/v1/connectors" })
+    .use(auth)
+    .post("/:id/mcp", ({ principal, params, request }) => proxy.handle(principal, params.id, request), options(
+      "MCP: send a JSON-RPC message",
+      "MCP Streamable HTTP POST. Send `Accept: application/json, text/event-stream`.",
+      true,
+    ))
+    .get("/:id/mcp", ({ principal, params, request }) => proxy.handle(principal, params.id, request), options(
+      "MCP: open the server's notification stream",
+      "MCP Streamable HTTP GET (text/event-stream), resumable with Last-Event-ID.",
+    ))
+    .delete("/:id/mcp", ({ principal, params, request }) => proxy.handle(principal, params.id, request), options(
+      "MCP: end the session",
+      "MCP Streamable HTTP DELETE with Mcp-Session-Id.",
+    ));
+}
