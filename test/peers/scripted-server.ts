@@ -1,0 +1,55 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+
+export type Mode = "mcp" | "stream" | "hang";
+
+export type ScriptedServer = {
+  url: string;
+  mode: Mode;
+  /** Event streams the server opened, and how many of them were cancelled by the reader going away. */
+  streams: { opened: number; cancelled: number };
+  stop(): Promise<void>;
+};
+
+/**
+ * An upstream whose behaviour a test sets: "mcp" answers as an MCP server (the SDK's, stateless, so connect
+ * works); "stream" answers every request with an endless event stream and records when its reader cancels
+ * it; "hang" never sends response headers. Used where the test must observe the upstream's side.
+ */
+export function startScriptedServer(): ScriptedServer {
+  const state: ScriptedServer = { url: "", mode: "mcp", streams: { opened: 0, cancelled: 0 }, stop: async () => {} };
+  const hung: (() => void)[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(request) {
+      if (state.mode === "hang") return new Promise<Response>((resolve) => hung.push(() => resolve(new Response(null, { status: 503 }))));
+      if (state.mode === "stream") {
+        state.streams.opened++;
+        let timer: ReturnType<typeof setInterval>;
+        let n = 0;
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            timer = setInterval(() => controller.enqueue(new TextEncoder().encode(`id: ${++n}\ndata: {"tick":${n}}\n\n`)), 50);
+          },
+          cancel() {
+            clearInterval(timer);
+            state.streams.cancelled++;
+          },
+        });
+        return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+      }
+      const mcp = new McpServer({ name: "scripted", version: "1.0.0" });
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      await mcp.connect(transport);
+      return transport.handleRequest(request);
+    },
+  });
+  state.url = `http://127.0.0.1:${server.port}/mcp`;
+  state.stop = async () => {
+    for (const release of hung) release();
+    await server.stop(true);
+  };
+  return state;
+}
