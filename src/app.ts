@@ -73,6 +73,7 @@ export function createServices(deps: Deps) {
     forward: {
       fetch: upstreamFetch,
       headersTimeoutMs: deps.config.proxy.upstreamTimeoutMs,
+      streams: new Set(),
       metrics: {
         requests: metrics.counter("mcp_proxy_requests_total", "MCP proxy requests by the status relayed (502/504: upstream failed)"),
         latency: metrics.histogram(

@@ -88,7 +88,10 @@ export async function startService(env: Record<string, string | undefined>, opti
     log,
     async stop() {
       stopping = true;
-      await running.stop(config.server.shutdownTimeoutMs);
+      const stopped = running.stop(config.server.shutdownTimeoutMs);
+      const closed = services.proxy.closeNotificationStreams();
+      if (closed) log.info("ended notification streams for shutdown", { streams: closed });
+      await stopped;
       database.close();
       log.info("stopped");
     },

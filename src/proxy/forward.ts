@@ -10,6 +10,8 @@ export type ForwardOptions = {
   /** Time allowed until the upstream's response headers; the body may then stream for as long as it lasts. */
   headersTimeoutMs: number;
   metrics: ProxyMetrics;
+  /** Notification streams (GET) that shutdown may end early; returns the function that forgets one. */
+  streams: Set<() => void>;
 };
 
 /** What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. */
@@ -65,17 +67,31 @@ export async function forward(request: Request, url: URL, headers: Headers, opti
         return new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: responseHeaders });
       }
       options.metrics.openStreams.inc();
-      const tracked = trackEnd(body, () => {
-        request.signal.removeEventListener("abort", abort);
-        options.metrics.openStreams.dec();
-      });
+      let close: (() => void) | undefined;
+      const tracked = trackEnd(
+        body,
+        () => {
+          request.signal.removeEventListener("abort", abort);
+          options.metrics.openStreams.dec();
+          if (close) options.streams.delete(close);
+        },
+        (closer) => {
+          // A GET stream carries only server-initiated messages: at shutdown the client reconnects elsewhere
+          // (with Last-Event-ID), so it need not hold the service up. A POST's stream answers a request: it runs out.
+          if (request.method === "GET") options.streams.add((close = closer));
+        },
+      );
       return new Response(tracked, { status: upstream.status, statusText: upstream.statusText, headers: responseHeaders });
     },
   };
 }
 
 /** Passes chunks one by one (highWaterMark 0: nothing is read ahead) and reports the end, however it comes. */
-function trackEnd(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
+function trackEnd(
+  body: ReadableStream<Uint8Array>,
+  onEnd: () => void,
+  expose: (close: () => void) => void,
+): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let ended = false;
   const end = () => {
@@ -85,6 +101,13 @@ function trackEnd(body: ReadableStream<Uint8Array>, onEnd: () => void): Readable
   };
   return new ReadableStream<Uint8Array>(
     {
+      start(controller) {
+        expose(() => {
+          end();
+          void reader.cancel().catch(() => undefined);
+          controller.close();
+        });
+      },
       async pull(controller) {
         try {
           const chunk = await reader.read();

@@ -8,6 +8,13 @@ export type ProxyServiceDeps = { connectors: ConnectorService; forward: ForwardO
 
 export function createProxyService({ connectors, forward: options, clock }: ProxyServiceDeps) {
   return {
+    /** Ends the relayed notification (GET) streams; called when the service shuts down. */
+    closeNotificationStreams(): number {
+      const closers = [...options.streams];
+      for (const close of closers) close();
+      return closers.length;
+    },
+
     /** Relays one MCP request of `caller` to the connector's server (DESIGN.md "MCP proxy"). */
     async handle(caller: Principal, id: string, request: Request): Promise<Response> {
       const row = connectors.owned(caller, id);

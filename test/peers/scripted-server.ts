@@ -13,7 +13,7 @@ export type ScriptedServer = {
 
 /**
  * An upstream whose behaviour a test sets: "mcp" answers as an MCP server (the SDK's, stateless, so connect
- * works); "stream" answers every request with an endless event stream and records when its reader cancels
+ * works); "stream" answers every POST with an endless event stream and records when its reader cancels
  * it; "hang" never sends response headers. Used where the test must observe the upstream's side.
  */
 export function startScriptedServer(): ScriptedServer {
@@ -25,6 +25,8 @@ export function startScriptedServer(): ScriptedServer {
     idleTimeout: 0,
     async fetch(request) {
       if (state.mode === "hang") return new Promise<Response>((resolve) => hung.push(() => resolve(new Response(null, { status: 503 }))));
+      // Only POSTs are scripted: a late GET (the SDK client of connect opens one after initialize) is not.
+      if (state.mode === "stream" && request.method !== "POST") return new Response(null, { status: 405 });
       if (state.mode === "stream") {
         state.streams.opened++;
         let timer: ReturnType<typeof setInterval>;
