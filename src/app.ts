@@ -46,15 +46,15 @@ export type Deps = {
 export const HANDSHAKE_TIMEOUT_MS = 15_000;
 
 export function createServices(deps: Deps) {
-  const userRepository = createUserRepository(deps.db);
-  const connectorRepository = createConnectorRepository(deps.db);
+  const userRepository = createUserRepository(deps.db, deps.clock);
+  const connectorRepository = createConnectorRepository(deps.db, deps.clock);
   const presets = createPresetCatalog(deps.config.presets);
   const users = createUserService({ users: userRepository, clock: deps.clock, newId: deps.newId });
   const urlGuard = createUrlGuard({ blockPrivate: deps.config.security.blockPrivateNetworks, clock: deps.clock });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
   const metrics = createRegistry();
-  metrics.gauge("connectors", "Connectors by state", () =>
-    connectorRepository.countByState().map(({ state, count }) => [{ state }, count]),
+  metrics.gauge("connectors", "Connectors by state", "state", () =>
+    connectorRepository.countByState().map(({ state, count }) => [state, count]),
   );
   const connectors = createConnectorService({
     connectors: connectorRepository,
@@ -75,7 +75,7 @@ export function createServices(deps: Deps) {
       headersTimeoutMs: deps.config.proxy.upstreamTimeoutMs,
       streams: new Set(),
       metrics: {
-        requests: metrics.counter("mcp_proxy_requests_total", "MCP proxy requests by the status relayed (502/504: upstream failed)"),
+        requests: metrics.counter("mcp_proxy_requests_total", "MCP proxy requests by the status relayed (502/504: upstream failed)", "status"),
         latency: metrics.histogram(
           "mcp_proxy_upstream_latency_seconds",
           "Time from sending a request upstream to its response headers",

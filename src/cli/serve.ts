@@ -2,6 +2,7 @@ import { buildApp, createServices, type Deps, type Services } from "../app";
 import { ConfigError, describeConfig, loadConfig, type Config } from "../config/load";
 import { openDatabase } from "../db/open";
 import { startServer } from "../http/server";
+import { proxyNativeRoute } from "../proxy/native-route";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
 import { createSealer } from "../secrets/sealer";
@@ -65,6 +66,7 @@ export async function startService(env: Record<string, string | undefined>, opti
   }
 
   const running = startServer(buildApp(deps, services).fetch, {
+    routes: proxyNativeRoute(services.proxy, services.authenticate, log, requestIds),
     host: config.server.host,
     port: config.server.port,
     maxRequestBodySize: config.proxy.maxBodyBytes,

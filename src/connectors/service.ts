@@ -94,8 +94,8 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
   }
 
   /** The caller's connector; another user's is indistinguishable from a missing one (DESIGN.md). */
-  function owned(caller: Principal, id: string): ConnectorRow {
-    const row = connectors.findById(id);
+  function owned(caller: Principal, id: string, cached = false): ConnectorRow {
+    const row = cached ? connectors.findByIdCached(id) : connectors.findById(id);
     if (!row || (row.owner_id !== caller.id && caller.role !== "admin")) throw new NotFound(`No connector ${id}`);
     return row;
   }

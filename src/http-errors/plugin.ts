@@ -22,18 +22,35 @@ export function toProblem(error: AppError, instance?: string): Problem {
   };
 }
 
+const instanceOf = (request: Request, requestIds: RequestIds) => {
+  const id = requestIds.get(request);
+  return id ? `urn:request:${id}` : undefined;
+};
+
 /**
- * The one place errors become RFC 9457 problem+json responses (§3). Unknown errors are logged
- * with the request id and answered 500 without any detail of the failure.
+ * The one place errors become RFC 9457 problem+json responses (§3): AppErrors as they say; anything else
+ * is logged with the request id and answered 500 without any detail of the failure.
  */
+export function errorResponse(error: unknown, request: Request, log: Logger, requestIds: RequestIds): Response {
+  const instance = instanceOf(request, requestIds);
+  if (error instanceof AppError) return problemResponse(toProblem(error, instance), error.headers);
+  log.error("unhandled error", { request_id: requestIds.get(request), error: describeError(error) });
+  return problemResponse({
+    type: problemType("internal"),
+    title: "Internal error",
+    status: 500,
+    detail: "The service failed to handle the request; the log has the details under this request id",
+    ...(instance && { instance }),
+  });
+}
+
+/** Elysia's own errors (validation, parse, no route) as problems; the rest through `errorResponse`. */
 export function problemPlugin(log: Logger, requestIds: RequestIds) {
   return new Elysia({ name: "problem" }).onError({ as: "global" }, ({ code, error, request }) => {
-    const id = requestIds.get(request);
-    const instance = id ? `urn:request:${id}` : undefined;
+    const instance = instanceOf(request, requestIds);
     // Elysia wraps what a body parser throws in its ParseError; ours says what is wrong.
     const cause = code === "PARSE" ? (error as Error).cause : undefined;
-    if (cause instanceof AppError) return problemResponse(toProblem(cause, instance), cause.headers);
-    if (error instanceof AppError) return problemResponse(toProblem(error, instance), error.headers);
+    if (cause instanceof AppError) return errorResponse(cause, request, log, requestIds);
     if (code === "VALIDATION" && error instanceof ValidationError) {
       const errors = validationErrors(error);
       const detail = errors.map((e) => `${e.field}: ${e.detail}`).join("; ");
@@ -58,14 +75,7 @@ export function problemPlugin(log: Logger, requestIds: RequestIds) {
         ...(instance && { instance }),
       });
     }
-    log.error("unhandled error", { request_id: id, error: describeError(error) });
-    return problemResponse({
-      type: problemType("internal"),
-      title: "Internal error",
-      status: 500,
-      detail: "The service failed to handle the request; the log has the details under this request id",
-      ...(instance && { instance }),
-    });
+    return errorResponse(error, request, log, requestIds);
   });
 }
 

@@ -2,9 +2,12 @@ import type { Server } from "bun";
 import type { Logger } from "../observability/logger";
 
 export type Fetch = (request: Request) => Response | Promise<Response>;
+/** Bun's native routes (`path` → method → handler) served ahead of `fetch`. */
+export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "DELETE", (request: Request & { params: Record<string, string> }) => Promise<Response>>>>;
 export type RequestIds = WeakMap<Request, string>;
 
 export type ServerOptions = {
+  routes?: NativeRoutes;
   host: string;
   port: number;
   maxRequestBodySize: number;
@@ -24,17 +27,14 @@ const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function startServer(fetch: Fetch, options: ServerOptions): RunningServer {
   const { log, requestIds } = options;
   const now = options.clock ?? performance.now.bind(performance);
-  const server = Bun.serve({
-    hostname: options.host,
-    port: options.port,
-    maxRequestBodySize: options.maxRequestBodySize,
-    idleTimeout: 120,
-    async fetch(request, server) {
+  const logged =
+    <R extends Request>(handler: (request: R) => Response | Promise<Response>) =>
+    async (request: R, server: Server<undefined>): Promise<Response> => {
       const start = now();
       const incoming = request.headers.get("x-request-id");
       const id = incoming && INCOMING_ID.test(incoming) ? incoming : crypto.randomUUID();
       requestIds.set(request, id);
-      const response = await fetch(request);
+      const response = await handler(request);
       // An event stream may be quiet for long stretches: no idle timeout for it (Bun's default would cut it).
       if (response.headers.get("content-type")?.startsWith("text/event-stream")) server.timeout(request, 0);
       try {
@@ -53,7 +53,20 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
         request_id: id,
       });
       return response;
-    },
+    };
+  const routes = Object.fromEntries(
+    Object.entries(options.routes ?? {}).map(([path, methods]) => [
+      path,
+      Object.fromEntries(Object.entries(methods).map(([method, handler]) => [method, logged(handler)])),
+    ]),
+  );
+  const server = Bun.serve({
+    hostname: options.host,
+    port: options.port,
+    maxRequestBodySize: options.maxRequestBodySize,
+    idleTimeout: 120,
+    routes,
+    fetch: logged(fetch),
     error(error) {
       log.error("request failed outside the app", { error: error.message });
       return new Response(JSON.stringify({ type: "/problems/internal", title: "Internal error", status: 500, detail: "The service failed to handle the request" }), {

@@ -19,8 +19,32 @@ const SECRET_FIELD = /authorization|password|secret|token|cookie|verifier|^key$/
 
 export type LoggerOptions = { level: LogLevel; write?: (line: string) => void; clock?: () => number };
 
+/**
+ * Lines written in one event-loop turn leave in one write: under load the request log costs one
+ * syscall per turn instead of one per request. Flushed at exit, so nothing logged is lost on shutdown.
+ */
+export function bufferedStdout(): (line: string) => void {
+  let lines: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (lines.length === 0) return;
+    const out = `${lines.join("\n")}\n`;
+    lines = [];
+    process.stdout.write(out);
+  };
+  process.once("exit", flush);
+  return (line) => {
+    lines.push(line);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+}
+
 export function createLogger(options: LoggerOptions, base: LogFields = {}): Logger {
-  const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const write = options.write ?? bufferedStdout();
   const clock = options.clock ?? Date.now;
   const min = ORDER[options.level];
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {

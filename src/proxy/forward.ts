@@ -47,14 +47,14 @@ export async function forward(request: Request, url: URL, headers: Headers, opti
     } as RequestInit);
   } catch (e) {
     request.signal.removeEventListener("abort", abort);
-    options.metrics.requests.inc({ status: timedOut ? "504" : "502" });
+    options.metrics.requests.inc(timedOut ? "504" : "502");
     if (timedOut) throw new UpstreamTimeout(`The MCP server sent no response within ${options.headersTimeoutMs / 1000} s`);
     throw new UpstreamFailed(`The MCP server could not be reached: ${describeFetchError(e)}`);
   } finally {
     clearTimeout(timer);
   }
   options.metrics.latency.observe((performance.now() - started) / 1000);
-  options.metrics.requests.inc({ status: String(upstream.status) });
+  options.metrics.requests.inc(String(upstream.status));
 
   return {
     upstream,

@@ -17,7 +17,7 @@ export function createProxyService({ connectors, forward: options, clock }: Prox
 
     /** Relays one MCP request of `caller` to the connector's server (DESIGN.md "MCP proxy"). */
     async handle(caller: Principal, id: string, request: Request): Promise<Response> {
-      const row = connectors.owned(caller, id);
+      const row = connectors.owned(caller, id, true);
       if (row.state !== "connected") {
         const why = row.state === "disconnected" && row.disconnect_reason ? ` (${row.disconnect_reason})` : "";
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);

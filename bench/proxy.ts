@@ -1,0 +1,166 @@
+/**
+ * MCP proxy benchmark: the same tools/call load against the upstream directly, through nginx (a reference
+ * reverse proxy) and through connector-service, in one run on loopback, with the ratios printed.
+ *
+ *   bun bench/proxy.ts [--rounds 3] [--count 20000] [--concurrency 16] [--latency-count 4000]
+ *
+ * Needs nginx on PATH (Debian: apt-get install nginx-light). Uses dist/connector-service when built,
+ * else runs the source with Bun. Every process binds 127.0.0.1 and is stopped at the end.
+ */
+import { mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createServer } from "node:net";
+
+const ROOT = resolve(import.meta.dir, "..");
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
+const ROUNDS = Number(args.get("rounds") ?? 3);
+const COUNT = Number(args.get("count") ?? 20000);
+const CONCURRENCY = Number(args.get("concurrency") ?? 16);
+const LATENCY_COUNT = Number(args.get("latency-count") ?? 4000);
+
+const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
+const children: Bun.Subprocess[] = [];
+const freePort = () =>
+  new Promise<number>((ok) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => ok(port));
+    });
+  });
+const waitFor = async (url: string) => {
+  for (let i = 0; i < 200; i++) {
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await Bun.sleep(50);
+    }
+  }
+  throw new Error(`${url} did not come up`);
+};
+
+async function main() {
+  const [upstreamPort, nginxPort, servicePort] = [await freePort(), await freePort(), await freePort()];
+  children.push(Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }));
+  const upstream = `http://127.0.0.1:${upstreamPort}/mcp`;
+  await waitFor(upstream);
+
+  // nginx: one worker (the service is one event loop too), keep-alive to the upstream, no buffering.
+  writeFileSync(
+    join(work, "nginx.conf"),
+    `worker_processes 1;
+pid ${work}/nginx.pid;
+error_log ${work}/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  upstream mcp { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${nginxPort};
+    location / {
+      proxy_pass http://mcp;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }
+  }
+}
+`,
+  );
+  children.push(Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], { stdout: "ignore", stderr: "inherit" }));
+  await waitFor(`http://127.0.0.1:${nginxPort}/mcp`);
+
+  const binary = join(ROOT, "dist/connector-service");
+  const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
+  children.push(
+    Bun.spawn(command, {
+      cwd: work,
+      env: {
+        PATH: process.env.PATH!,
+        SERVER__PORT: String(servicePort),
+        DATABASE__PATH: join(work, "cs.db"),
+        AUTH__ADMIN_PASSWORD: "bench-admin-password",
+      },
+      // The request log is written as in production (info level); the bench just discards it.
+      stdout: "ignore",
+      stderr: "inherit",
+    }),
+  );
+  const service = `http://127.0.0.1:${servicePort}`;
+  await waitFor(`${service}/healthz`);
+  const basic = `Basic ${btoa("admin:bench-admin-password")}`;
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${service}${path}`, {
+      method,
+      headers: { authorization: basic, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  const connector = await api("POST", "/api/v1/connectors", { url: upstream });
+  await api("POST", `/api/v1/connectors/${connector.id}/connect`, {});
+  const token = (await api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
+
+  const targets = [
+    { name: "direct", url: upstream, auth: undefined },
+    { name: "nginx", url: `http://127.0.0.1:${nginxPort}/mcp`, auth: undefined },
+    { name: "connector-service", url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}` },
+  ];
+  type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number };
+  const load = async (url: string, count: number, concurrency: number, auth?: string): Promise<Result> => {
+    const proc = Bun.spawn([process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), ...(auth ? [auth] : [])], {
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    const out = await new Response(proc.stdout).text();
+    await proc.exited;
+    return JSON.parse(out);
+  };
+
+  for (const t of targets) await load(t.url, 2000, CONCURRENCY, t.auth); // warm-up: JIT, pools, caches
+  const throughput: Record<string, Result[]> = {};
+  const latency: Record<string, Result[]> = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const t of targets) {
+      (throughput[t.name] ??= []).push(await load(t.url, COUNT, CONCURRENCY, t.auth));
+      (latency[t.name] ??= []).push(await load(t.url, LATENCY_COUNT, 1, t.auth));
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const summary = Object.fromEntries(
+    targets.map((t) => [
+      t.name,
+      {
+        rps: median(throughput[t.name]!.map((r) => r.rps)),
+        p50_ms_c1: median(latency[t.name]!.map((r) => r.p50_ms)),
+        p99_ms_c1: median(latency[t.name]!.map((r) => r.p99_ms)),
+        p50_ms_loaded: median(throughput[t.name]!.map((r) => r.p50_ms)),
+        failures: [...throughput[t.name]!, ...latency[t.name]!].reduce((n, r) => n + r.failures, 0),
+      },
+    ]),
+  );
+  const s = summary as Record<string, { rps: number; p50_ms_c1: number; p99_ms_c1: number; p50_ms_loaded: number; failures: number }>;
+  console.log(`\nconnector-service MCP proxy benchmark: ${ROUNDS} rounds, median; throughput at concurrency ${CONCURRENCY} (${COUNT} calls), latency at concurrency 1 (${LATENCY_COUNT} calls)\n`);
+  console.log("target              req/s     p50 c=1 ms  p99 c=1 ms  p50 loaded ms  failures");
+  for (const [name, r] of Object.entries(s)) {
+    console.log(
+      `${name.padEnd(18)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50_ms_c1.toFixed(3).padStart(10)}  ${r.p99_ms_c1.toFixed(3).padStart(10)}  ${r.p50_ms_loaded.toFixed(3).padStart(13)}  ${r.failures}`,
+    );
+  }
+  const cs = s["connector-service"]!;
+  console.log(`\nthroughput vs direct: ${(cs.rps / s.direct!.rps).toFixed(3)}x   (target >= 0.9)`);
+  console.log(`throughput vs nginx:  ${(cs.rps / s.nginx!.rps).toFixed(3)}x   (target >= 1.0)`);
+  console.log(`p50 added latency at c=1: ${(cs.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms   (target <= 0.3); nginx adds ${(s.nginx!.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms`);
+}
+
+try {
+  await main();
+} finally {
+  for (const child of children) child.kill("SIGTERM");
+  await Promise.all(children.map((c) => c.exited));
+  rmSync(work, { recursive: true, force: true });
+}

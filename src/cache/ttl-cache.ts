@@ -1,0 +1,24 @@
+/**
+ * A bounded map whose entries expire. The repositories keep hot rows here for a second so the MCP proxy
+ * does not query SQLite on every request; their own writes update or drop the entry, so this process never
+ * reads its own stale data, and another process sharing the database is seen within `ttlMs`.
+ */
+export type TtlCache<V> = { get(key: string): V | undefined; set(key: string, value: V): void; delete(key: string): void };
+
+export function createTtlCache<V>(ttlMs: number, max: number, clock: () => number = Date.now): TtlCache<V> {
+  const entries = new Map<string, { value: V; until: number }>();
+  return {
+    get(key) {
+      const entry = entries.get(key);
+      if (!entry) return undefined;
+      if (entry.until > clock()) return entry.value;
+      entries.delete(key);
+      return undefined;
+    },
+    set(key, value) {
+      if (entries.size >= max && !entries.has(key)) entries.delete(entries.keys().next().value!);
+      entries.set(key, { value, until: clock() + ttlMs });
+    },
+    delete: (key) => void entries.delete(key),
+  };
+}
