@@ -7,7 +7,7 @@
  * Needs nginx on PATH (Debian: apt-get install nginx-light). Uses dist/connector-service when built,
  * else runs the source with Bun. Every process binds 127.0.0.1 and is stopped at the end.
  */
-import { mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createServer } from "node:net";
@@ -22,6 +22,20 @@ const LATENCY_COUNT = Number(args.get("latency-count") ?? 4000);
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
 const children: Bun.Subprocess[] = [];
+/** CPU time (user + system, ms) a process and its children used so far, from /proc (Linux). */
+function cpuMs(pid: number): number {
+  const read = (p: number) => {
+    try {
+      const fields = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]!.split(" ");
+      return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 100 Hz ticks
+    } catch {
+      return 0;
+    }
+  };
+  const children = Bun.spawnSync(["ps", "-o", "pid=", "--ppid", String(pid)]).stdout.toString().trim().split(/\s+/).filter(Boolean).map(Number);
+  return read(pid) + children.reduce((n, c) => n + read(c), 0);
+}
+
 const freePort = () =>
   new Promise<number>((ok) => {
     const s = createServer().listen(0, "127.0.0.1", () => {
@@ -42,7 +56,7 @@ const waitFor = async (url: string) => {
 };
 
 async function main() {
-  const [upstreamPort, nginxPort, servicePort] = [await freePort(), await freePort(), await freePort()];
+  const [upstreamPort, nginxPort, servicePort, barePort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   children.push(Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }));
   const upstream = `http://127.0.0.1:${upstreamPort}/mcp`;
   await waitFor(upstream);
@@ -70,13 +84,17 @@ http {
 }
 `,
   );
-  children.push(Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], { stdout: "ignore", stderr: "inherit" }));
+  const nginx = Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], { stdout: "ignore", stderr: "inherit" });
+  children.push(nginx);
   await waitFor(`http://127.0.0.1:${nginxPort}/mcp`);
+
+  const bare = Bun.spawn([process.execPath, join(ROOT, "bench/bare-proxy.ts"), upstream, String(barePort)], { stdout: "ignore", stderr: "inherit" });
+  children.push(bare);
+  await waitFor(`http://127.0.0.1:${barePort}/mcp`);
 
   const binary = join(ROOT, "dist/connector-service");
   const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
-  children.push(
-    Bun.spawn(command, {
+  const serviceProc = Bun.spawn(command, {
       cwd: work,
       env: {
         PATH: process.env.PATH!,
@@ -84,11 +102,11 @@ http {
         DATABASE__PATH: join(work, "cs.db"),
         AUTH__ADMIN_PASSWORD: "bench-admin-password",
       },
-      // The request log is written as in production (info level); the bench just discards it.
-      stdout: "ignore",
-      stderr: "inherit",
-    }),
-  );
+    // The request log is written as in production (info level); the bench just discards it.
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  children.push(serviceProc);
   const service = `http://127.0.0.1:${servicePort}`;
   await waitFor(`${service}/healthz`);
   const basic = `Basic ${btoa("admin:bench-admin-password")}`;
@@ -106,11 +124,12 @@ http {
   const token = (await api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
 
   const targets = [
-    { name: "direct", url: upstream, auth: undefined },
-    { name: "nginx", url: `http://127.0.0.1:${nginxPort}/mcp`, auth: undefined },
-    { name: "connector-service", url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}` },
+    { name: "direct", url: upstream, auth: undefined, pid: undefined },
+    { name: "nginx", url: `http://127.0.0.1:${nginxPort}/mcp`, auth: undefined, pid: nginx.pid },
+    { name: "bare Bun proxy", url: `http://127.0.0.1:${barePort}/mcp`, auth: undefined, pid: bare.pid },
+    { name: "connector-service", url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}`, pid: serviceProc.pid },
   ];
-  type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number };
+  type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
   const load = async (url: string, count: number, concurrency: number, auth?: string): Promise<Result> => {
     const proc = Bun.spawn([process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), ...(auth ? [auth] : [])], {
       stdout: "pipe",
@@ -126,7 +145,11 @@ http {
   const latency: Record<string, Result[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
     for (const t of targets) {
-      (throughput[t.name] ??= []).push(await load(t.url, COUNT, CONCURRENCY, t.auth));
+      const cpuBefore = t.pid ? cpuMs(t.pid) : 0;
+      const result = await load(t.url, COUNT, CONCURRENCY, t.auth);
+      // CPU the proxy itself spent per request: what it adds, independent of how the cores were shared.
+      if (t.pid) result.cpu_us = ((cpuMs(t.pid) - cpuBefore) * 1000) / COUNT;
+      (throughput[t.name] ??= []).push(result);
       (latency[t.name] ??= []).push(await load(t.url, LATENCY_COUNT, 1, t.auth));
     }
   }
@@ -140,21 +163,26 @@ http {
         p99_ms_c1: median(latency[t.name]!.map((r) => r.p99_ms)),
         p50_ms_loaded: median(throughput[t.name]!.map((r) => r.p50_ms)),
         failures: [...throughput[t.name]!, ...latency[t.name]!].reduce((n, r) => n + r.failures, 0),
+        cpu_us: t.pid ? median(throughput[t.name]!.map((r) => r.cpu_us!)) : undefined,
       },
     ]),
   );
-  const s = summary as Record<string, { rps: number; p50_ms_c1: number; p99_ms_c1: number; p50_ms_loaded: number; failures: number }>;
+  const s = summary as Record<string, { rps: number; p50_ms_c1: number; p99_ms_c1: number; p50_ms_loaded: number; failures: number; cpu_us?: number }>;
   console.log(`\nconnector-service MCP proxy benchmark: ${ROUNDS} rounds, median; throughput at concurrency ${CONCURRENCY} (${COUNT} calls), latency at concurrency 1 (${LATENCY_COUNT} calls)\n`);
-  console.log("target              req/s     p50 c=1 ms  p99 c=1 ms  p50 loaded ms  failures");
+  console.log("target              req/s     p50 c=1 ms  p99 c=1 ms  p50 loaded ms  proxy CPU us/req  failures");
   for (const [name, r] of Object.entries(s)) {
     console.log(
-      `${name.padEnd(18)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50_ms_c1.toFixed(3).padStart(10)}  ${r.p99_ms_c1.toFixed(3).padStart(10)}  ${r.p50_ms_loaded.toFixed(3).padStart(13)}  ${r.failures}`,
+      `${name.padEnd(18)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50_ms_c1.toFixed(3).padStart(10)}  ${r.p99_ms_c1.toFixed(3).padStart(10)}  ${r.p50_ms_loaded.toFixed(3).padStart(13)}  ${(r.cpu_us === undefined ? "-" : r.cpu_us.toFixed(1)).padStart(16)}  ${r.failures}`,
     );
   }
   const cs = s["connector-service"]!;
   console.log(`\nthroughput vs direct: ${(cs.rps / s.direct!.rps).toFixed(3)}x   (target >= 0.9)`);
   console.log(`throughput vs nginx:  ${(cs.rps / s.nginx!.rps).toFixed(3)}x   (target >= 1.0)`);
   console.log(`p50 added latency at c=1: ${(cs.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms   (target <= 0.3); nginx adds ${(s.nginx!.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms`);
+  const floor = s["bare Bun proxy"]!;
+  console.log(
+    `bare Bun proxy (the runtime's floor): ${(floor.rps / s.direct!.rps).toFixed(3)}x direct, ${(floor.rps / s.nginx!.rps).toFixed(3)}x nginx, adds ${(floor.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms; connector-service reaches ${(cs.rps / floor.rps).toFixed(3)}x of it`,
+  );
 }
 
 try {

@@ -25,3 +25,5 @@ const server = Bun.serve({
   },
 });
 console.log(JSON.stringify({ listening: server.port }));
+
+export {};

@@ -49,7 +49,7 @@ export function createLogger(options: LoggerOptions, base: LogFields = {}): Logg
   const min = ORDER[options.level];
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[level] < min) return;
-    write(JSON.stringify({ time: new Date(clock()).toISOString(), level, msg, ...base, ...fields }, redact));
+    write(JSON.stringify(redact({ time: new Date(clock()).toISOString(), level, msg, ...base, ...fields })));
   };
   return {
     debug: (msg, fields) => emit("debug", msg, fields),
@@ -60,7 +60,14 @@ export function createLogger(options: LoggerOptions, base: LogFields = {}): Logg
   };
 }
 
-function redact(key: string, value: unknown): unknown {
-  if (key && SECRET_FIELD.test(key) && typeof value === "string") return "********";
-  return value;
+/** Masks string fields with a credential's name, at any depth (one pass over the keys, not a JSON replacer). */
+function redact<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(redact) as T;
+  const out: Record<string, unknown> = {};
+  for (const key in value) {
+    const field = (value as Record<string, unknown>)[key];
+    out[key] = SECRET_FIELD.test(key) && typeof field === "string" ? "********" : redact(field);
+  }
+  return out as T;
 }

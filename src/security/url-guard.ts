@@ -8,6 +8,8 @@ export class UnresolvableHost extends Error {}
 export type UrlGuard = {
   /** Resolves the URL's host and throws UnsafeUrl when any address it resolves to is refused. */
   check(url: URL): Promise<void>;
+  /** True when the host was checked and allowed within the cache time: no need to call `check`. */
+  recentlyAllowed(url: URL): boolean;
   /** The same check without DNS: for a URL's literal host (at create time). */
   checkLiteral(url: URL): void;
 };
@@ -59,17 +61,20 @@ export function createUrlGuard({ blockPrivate, resolve = systemResolve, clock = 
 
   return {
     checkLiteral,
+    recentlyAllowed(url) {
+      const entry = cache.get(url.hostname);
+      return entry !== undefined && entry.verdict === undefined && entry.until > clock();
+    },
     async check(url) {
-      checkLiteral(url);
-      const host = url.hostname.replace(/^\[|\]$/g, "");
-      if (isIP(host)) return;
       const now = clock();
-      let entry = cache.get(host);
+      let entry = cache.get(url.hostname);
       if (!entry || entry.until <= now) {
-        entry = { until: now + cacheMs, verdict: await resolveAndCheck(host) };
+        checkLiteral(url);
+        const host = url.hostname.replace(/^\[|\]$/g, "");
+        entry = { until: now + cacheMs, verdict: isIP(host) ? undefined : await resolveAndCheck(host) };
         // Failures to resolve are not remembered: the next request tries again.
-        if (entry.verdict instanceof UnresolvableHost) cache.delete(host);
-        else cache.set(host, entry);
+        if (entry.verdict instanceof UnresolvableHost) cache.delete(url.hostname);
+        else cache.set(url.hostname, entry);
       }
       if (entry.verdict) throw entry.verdict;
     },
