@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Config } from "./config/load";
 import { createConnectorRepository } from "./connectors/repository";
+import { createConnectionService } from "./connectors/connection";
 import { connectorRoutes } from "./connectors/routes";
 import { createConnectorService } from "./connectors/service";
 import type { Db } from "./db/open";
@@ -11,6 +12,10 @@ import type { RequestIds } from "./http/server";
 import type { Logger } from "./observability/logger";
 import { createRegistry } from "./metrics/registry";
 import { metricsRoutes } from "./metrics/routes";
+import { createOAuthHttp } from "./oauth/http";
+import { createOAuthRepository } from "./oauth/repository";
+import { oauthRoutes } from "./oauth/routes";
+import { createOAuthService } from "./oauth/service";
 import { createPresetCatalog } from "./presets/catalog";
 import { proxyRoutes } from "./proxy/routes";
 import { createProxyService } from "./proxy/service";
@@ -56,19 +61,34 @@ export function createServices(deps: Deps) {
   metrics.gauge("connectors", "Connectors by state", "state", () =>
     connectorRepository.countByState().map(({ state, count }) => [state, count]),
   );
+  const oauth = createOAuthService({
+    repository: createOAuthRepository(deps.db),
+    sealer: deps.sealer,
+    http: createOAuthHttp(upstreamFetch, deps.config.security.blockPrivateNetworks),
+    clock: deps.clock,
+    publicUrl: deps.publicUrl,
+    processId: deps.newId(),
+  });
   const connectors = createConnectorService({
     connectors: connectorRepository,
     presets,
     sealer: deps.sealer,
     clock: deps.clock,
     newId: deps.newId,
-    allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...deps.config.oauth.allowedRedirectOrigins],
     urlGuard,
+    onDisconnected: (id) => oauth.forget(id),
+  });
+  const connections = createConnectionService({
+    connectors,
+    oauth,
     upstreamFetch,
     handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+    allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...deps.config.oauth.allowedRedirectOrigins],
+    seal: (value, context) => deps.sealer.seal(value, context),
   });
   const proxy = createProxyService({
     connectors,
+    connections,
     clock: deps.clock,
     forward: {
       fetch: upstreamFetch,
@@ -86,7 +106,17 @@ export function createServices(deps: Deps) {
     },
   });
   const authenticate = createAuthenticator({ users: userRepository, clock: deps.clock });
-  return { users, connectors, presets, proxy, metrics, authenticate };
+  /** What the scheduler runs (issue #4): token refreshes before expiry, and the removal of stale OAuth states. */
+  const jobs = [
+    { name: "expire-oauth-states", run: () => void oauth.expireStates() },
+    {
+      name: "refresh-oauth-tokens",
+      run: async () => {
+        for (const id of oauth.dueGrants(20)) await connections.refresh(id);
+      },
+    },
+  ];
+  return { users, connectors, connections, presets, proxy, metrics, authenticate, jobs };
 }
 export type Services = ReturnType<typeof createServices>;
 
@@ -100,7 +130,8 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(metricsRoutes(services.metrics))
     .use(userRoutes(services.users, auth))
     .use(presetRoutes(services.presets, auth))
-    .use(connectorRoutes(services.connectors, auth))
+    .use(oauthRoutes(services.connections, deps.publicUrl))
+    .use(connectorRoutes(services.connectors, services.connections, auth))
     .use(proxyRoutes(services.proxy, auth));
 }
 export type App = ReturnType<typeof buildApp>;

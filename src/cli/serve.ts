@@ -3,6 +3,7 @@ import { ConfigError, describeConfig, loadConfig, type Config } from "../config/
 import { openDatabase } from "../db/open";
 import { startServer } from "../http/server";
 import { proxyNativeRoute } from "../proxy/native-route";
+import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
 import { createSealer } from "../secrets/sealer";
@@ -41,6 +42,7 @@ export async function startService(env: Record<string, string | undefined>, opti
 
   let publicUrl = config.server.publicUrl ?? "";
   let stopping = false;
+  let scheduler: Scheduler | undefined;
   const requestIds = new WeakMap<Request, string>();
   const deps: Deps = {
     config,
@@ -52,7 +54,12 @@ export async function startService(env: Record<string, string | undefined>, opti
     newId: () => Bun.randomUUIDv7(),
     fetch: globalThis.fetch,
     publicUrl: () => publicUrl,
-    readiness: () => (stopping ? { ready: false, reason: "The service is shutting down" } : { ready: true }),
+    readiness: () =>
+      stopping
+        ? { ready: false, reason: "The service is shutting down" }
+        : scheduler?.running()
+          ? { ready: true }
+          : { ready: false, reason: "The scheduler is not running" },
     requestIds,
   };
   const services = createServices(deps);
@@ -74,6 +81,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     requestIds,
   });
   publicUrl ||= running.url;
+  scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
   log.info("connector-service listening", {
     version: VERSION,
     url: running.url,
@@ -91,6 +99,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     async stop() {
       stopping = true;
       const stopped = running.stop(config.server.shutdownTimeoutMs);
+      await scheduler?.stop();
       const closed = services.proxy.closeNotificationStreams();
       if (closed) log.info("ended notification streams for shutdown", { streams: closed });
       await stopped;

@@ -18,6 +18,7 @@ export type Config = {
   security: { blockPrivateNetworks: boolean };
   oauth: { allowedRedirectOrigins: string[] };
   proxy: { maxBodyBytes: number; upstreamTimeoutMs: number };
+  scheduler: { intervalMs: number };
 };
 
 /** A bad setting: the message names the variable. `serve` prints it and exits 2. */
@@ -105,6 +106,7 @@ function finish(raw: RawConfig): Config {
     security: { blockPrivateNetworks: raw.security.block_private_networks },
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
     proxy: { maxBodyBytes: raw.proxy.max_body_bytes, upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000 },
+    scheduler: { intervalMs: raw.scheduler.interval_seconds * 1000 },
   };
 }
 

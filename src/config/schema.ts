@@ -27,6 +27,9 @@ export const ConfigSchema = t.Object({
   }),
   security: t.Object({ block_private_networks: t.Boolean({ default: false, description: "true or false" }) }),
   oauth: t.Object({ allowed_redirect_origins: t.Array(Origin, { default: [], description: "a comma-separated list of origins (scheme://host[:port])" }) }),
+  scheduler: t.Object({
+    interval_seconds: t.Number({ minimum: 0.1, maximum: 3600, default: 5, description: "a number of seconds from 0.1 to 3600" }),
+  }),
   proxy: t.Object({
     max_body_bytes: t.Integer({ minimum: 1024, default: 16 * 1024 * 1024, description: "an integer of at least 1024" }),
     upstream_timeout_seconds: t.Number({ minimum: 1, maximum: 3600, default: 60, description: "a number of seconds from 1 to 3600" }),

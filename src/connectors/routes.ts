@@ -4,11 +4,12 @@ import { parseJsonBody } from "../http/json-body";
 import type { AuthPlugin } from "../users/auth-plugin";
 import { IdParams } from "../users/model";
 import { ConnectBody, Connector, ConnectorList, CreateConnectorBody, ListQuery } from "./model";
+import type { ConnectionService } from "./connection";
 import type { ConnectorService } from "./service";
 
 const problems = { 401: Problem, 404: Problem, 409: Problem, 422: Problem };
 
-export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin) {
+export function connectorRoutes(connectors: ConnectorService, connections: ConnectionService, auth: AuthPlugin) {
   return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } })
     .use(auth)
     .onParse(parseJsonBody)
@@ -56,7 +57,7 @@ export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin) 
         detail: { summary: "Delete a connector" },
       },
     )
-    .post("/:id/connect", ({ principal, params, body }) => connectors.connect(principal, params.id, body ?? {}), {
+    .post("/:id/connect", ({ principal, params, body }) => connections.connect(principal, params.id, body ?? {}), {
       auth: true,
       params: IdParams,
       body: t.Optional(ConnectBody),

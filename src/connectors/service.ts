@@ -1,29 +1,16 @@
-import type { FetchLike } from "../app";
-import {
-  Conflict,
-  NotFound,
-  UpstreamFailed,
-  UpstreamRejectedCredentials,
-  UpstreamTimeout,
-  invalidField,
-  type AppError,
-} from "../http-errors/errors";
+import { Conflict, NotFound, invalidField } from "../http-errors/errors";
 import { UnsafeUrl, type UrlGuard } from "../security/url-guard";
-import { mcpHandshake, type HandshakeResult } from "../upstream/handshake";
 import type { PresetCatalog } from "../presets/catalog";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
 import { decodeCursor, encodeCursor } from "./cursor";
-import { assertStorableHeaders } from "./headers";
 import {
   DEFAULT_PAGE_SIZE,
-  type ConnectBody,
   type Connector,
   type ConnectorList,
   type CreateConnectorBody,
   type ListQuery,
 } from "./model";
-import { assertAllowedRedirect } from "./redirect-url";
 import type { ConnectorRepository, ConnectorRow } from "./repository";
 import { parseConnectorUrl } from "./url";
 
@@ -33,12 +20,9 @@ export type ConnectorServiceDeps = {
   sealer: Sealer;
   clock: () => number;
   newId: () => string;
-  /** Origins `redirect_url` may point at (the public URL's and OAUTH__ALLOWED_REDIRECT_ORIGINS). */
-  allowedRedirectOrigins: () => readonly string[];
   urlGuard: UrlGuard;
-  /** A fetch that applies the URL guard to every request to an upstream. */
-  upstreamFetch: FetchLike;
-  handshakeTimeoutMs: number;
+  /** Called when a connector loses its connection, so its OAuth grant goes with it. */
+  onDisconnected?: (connectorId: string) => void;
 };
 
 /** Where each sealed column's context comes from: binds a ciphertext to its row and column. */
@@ -46,29 +30,6 @@ export const sealContext = (id: string, column: "headers" | "client_secret" | "a
   `connectors/${id}/${column}`;
 
 export const DISCONNECT_REQUESTED = "Disconnected at the user's request";
-
-/** What a failed connect-time handshake leaves as `disconnect_reason`, and what connect answers. */
-function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>, withHeaders: boolean): { reason: string; error: AppError } {
-  switch (result.kind) {
-    case "unauthorized": {
-      const answer = `HTTP ${result.status} ${result.status === 401 ? "Unauthorized" : "Forbidden"}`;
-      if (withHeaders) {
-        const reason = `The MCP server refused the supplied headers (${answer})`;
-        return { reason, error: new UpstreamRejectedCredentials(`${reason}; the connector is disconnected`) };
-      }
-      const reason = `The MCP server requires authorization (${answer}) and this version cannot run its OAuth flow; connect with \`headers\` instead`;
-      return { reason, error: new Conflict(reason) };
-    }
-    case "unsafe":
-      return { reason: `The MCP server URL is refused: ${result.detail}`, error: invalidField("url", result.detail) };
-    case "timeout":
-      return { reason: `The MCP server did not answer: ${result.detail}`, error: new UpstreamTimeout(`The MCP server ${result.detail}`) };
-    case "unreachable":
-      return { reason: `Could not reach the MCP server: ${result.detail}`, error: new UpstreamFailed(`Could not reach the MCP server: ${result.detail}`) };
-    default:
-      return { reason: `The MCP server ${result.detail}`, error: new UpstreamFailed(`The MCP server ${result.detail}`) };
-  }
-}
 
 export function createConnectorService(deps: ConnectorServiceDeps) {
   const { connectors, presets, sealer, clock, newId } = deps;
@@ -80,7 +41,8 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       id: row.id,
       url: row.url,
       state: row.state,
-      disconnect_reason: row.state === "disconnected" ? row.disconnect_reason : null,
+      // Also shown while re-authorization is pending (e.g. the server asked for a wider scope).
+      disconnect_reason: row.state === "disconnected" || row.state === "auth_required" ? row.disconnect_reason : null,
       metadata: row.metadata,
       auth_request:
         row.state === "auth_required" && row.authorization_url
@@ -108,19 +70,23 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
 
   /** Credentials go with the connection: a later connect starts over (DESIGN.md). */
   function markDisconnected(row: ConnectorRow, reason: string): ConnectorRow {
-    return update(row, {
+    const updated = update(row, {
       state: "disconnected",
       disconnect_reason: reason,
+      auth_method: "none",
       headers: null,
       header_names: null,
       access_token: null,
       authorization_url: null,
     });
+    deps.onDisconnected?.(row.id);
+    return updated;
   }
 
   return {
     view,
     owned,
+    findRow: (id: string) => connectors.findById(id),
 
     create(caller: Principal, body: CreateConnectorBody): Connector {
       const parsed = parseConnectorUrl(body.url);
@@ -148,6 +114,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         owner_id: caller.id,
         url: parsed.url.href,
         state: "created",
+        auth_method: "none",
         disconnect_reason: null,
         metadata: body.metadata ?? preset?.metadata ?? {},
         preset_url: preset?.url ?? null,
@@ -185,40 +152,6 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       if (!connectors.delete(row.id)) throw new NotFound(`No connector ${id}`);
     },
 
-    /**
-     * Connect starts over from any state (DESIGN.md): the MCP handshake runs with the given headers
-     * (or none); only headers the server accepted are stored.
-     */
-    async connect(caller: Principal, id: string, body: ConnectBody): Promise<Connector> {
-      const row = owned(caller, id);
-      const redirectUrl =
-        body.redirect_url === undefined ? null : assertAllowedRedirect(body.redirect_url, deps.allowedRedirectOrigins());
-      const headers = body.headers ?? {};
-      assertStorableHeaders(headers);
-      if (row.url.startsWith("mcp+stdio:")) {
-        throw new Conflict("Managed stdio connectors cannot be connected by this version of the service yet");
-      }
-      const withHeaders = Object.keys(headers).length > 0;
-      const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers, timeoutMs: deps.handshakeTimeoutMs });
-      if (!result.ok) {
-        const { reason, error } = handshakeFailure(result, withHeaders);
-        markDisconnected(owned(caller, id), reason);
-        throw error;
-      }
-      return view(
-        update(owned(caller, id), {
-          state: "connected",
-          disconnect_reason: null,
-          headers: withHeaders ? sealer.seal(JSON.stringify(headers), sealContext(row.id, "headers")) : null,
-          header_names: withHeaders ? Object.keys(headers) : null,
-          access_token:
-            body.accessToken === undefined ? null : sealer.seal(body.accessToken, sealContext(row.id, "access_token")),
-          authorization_url: null,
-          redirect_url: redirectUrl,
-        }),
-      );
-    },
-
     disconnect(caller: Principal, id: string): Connector {
       const row = owned(caller, id);
       if (row.state === "created") throw new Conflict("The connector was never connected: connect it first");
@@ -227,6 +160,11 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     },
 
     markDisconnected,
+    update,
+
+    /** The connector's own OAuth client secret (from the request or its preset), opened. */
+    clientSecret: (row: ConnectorRow): string | null =>
+      row.client_secret ? sealer.open(row.client_secret, sealContext(row.id, "client_secret")) : null,
 
     /** The stored headers, opened, for the proxy. */
     storedHeaders(row: ConnectorRow): Record<string, string> {

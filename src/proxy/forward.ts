@@ -22,7 +22,13 @@ export type Forwarded = { upstream: Response; relay(): Response };
  * body is piped up, and every chunk of the response goes to the client as it arrives. The upstream
  * request is aborted as soon as the client goes away.
  */
-export async function forward(request: Request, url: URL, headers: Headers, options: ForwardOptions): Promise<Forwarded> {
+export async function forward(
+  request: Request,
+  url: URL,
+  headers: Headers,
+  options: ForwardOptions,
+  body: ReadableStream<Uint8Array> | null = request.body,
+): Promise<Forwarded> {
   const controller = new AbortController();
   const abort = () => controller.abort();
   request.signal.addEventListener("abort", abort, { once: true });
@@ -32,13 +38,13 @@ export async function forward(request: Request, url: URL, headers: Headers, opti
     controller.abort();
   }, options.headersTimeoutMs);
   const started = performance.now();
-  const hasBody = request.method === "POST" && request.body !== null;
+  const hasBody = request.method === "POST" && body !== null;
   let upstream: Response;
   try {
     upstream = await options.fetch(url, {
       method: request.method,
       headers,
-      body: hasBody ? request.body : undefined,
+      body: hasBody ? body : undefined,
       signal: controller.signal,
       redirect: "manual",
       // Bun: pass compressed bodies through as they are; the client's accept-encoding was forwarded.

@@ -1,12 +1,47 @@
-import { Conflict, UpstreamFailed } from "../http-errors/errors";
+import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { ConnectionService } from "../connectors/connection";
+import type { ConnectorRow } from "../connectors/repository";
 import type { ConnectorService } from "../connectors/service";
+import { Conflict, Forbidden, UpstreamFailed } from "../http-errors/errors";
 import type { Principal } from "../users/model";
-import { forward, type ForwardOptions } from "./forward";
+import { forward, type ForwardOptions, type Forwarded } from "./forward";
 import { upstreamRequestHeaders } from "./headers";
 
-export type ProxyServiceDeps = { connectors: ConnectorService; forward: ForwardOptions; clock: () => number };
+export type ProxyServiceDeps = {
+  connectors: ConnectorService;
+  connections: ConnectionService;
+  forward: ForwardOptions;
+  clock: () => number;
+};
 
-export function createProxyService({ connectors, forward: options, clock }: ProxyServiceDeps) {
+export function createProxyService({ connectors, connections, forward: options, clock }: ProxyServiceDeps) {
+  /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
+  function credentialsRejected(row: ConnectorRow, why: string): never {
+    const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
+    const current = connectors.findRow(row.id);
+    if (current?.state === "connected") connectors.markDisconnected(current, reason);
+    throw new UpstreamFailed(`${reason}; the connector is now disconnected: connect it again`);
+  }
+
+  /**
+   * An OAuth connector's 401: refresh once (single flight per connector) and replay the request with the new
+   * token — the body was teed, so a POST can be sent again. MCP authorization (2025-11-25) §"Token Handling".
+   */
+  async function retryAfterRefresh(request: Request, row: ConnectorRow, url: URL, headers: Headers, spare: ReadableStream<Uint8Array> | null): Promise<Forwarded> {
+    const refreshed = await connections.refresh(row.id);
+    if (!refreshed.ok) {
+      await spare?.cancel();
+      credentialsRejected(row, `access token and its refresh failed (${refreshed.failure.reason})`);
+    }
+    headers.set("authorization", `Bearer ${refreshed.accessToken}`);
+    const retried = await forward(request, url, headers, options, spare);
+    if (retried.upstream.status === 401) {
+      await retried.upstream.body?.cancel();
+      credentialsRejected(row, "freshly refreshed access token");
+    }
+    return retried;
+  }
+
   return {
     /** Ends the relayed notification (GET) streams; called when the service shuts down. */
     closeNotificationStreams(): number {
@@ -19,18 +54,32 @@ export function createProxyService({ connectors, forward: options, clock }: Prox
     async handle(caller: Principal, id: string, request: Request): Promise<Response> {
       const row = connectors.owned(caller, id, true);
       if (row.state !== "connected") {
-        const why = row.state === "disconnected" && row.disconnect_reason ? ` (${row.disconnect_reason})` : "";
+        const why = row.disconnect_reason ? ` (${row.disconnect_reason})` : "";
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);
       }
-      const headers = upstreamRequestHeaders(request.headers, connectors.storedHeaders(row));
-      const forwarded = await forward(request, new URL(row.url), headers, options);
-      if (forwarded.upstream.status === 401) {
-        // The stored credentials stopped working. A client told 401 would think its own credentials for this
-        // service were wrong, so it gets a 502 and the connector says why it is disconnected.
+      const url = new URL(row.url);
+      const headers = upstreamRequestHeaders(request.headers, connections.credentials(row));
+      const oauth = row.auth_method === "oauth";
+      // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.
+      const [body, spare] = oauth && request.body ? request.body.tee() : [request.body, null];
+      let forwarded = await forward(request, url, headers, options, body);
+      const status = forwarded.upstream.status;
+      if (status === 401) {
         await forwarded.upstream.body?.cancel();
-        const reason = `The MCP server rejected the stored credentials (HTTP 401) at ${new Date(clock()).toISOString()}`;
-        connectors.markDisconnected(connectors.owned(caller, id), reason);
-        throw new UpstreamFailed(`${reason}; the connector is now disconnected: connect it again`);
+        if (!oauth) credentialsRejected(row, "stored credentials");
+        forwarded = await retryAfterRefresh(request, row, url, headers, spare);
+      } else {
+        void spare?.cancel();
+      }
+      if (oauth && forwarded.upstream.status === 403) {
+        const challenge = extractWWWAuthenticateParams(forwarded.upstream);
+        if (challenge.error === "insufficient_scope" && challenge.scope) {
+          await forwarded.upstream.body?.cancel();
+          await connections.upgradeScope(row, forwarded.upstream, challenge.scope);
+          throw new Forbidden(
+            `The MCP server needs the scope "${challenge.scope}", which the connector was not granted: open the connector's auth_request.authorization_url to grant it`,
+          );
+        }
       }
       return forwarded.relay();
     },

@@ -72,11 +72,14 @@ describe("connect verifies credentials with an MCP handshake", () => {
     expect((await service.api("GET", `/api/v1/connectors/${id}`)).body).toMatchObject({ state: "connected", header_names: [] });
   });
 
-  test("a server that wants authorization, connected without headers, is a 409 naming OAuth", async () => {
+  test("a server that answers 401 without OAuth metadata: 502, and the reason says what discovery found", async () => {
     const created = await service.api("POST", "/api/v1/connectors", { body: { url: upstream.url } });
     const res = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
-    expectProblem(res, 409);
-    expect(res.body.detail).toContain("OAuth");
+    expectProblem(res, 502);
+    expect(res.body.detail).toContain("OAuth authorization could not start");
+    const after = await service.api("GET", `/api/v1/connectors/${created.body.id}`);
+    expect(after.body.state).toBe("disconnected");
+    expect(after.body.disconnect_reason).toContain("no protected resource metadata (RFC 9728)");
   });
 
   test("an unreachable server: 502 and a disconnect_reason that says so", async () => {

@@ -1,0 +1,100 @@
+import * as oauth from "oauth4webapi";
+import type { Sealer } from "../secrets/sealer";
+import type { OAuthHttp } from "./http";
+import { CLIENT_METADATA_PATH, type TokenEndpointAuthMethod } from "./model";
+import type { OAuthRepository } from "./repository";
+
+export type ClientIdentity = { client_id: string; client_secret: string | null; token_endpoint_auth_method: TokenEndpointAuthMethod };
+
+export class NoClientIdentity extends Error {}
+
+export type ClientIdentityDeps = {
+  http: OAuthHttp;
+  repository: OAuthRepository;
+  sealer: Sealer;
+  clock: () => number;
+  publicUrl: () => string;
+};
+
+const sealContext = (issuer: string, redirectUri: string) => `oauth_clients/${issuer}/${redirectUri}`;
+
+/** The client's token endpoint authentication: a secret goes the way the server prefers (RFC 8414 §2). */
+function secretMethod(as: oauth.AuthorizationServer): TokenEndpointAuthMethod {
+  const supported = as.token_endpoint_auth_methods_supported;
+  if (!supported || supported.includes("client_secret_basic")) return "client_secret_basic";
+  return supported.includes("client_secret_post") ? "client_secret_post" : "client_secret_basic";
+}
+
+export const CLIENT_NAME = "connector-service";
+
+/** Client metadata the service registers (RFC 7591 §2) or publishes as its Client ID Metadata Document. */
+export function clientMetadata(redirectUri: string): Record<string, string | string[]> {
+  return {
+    client_name: CLIENT_NAME,
+    redirect_uris: [redirectUri],
+    // Without refresh_token here, servers issue no refresh token and the connector dies with its first access token.
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+  };
+}
+
+/**
+ * Client identity in the order of issue #4 / MCP authorization (2025-11-25) §"Client Registration Approaches":
+ * the connector's (or preset's) client id → a Client ID Metadata Document when the server supports it and the
+ * service has a public https URL → Dynamic Client Registration (RFC 7591), reused per issuer → a clear error.
+ */
+export async function resolveClient(
+  as: oauth.AuthorizationServer,
+  given: { client_id: string | null; client_secret: string | null },
+  redirectUri: string,
+  deps: ClientIdentityDeps,
+): Promise<ClientIdentity> {
+  if (given.client_id) {
+    return {
+      client_id: given.client_id,
+      client_secret: given.client_secret,
+      token_endpoint_auth_method: given.client_secret ? secretMethod(as) : "none",
+    };
+  }
+  const publicUrl = deps.publicUrl();
+  if (as.client_id_metadata_document_supported === true && publicUrl.startsWith("https://")) {
+    return { client_id: `${publicUrl}${CLIENT_METADATA_PATH}`, client_secret: null, token_endpoint_auth_method: "none" };
+  }
+  if (as.registration_endpoint) {
+    const known = deps.repository.findClient(as.issuer, redirectUri);
+    if (known) {
+      return {
+        client_id: known.client_id,
+        client_secret: known.client_secret ? deps.sealer.open(known.client_secret, sealContext(as.issuer, redirectUri)) : null,
+        token_endpoint_auth_method: known.token_endpoint_auth_method as TokenEndpointAuthMethod,
+      };
+    }
+    const metadata = clientMetadata(redirectUri);
+    const publicClient = !as.token_endpoint_auth_methods_supported || as.token_endpoint_auth_methods_supported.includes("none");
+    if (!publicClient) metadata.token_endpoint_auth_method = secretMethod(as);
+    const response = await oauth.dynamicClientRegistrationRequest(as, metadata, deps.http.options(as.registration_endpoint));
+    const registered = await oauth.processDynamicClientRegistrationResponse(response);
+    const method = (registered.token_endpoint_auth_method as TokenEndpointAuthMethod | undefined) ?? (metadata.token_endpoint_auth_method as TokenEndpointAuthMethod);
+    const secret = typeof registered.client_secret === "string" ? registered.client_secret : null;
+    deps.repository.saveClient({
+      issuer: as.issuer,
+      redirect_uri: redirectUri,
+      client_id: registered.client_id,
+      client_secret: secret === null ? null : deps.sealer.seal(secret, sealContext(as.issuer, redirectUri)),
+      token_endpoint_auth_method: method,
+      created_at: deps.clock(),
+    });
+    return { client_id: registered.client_id, client_secret: secret, token_endpoint_auth_method: method };
+  }
+  throw new NoClientIdentity(
+    `the authorization server ${as.issuer} offers neither Client ID Metadata Documents (with an https SERVER__PUBLIC_URL) nor Dynamic Client Registration: create the connector with the client_id (and client_secret) registered for it`,
+  );
+}
+
+/** oauth4webapi's client authentication for a token request (RFC 6749 §2.3). */
+export function clientAuth(identity: { token_endpoint_auth_method: TokenEndpointAuthMethod }, secret: string | null): oauth.ClientAuth {
+  if (identity.token_endpoint_auth_method === "client_secret_post" && secret) return oauth.ClientSecretPost(secret);
+  if (identity.token_endpoint_auth_method === "client_secret_basic" && secret) return oauth.ClientSecretBasic(secret);
+  return oauth.None();
+}

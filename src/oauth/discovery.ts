@@ -1,0 +1,92 @@
+import * as oauth from "oauth4webapi";
+import type { OAuthHttp } from "./http";
+
+export class DiscoveryFailed extends Error {}
+
+/** The canonical MCP server URL, used as the RFC 8707 resource (MCP 2025-11-25 authorization §"Canonical Server URI"). */
+export function canonicalResource(serverUrl: URL): string {
+  const url = new URL(serverUrl.href);
+  url.hash = "";
+  const href = url.href;
+  return url.pathname === "/" && !url.search ? href.slice(0, -1) : href;
+}
+
+export type ResourceDiscovery = { authorizationServer: URL; scopesSupported: string[] };
+
+/** RFC 9728 §3.1: the well-known URL inserted between host and path. */
+const wellKnown = (base: URL, name: string, path: string) => new URL(`/.well-known/${name}${path === "/" ? "" : path}`, base.origin);
+
+/**
+ * MCP authorization (2025-11-25) §"Protected Resource Metadata Discovery": the `resource_metadata` of the
+ * 401's WWW-Authenticate if given, else the path-inserted well-known URL, then the root one (RFC 9728 §3).
+ */
+export async function discoverResource(serverUrl: URL, metadataUrl: URL | undefined, http: OAuthHttp): Promise<ResourceDiscovery> {
+  const candidates = metadataUrl
+    ? [metadataUrl]
+    : [wellKnown(serverUrl, "oauth-protected-resource", serverUrl.pathname), wellKnown(serverUrl, "oauth-protected-resource", "/")];
+  const failures: string[] = [];
+  for (const candidate of [...new Map(candidates.map((c) => [c.href, c])).values()]) {
+    const response = await http.fetch(candidate, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(15_000) });
+    if (!response.ok) {
+      failures.push(`${candidate.href} answered ${response.status}`);
+      continue;
+    }
+    const claimed = (await response.clone().json().catch(() => ({}))) as { resource?: unknown };
+    // RFC 9728 §3.3 wants `resource` to equal the resource the metadata was looked up for. MCP servers often
+    // name their origin or a parent path; accept a same-origin prefix of the server URL, as the MCP SDKs do.
+    if (typeof claimed.resource !== "string" || !isResourceFor(claimed.resource, serverUrl)) {
+      throw new DiscoveryFailed(`the protected resource metadata at ${candidate.href} is for ${String(claimed.resource)}, not ${canonicalResource(serverUrl)}`);
+    }
+    const metadata = await oauth.processResourceDiscoveryResponse(new URL(claimed.resource), response);
+    const server = metadata.authorization_servers?.[0];
+    if (!server) throw new DiscoveryFailed(`the protected resource metadata at ${candidate.href} names no authorization server`);
+    return { authorizationServer: new URL(server), scopesSupported: metadata.scopes_supported ?? [] };
+  }
+  throw new DiscoveryFailed(`no protected resource metadata (RFC 9728): ${failures.join("; ")}`);
+}
+
+function isResourceFor(resource: string, serverUrl: URL): boolean {
+  let claimed: URL;
+  try {
+    claimed = new URL(resource);
+  } catch {
+    return false;
+  }
+  if (claimed.origin !== serverUrl.origin) return false;
+  const base = claimed.pathname.endsWith("/") ? claimed.pathname : `${claimed.pathname}/`;
+  return claimed.pathname === "/" || serverUrl.pathname === claimed.pathname || serverUrl.pathname.startsWith(base);
+}
+
+/**
+ * Authorization server metadata in the order of MCP authorization (2025-11-25) §"Authorization Server Metadata
+ * Discovery": RFC 8414 path-inserted, OIDC path-inserted, OIDC path-appended; for an issuer without a path, the
+ * RFC 8414 and OIDC root forms. oauth4webapi checks each answer (issuer must equal the one asked for, RFC 8414 §3.3).
+ */
+export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp): Promise<oauth.AuthorizationServer> {
+  const path = issuer.pathname.replace(/\/$/, "");
+  const candidates = path
+    ? [
+        new URL(`/.well-known/oauth-authorization-server${path}`, issuer.origin),
+        new URL(`/.well-known/openid-configuration${path}`, issuer.origin),
+        new URL(`${path}/.well-known/openid-configuration`, issuer.origin),
+      ]
+    : [new URL("/.well-known/oauth-authorization-server", issuer.origin), new URL("/.well-known/openid-configuration", issuer.origin)];
+  const failures: string[] = [];
+  for (const candidate of candidates) {
+    const response = await http.fetch(candidate, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(15_000) });
+    if (!response.ok) {
+      failures.push(`${candidate.pathname} ${response.status}`);
+      continue;
+    }
+    const as = await oauth.processDiscoveryResponse(issuer, response);
+    // OAuth 2.1 §4.1.1 / MCP authorization: PKCE with S256 is required; a server that does not say so is refused.
+    if (!as.code_challenge_methods_supported?.includes("S256")) {
+      throw new DiscoveryFailed(`the authorization server ${as.issuer} does not advertise PKCE S256 (code_challenge_methods_supported), which MCP requires`);
+    }
+    if (!as.authorization_endpoint || !as.token_endpoint) {
+      throw new DiscoveryFailed(`the authorization server ${as.issuer} has no authorization or token endpoint`);
+    }
+    return as;
+  }
+  throw new DiscoveryFailed(`no authorization server metadata for ${issuer.href} (${failures.join(", ")})`);
+}

@@ -1,0 +1,44 @@
+import * as oauth from "oauth4webapi";
+import type { FetchLike } from "../app";
+import { UnsafeUrl } from "../security/url-guard";
+
+/** RFC 8252 §8.3 / loopback: the only hosts plain http may be used with, and only on a self-hosted VM. */
+const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * Every URL an authorization flow follows is server-chosen (resource metadata, authorization servers,
+ * registration and token endpoints): it must be https, except loopback when private networks are allowed.
+ * The URL guard then checks its addresses, as for user URLs.
+ */
+export function assertSecureUrl(url: URL, blockPrivate: boolean): void {
+  if (url.protocol === "https:") return;
+  if (url.protocol === "http:" && !blockPrivate && LOOPBACK.test(url.host.replace(/:\d+$/, ""))) return;
+  throw new UnsafeUrl(`${url.origin} is not https (plain http is allowed only for loopback hosts)`);
+}
+
+export type OAuthHttp = {
+  /** Options for every oauth4webapi request: the guarded fetch, and http allowed where assertSecureUrl allows it. */
+  options(url: URL | string): { [oauth.customFetch]: FetchLike; [oauth.allowInsecureRequests]: boolean; signal: AbortSignal };
+  fetch: FetchLike;
+  blockPrivate: boolean;
+};
+
+export function createOAuthHttp(guardedFetch: FetchLike, blockPrivate: boolean, timeoutMs = 15_000): OAuthHttp {
+  const fetch: FetchLike = async (input, init) => {
+    assertSecureUrl(new URL(input instanceof Request ? input.url : input), blockPrivate);
+    return guardedFetch(input, { ...init, redirect: "manual" });
+  };
+  return {
+    fetch,
+    blockPrivate,
+    options(url) {
+      const target = new URL(url);
+      assertSecureUrl(target, blockPrivate);
+      return {
+        [oauth.customFetch]: fetch,
+        [oauth.allowInsecureRequests]: target.protocol === "http:",
+        signal: AbortSignal.timeout(timeoutMs),
+      };
+    },
+  };
+}

@@ -1,0 +1,259 @@
+import { createHash } from "node:crypto";
+import * as oauth from "oauth4webapi";
+import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { Sealer } from "../secrets/sealer";
+import { clientAuth, resolveClient, type ClientIdentityDeps } from "./client-identity";
+import { canonicalResource, discoverAuthorizationServer, discoverResource } from "./discovery";
+import { describeOAuthError, type OAuthFailure } from "./errors";
+import type { OAuthHttp } from "./http";
+import { CALLBACK_PATH, STATE_TTL_MS, type GrantContext, type GrantSecrets, type StateContext, type StateSecrets } from "./model";
+import { refreshAt, retryAt } from "./refresh-plan";
+import type { OAuthGrantRow, OAuthRepository } from "./repository";
+
+export class OAuthFlowFailed extends Error {
+  constructor(readonly failure: OAuthFailure) {
+    super(failure.reason);
+  }
+}
+
+export type OAuthServiceDeps = {
+  repository: OAuthRepository;
+  sealer: Sealer;
+  http: OAuthHttp;
+  clock: () => number;
+  publicUrl: () => string;
+  /** Identifies this process in refresh leases. */
+  processId: string;
+};
+
+export type BeginInput = {
+  connectorId: string;
+  serverUrl: URL;
+  /** The MCP server's 401 (its WWW-Authenticate header carries resource_metadata and scope). */
+  challenge: Response;
+  client_id: string | null;
+  client_secret: string | null;
+  redirectUrl: string | null;
+  /** A scope to ask for instead of the challenge's (a scope upgrade after insufficient_scope). */
+  scope?: string;
+};
+
+export type CallbackOutcome =
+  | { ok: true; connectorId: string; redirect_url: string | null }
+  | { ok: false; connectorId: string | null; redirect_url: string | null; error: string; error_description: string };
+
+export type RefreshOutcome = { ok: true; accessToken: string } | { ok: false; failure: OAuthFailure; expired: boolean };
+
+const digest = (state: string) => createHash("sha256").update(state).digest("hex");
+const stateSeal = (stateDigest: string) => `oauth_states/${stateDigest}`;
+const grantSeal = (connectorId: string) => `oauth_grants/${connectorId}`;
+const LEASE_MS = 30_000;
+
+export function createOAuthService(deps: OAuthServiceDeps) {
+  const { repository, sealer, http, clock } = deps;
+  const identityDeps: ClientIdentityDeps = { http, repository, sealer, clock, publicUrl: deps.publicUrl };
+  const redirectUri = () => `${deps.publicUrl()}${CALLBACK_PATH}`;
+  const inFlight = new Map<string, Promise<RefreshOutcome>>();
+  const opened = new Map<string, GrantSecrets>();
+
+  const openGrant = (row: OAuthGrantRow): GrantSecrets => {
+    let secrets = opened.get(row.secrets);
+    if (!secrets) {
+      secrets = JSON.parse(sealer.open(row.secrets, grantSeal(row.connector_id))) as GrantSecrets;
+      if (opened.size >= 1000) opened.delete(opened.keys().next().value!);
+      opened.set(row.secrets, secrets);
+    }
+    return secrets;
+  };
+
+  /** Stores the tokens of a token response (RFC 6749 §5.1) for the connector, sealed, with the next refresh time. */
+  function storeTokens(connectorId: string, context: GrantContext, tokens: oauth.TokenEndpointResponse, previous: GrantSecrets | null, clientSecret: string | null) {
+    const now = clock();
+    const expiresAt = typeof tokens.expires_in === "number" ? now + tokens.expires_in * 1000 : null;
+    // RFC 6749 §6: a refresh response may omit the refresh token; the old one then stays valid.
+    const refreshToken = tokens.refresh_token ?? previous?.refresh_token ?? null;
+    const secrets: GrantSecrets = { access_token: tokens.access_token, refresh_token: refreshToken, client_secret: clientSecret };
+    repository.saveGrant({
+      connector_id: connectorId,
+      context: { ...context, scope: tokens.scope ?? context.scope } as unknown as Record<string, unknown>,
+      secrets: sealer.seal(JSON.stringify(secrets), grantSeal(connectorId)),
+      expires_at: expiresAt,
+      // Without a refresh token the grant is looked at again when it expires, to disconnect it with a reason.
+      refresh_at: refreshToken ? refreshAt(now, expiresAt) : expiresAt,
+      failures: 0,
+      lease_owner: null,
+      lease_until: null,
+      updated_at: now,
+    });
+  }
+
+  async function doRefresh(connectorId: string): Promise<RefreshOutcome> {
+    const now = clock();
+    if (!repository.lease(connectorId, deps.processId, now, now + LEASE_MS)) {
+      // Another process holds the lease and is refreshing: use what it stores.
+      await Bun.sleep(500);
+      const row = repository.findGrant(connectorId);
+      if (row && (row.expires_at === null || row.expires_at > clock())) return { ok: true, accessToken: openGrant(row).access_token };
+      return { ok: false, failure: { reason: "another process is refreshing the token", permanent: false, kind: "upstream" }, expired: false };
+    }
+    try {
+      const row = repository.findGrant(connectorId);
+      if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "config" }, expired: true };
+      const context = row.context as unknown as GrantContext;
+      const secrets = openGrant(row);
+      const expired = row.expires_at !== null && row.expires_at <= clock();
+      if (!secrets.refresh_token) {
+        return { ok: false, failure: { reason: "the access token expired and the authorization server issued no refresh token", permanent: true, kind: "rejected" }, expired: true };
+      }
+      try {
+        const client: oauth.Client = { client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method };
+        // RFC 8707 §2.2: the resource goes with the refresh request too, so the new token keeps its audience.
+        const response = await oauth.refreshTokenGrantRequest(context.as, client, clientAuth(context, secrets.client_secret), secrets.refresh_token, {
+          additionalParameters: { resource: context.resource },
+          ...http.options(context.as.token_endpoint!),
+        });
+        const tokens = await oauth.processRefreshTokenResponse(context.as, client, response);
+        storeTokens(connectorId, context, tokens, secrets, secrets.client_secret);
+        return { ok: true, accessToken: tokens.access_token };
+      } catch (e) {
+        const failure = describeOAuthError(e);
+        const failures = row.failures + 1;
+        repository.updateGrant(connectorId, {
+          failures,
+          refresh_at: failure.permanent ? null : retryAt(clock(), failures, row.expires_at),
+          updated_at: clock(),
+        });
+        return { ok: false, failure, expired };
+      }
+    } finally {
+      repository.release(connectorId, deps.processId);
+    }
+  }
+
+  return {
+    /**
+     * Starts the authorization code flow with PKCE (RFC 6749 §4.1, RFC 7636, OAuth 2.1) for a connector whose
+     * MCP server answered 401: discovery, client identity, then the authorization URL the user opens.
+     */
+    async begin(input: BeginInput): Promise<string> {
+      try {
+        const challenge = extractWWWAuthenticateParams(input.challenge);
+        const resource = await discoverResource(input.serverUrl, challenge.resourceMetadataUrl, http);
+        const as = await discoverAuthorizationServer(resource.authorizationServer, http);
+        const callback = redirectUri();
+        const identity = await resolveClient(as, { client_id: input.client_id, client_secret: input.client_secret }, callback, identityDeps);
+        // Scope (MCP authorization §"Scope Selection Strategy"): the challenge's, else the resource's scopes_supported, else none;
+        // offline_access when the server offers it, so that a refresh token is issued.
+        const scopes = new Set((input.scope ?? challenge.scope ?? resource.scopesSupported.join(" ")).split(" ").filter(Boolean));
+        if (as.scopes_supported?.includes("offline_access")) scopes.add("offline_access");
+        const scope = scopes.size ? [...scopes].join(" ") : null;
+
+        const state = oauth.generateRandomState();
+        const verifier = oauth.generateRandomCodeVerifier();
+        const context: StateContext = {
+          as,
+          client_id: identity.client_id,
+          token_endpoint_auth_method: identity.token_endpoint_auth_method,
+          resource: canonicalResource(input.serverUrl),
+          scope,
+          redirect_uri: callback,
+          redirect_url: input.redirectUrl,
+        };
+        const secrets: StateSecrets = { code_verifier: verifier, client_secret: identity.client_secret };
+        const now = clock();
+        const stateDigest = digest(state);
+        repository.saveState({
+          state_digest: stateDigest,
+          connector_id: input.connectorId,
+          secrets: sealer.seal(JSON.stringify(secrets), stateSeal(stateDigest)),
+          context: context as unknown as Record<string, unknown>,
+          expires_at: now + STATE_TTL_MS,
+          created_at: now,
+        });
+
+        const url = new URL(as.authorization_endpoint!);
+        url.searchParams.set("response_type", "code");
+        url.searchParams.set("client_id", identity.client_id);
+        url.searchParams.set("redirect_uri", callback);
+        url.searchParams.set("state", state);
+        url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(verifier));
+        url.searchParams.set("code_challenge_method", "S256");
+        // RFC 8707 §2.1: the MCP server this token is for.
+        url.searchParams.set("resource", context.resource);
+        if (scope) url.searchParams.set("scope", scope);
+        return url.href;
+      } catch (e) {
+        throw new OAuthFlowFailed(describeOAuthError(e));
+      }
+    },
+
+    /** The callback (RFC 6749 §4.1.2): validates state and iss (RFC 9207), exchanges the code, stores the tokens. */
+    async complete(params: URLSearchParams): Promise<CallbackOutcome> {
+      const state = params.get("state");
+      const row = state ? repository.takeState(digest(state)) : undefined;
+      if (!row || row.expires_at <= clock()) {
+        return {
+          ok: false,
+          connectorId: row?.connector_id ?? null,
+          redirect_url: null,
+          error: "invalid_request",
+          error_description: state
+            ? "This authorization link was already used or has expired: start again with connect"
+            : "The callback has no state parameter",
+        };
+      }
+      const context = row.context as unknown as StateContext;
+      const secrets = JSON.parse(sealer.open(row.secrets, stateSeal(row.state_digest))) as StateSecrets;
+      const base = { connectorId: row.connector_id, redirect_url: context.redirect_url };
+      const client: oauth.Client = { client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method };
+      try {
+        // Checks state, and iss against the issuer when the server sends it or says it will (RFC 9207 §2.4).
+        const validated = oauth.validateAuthResponse(context.as, client, params, state!);
+        const response = await oauth.authorizationCodeGrantRequest(
+          context.as,
+          client,
+          clientAuth(context, secrets.client_secret),
+          validated,
+          context.redirect_uri,
+          secrets.code_verifier,
+          { additionalParameters: { resource: context.resource }, ...http.options(context.as.token_endpoint!) },
+        );
+        const tokens = await oauth.processAuthorizationCodeResponse(context.as, client, response);
+        const { redirect_url: _, ...grant } = context;
+        storeTokens(row.connector_id, grant, tokens, null, secrets.client_secret);
+        return { ok: true, ...base };
+      } catch (e) {
+        if (e instanceof oauth.AuthorizationResponseError) {
+          return { ok: false, ...base, error: e.error, error_description: e.error_description ?? "The authorization server did not grant access" };
+        }
+        const failure = describeOAuthError(e);
+        return { ok: false, ...base, error: failure.kind === "rejected" ? "access_denied" : "server_error", error_description: failure.reason };
+      }
+    },
+
+    /** The bearer token for the proxy, or undefined when the connector has no grant. */
+    accessToken(connectorId: string): string | undefined {
+      const row = repository.findGrant(connectorId);
+      return row ? openGrant(row).access_token : undefined;
+    },
+
+    /** Refreshes a connector's token; concurrent callers in this process share one request (single flight). */
+    refresh(connectorId: string): Promise<RefreshOutcome> {
+      let running = inFlight.get(connectorId);
+      if (!running) {
+        running = doRefresh(connectorId).finally(() => inFlight.delete(connectorId));
+        inFlight.set(connectorId, running);
+      }
+      return running;
+    },
+
+    grantedScope(connectorId: string): string | null {
+      const row = repository.findGrant(connectorId);
+      return row ? ((row.context as unknown as GrantContext).scope ?? null) : null;
+    },
+    forget: (connectorId: string) => repository.deleteGrant(connectorId),
+    dueGrants: (limit: number) => repository.dueGrants(clock(), limit).map((r) => r.connector_id),
+    expireStates: () => repository.deleteExpiredStates(clock()),
+  };
+}
+export type OAuthService = ReturnType<typeof createOAuthService>;

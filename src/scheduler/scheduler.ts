@@ -1,0 +1,42 @@
+import type { Logger } from "../observability/logger";
+
+export type Job = { name: string; run(): Promise<void> | void };
+
+export type Scheduler = { running(): boolean; stop(): Promise<void> };
+
+/**
+ * One in-process loop (issue #4): every `intervalMs` (± 20 % jitter, so processes sharing a database drift
+ * apart) it runs each job in turn. A job that throws is logged and the loop goes on.
+ */
+export function startScheduler(jobs: Job[], log: Logger, intervalMs = 5_000): Scheduler {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let current: Promise<void> = Promise.resolve();
+  let stopped = false;
+
+  const tick = async () => {
+    for (const job of jobs) {
+      if (stopped) return;
+      try {
+        await job.run();
+      } catch (e) {
+        log.error("scheduled job failed", { job: job.name, error: (e as Error).message });
+      }
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      current = tick().finally(schedule);
+    }, intervalMs * (0.8 + Math.random() * 0.4));
+  };
+  schedule();
+
+  return {
+    running: () => !stopped,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await current;
+    },
+  };
+}
