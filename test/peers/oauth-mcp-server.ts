@@ -3,7 +3,16 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from "jose";
 import { z } from "zod";
 
-export type OAuthMcpServer = { url: string; resourceMetadataUrl: string; accepted: JWTPayload[]; stop(): Promise<void> };
+export type OAuthMcpServer = {
+  url: string;
+  resourceMetadataUrl: string;
+  accepted: JWTPayload[];
+  /** How many requests were refused with 401 for a token issued too early. */
+  rejected: { count: number };
+  /** From now on, refuse tokens issued before this moment (as a server does after rotating its keys). */
+  rejectTokensIssuedBefore(epochSeconds: number): void;
+  stop(): Promise<void>;
+};
 
 /**
  * An MCP server protected by OAuth as MCP authorization (2025-11-25) describes: RFC 9728 metadata naming the
@@ -13,6 +22,8 @@ export type OAuthMcpServer = { url: string; resourceMetadataUrl: string; accepte
  */
 export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
   const accepted: JWTPayload[] = [];
+  let notBefore = 0;
+  const rejected = { count: 0 };
   const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`));
   let resource = "";
   let metadataUrl = "";
@@ -38,6 +49,10 @@ export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
       } catch {
         return challenge(401, ', error="invalid_token"');
       }
+      if ((claims.iat ?? 0) < notBefore) {
+        rejected.count++;
+        return challenge(401, ', error="invalid_token"');
+      }
       const scopes = String(claims.scope ?? "").split(" ");
       const body = request.method === "POST" ? await request.clone().json().catch(() => null) : null;
       if (body?.method === "tools/call" && body.params?.name === "admin-report" && !scopes.includes("mcp:admin")) {
@@ -59,5 +74,14 @@ export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
   });
   resource = `http://127.0.0.1:${server.port}/mcp`;
   metadataUrl = `http://127.0.0.1:${server.port}/.well-known/oauth-protected-resource/mcp`;
-  return { url: resource, resourceMetadataUrl: metadataUrl, accepted, stop: () => server.stop(true) };
+  return {
+    url: resource,
+    resourceMetadataUrl: metadataUrl,
+    accepted,
+    rejected,
+    rejectTokensIssuedBefore: (epochSeconds) => {
+      notBefore = epochSeconds;
+    },
+    stop: () => server.stop(true),
+  };
 }

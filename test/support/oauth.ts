@@ -1,0 +1,22 @@
+import type { TestService } from "./service";
+
+export type GrantSecrets = { access_token: string; refresh_token: string | null };
+
+/** The connector's stored tokens, opened with the service's own key (the test's view of the sealed row). */
+export function storedGrant(service: TestService, connectorId: string): (GrantSecrets & { expires_at: number | null; failures: number }) | undefined {
+  const row = service.deps.db.$client.query("SELECT secrets, expires_at, failures FROM oauth_grants WHERE connector_id = ?").get(connectorId) as
+    | { secrets: string; expires_at: number | null; failures: number }
+    | null;
+  if (!row) return undefined;
+  return { ...(JSON.parse(service.deps.sealer.open(row.secrets, `oauth_grants/${connectorId}`)) as GrantSecrets), expires_at: row.expires_at, failures: row.failures };
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(100);
+  }
+}
