@@ -102,9 +102,9 @@ export async function authorizeInBrowser(authorizationUrl: string, issuer: strin
       fields.set("login", "alice@example.com");
       fields.set("password", "any password");
     }
-    if (options.deny && /\/confirm/.test(action)) {
-      // The dev consent page offers "Cancel" as a link to /abort.
-      url = new URL(action.replace(/confirm$/, "abort"), url).href;
+    if (options.deny && fields.get("prompt") === "consent") {
+      // The consent page's "Cancel": GET /interaction/:uid/abort, answered with access_denied.
+      url = new URL(`${new URL(action, url).pathname.replace(/\/$/, "")}/abort`, url).href;
       method = "GET";
       body = undefined;
       continue;

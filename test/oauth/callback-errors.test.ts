@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
+import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
+import { storedGrant } from "../support/oauth";
+import { expectProblem, startTestService, type TestService } from "../support/service";
+
+let op: OidcPeer;
+let server: OAuthMcpServer;
+let service: TestService;
+const dir = mkdtempSync(join(tmpdir(), "cs-oauth-"));
+const APP = "http://127.0.0.1:5999";
+
+beforeAll(async () => {
+  op = await startOidcProvider();
+  server = startOAuthMcpServer(op.issuer);
+  service = await startTestService({ DATABASE__PATH: join(dir, "cs.db"), OAUTH__ALLOWED_REDIRECT_ORIGINS: APP });
+});
+afterAll(async () => {
+  await server.stop();
+  await op.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function pending(body: Record<string, unknown> = {}) {
+  const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
+  const connect = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body });
+  expect(connect.body.state).toBe("auth_required");
+  return { id: created.body.id as string, url: connect.body.auth_request.authorization_url as string };
+}
+
+test("access denied without redirect_url: an HTML page with the error; the connector says why", async () => {
+  const { id, url } = await pending();
+  const callback = await authorizeInBrowser(url, op.issuer, { deny: true });
+  const res = await fetch(callback, { redirect: "manual" });
+  expect(res.status).toBe(400);
+  expect(res.headers.get("content-type")).toStartWith("text/html");
+  const html = await res.text();
+  expect(html).toContain("access_denied");
+  const connector = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+  expect(connector.state).toBe("disconnected");
+  expect(connector.disconnect_reason).toContain("access_denied");
+});
+
+test("access denied with redirect_url: redirected there with error and error_description", async () => {
+  const { url } = await pending({ redirect_url: `${APP}/done?from=cs` });
+  const callback = await authorizeInBrowser(url, op.issuer, { deny: true });
+  const res = await fetch(callback, { redirect: "manual" });
+  expect(res.status).toBe(303);
+  const target = new URL(res.headers.get("location")!);
+  expect(target.origin + target.pathname).toBe(`${APP}/done`);
+  expect(target.searchParams.get("from")).toBe("cs");
+  expect(target.searchParams.get("error")).toBe("access_denied");
+  expect(target.searchParams.get("error_description")).toBeTruthy();
+});
+
+test("success with redirect_url: redirected there", async () => {
+  const { id, url } = await pending({ redirect_url: `${APP}/done` });
+  const res = await fetch(await authorizeInBrowser(url, op.issuer), { redirect: "manual" });
+  expect(res.status).toBe(303);
+  expect(res.headers.get("location")).toBe(`${APP}/done`);
+  expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+});
+
+test("a replayed callback (same state and code) is an error page, not a 500, and the grant stays", async () => {
+  const { id, url } = await pending();
+  const callback = await authorizeInBrowser(url, op.issuer);
+  expect((await fetch(callback, { redirect: "manual" })).status).toBe(200);
+  const replay = await fetch(callback, { redirect: "manual" });
+  expect(replay.status).toBe(400);
+  expect(await replay.text()).toContain("already used or has expired");
+  expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+});
+
+test("an unknown or missing state is an error page", async () => {
+  for (const query of ["?code=abc&state=forged-state", "?code=abc", ""]) {
+    const res = await fetch(`${service.url}/api/v1/connectors/oauth/callback${query}`, { redirect: "manual" });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toStartWith("text/html");
+    expect(await res.text()).toContain("invalid_request");
+  }
+});
+
+test("a redirect_url outside the allowed origins is refused at connect (no open redirect)", async () => {
+  const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
+  const res = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: { redirect_url: "https://evil.example/steal" } });
+  expectProblem(res, 422);
+  expect(res.body.errors[0].field).toBe("body.redirect_url");
+});
+
+test("tokens are sealed at rest; no code, state or token reaches the log", async () => {
+  const { id, url } = await pending();
+  const callback = await authorizeInBrowser(url, op.issuer);
+  await fetch(callback, { redirect: "manual" });
+  const grant = storedGrant(service, id)!;
+  const { client, close } = await import("../support/mcp").then((m) => m.mcpClient(m.proxyUrl(service, id)));
+  await client.callTool({ name: "whoami", arguments: {} });
+  await close();
+  const pendingState = await pending();
+  await service.stop();
+
+  const bytes = readdirSync(dir)
+    .filter((f) => f.startsWith("cs.db"))
+    .map((f) => readFileSync(join(dir, f)).toString("latin1"))
+    .join("");
+  expect(bytes.includes(op.issuer)).toBe(true);
+  // (Boolean checks: a failed toContain would print the whole database file.)
+  for (const secret of [grant.access_token, grant.refresh_token!]) expect(bytes.includes(secret)).toBe(false);
+  const code = new URL(callback).searchParams.get("code")!;
+  // The state is part of the authorization URL the API shows the user, so it is not a secret at rest; it is never logged.
+  const state = new URL(pendingState.url).searchParams.get("state")!;
+
+  const logs = service.logs.join("\n");
+  expect(logs).toContain("/api/v1/connectors/oauth/callback");
+  for (const secret of [grant.access_token, grant.refresh_token!, code, state]) expect(logs).not.toContain(secret);
+});
