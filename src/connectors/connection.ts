@@ -168,6 +168,11 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       return outcome;
     },
 
+    /** A connector connected without credentials whose server now answers 401: start the OAuth flow. */
+    async authorizeAfterChallenge(row: ConnectorRow, challenge: Response): Promise<void> {
+      await beginAuthorization(row, challenge, row.redirect_url).catch(() => undefined);
+    },
+
     /** RFC 6750 §3.1 insufficient_scope: start a new authorization asking for the wider scope. */
     async upgradeScope(row: ConnectorRow, challenge: Response, requiredScope: string): Promise<void> {
       const granted = oauth.grantedScope(row.id) ?? "";

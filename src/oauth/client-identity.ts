@@ -74,7 +74,7 @@ export async function resolveClient(
     const publicClient = !as.token_endpoint_auth_methods_supported || as.token_endpoint_auth_methods_supported.includes("none");
     if (!publicClient) metadata.token_endpoint_auth_method = secretMethod(as);
     const response = await oauth.dynamicClientRegistrationRequest(as, metadata, deps.http.options(as.registration_endpoint));
-    const registered = await oauth.processDynamicClientRegistrationResponse(response);
+    const registered = await oauth.processDynamicClientRegistrationResponse(await withSecretExpiry(response));
     const method = (registered.token_endpoint_auth_method as TokenEndpointAuthMethod | undefined) ?? (metadata.token_endpoint_auth_method as TokenEndpointAuthMethod);
     const secret = typeof registered.client_secret === "string" ? registered.client_secret : null;
     deps.repository.saveClient({
@@ -92,9 +92,33 @@ export async function resolveClient(
   );
 }
 
-/** oauth4webapi's client authentication for a token request (RFC 6749 §2.3). */
+/**
+ * RFC 7591 §3.2.1 requires `client_secret_expires_at` with a secret; servers that omit it mean "never"
+ * (the MCP SDKs read it that way). Supplied as 0 so oauth4webapi's checks of everything else still apply.
+ */
+async function withSecretExpiry(response: Response): Promise<Response> {
+  if (!response.ok) return response;
+  const body = (await response.clone().json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  if (!body || typeof body.client_secret !== "string" || typeof body.client_secret_expires_at === "number") return response;
+  return new Response(JSON.stringify({ ...body, client_secret_expires_at: 0 }), { status: response.status, headers: response.headers });
+}
+
+/** application/x-www-form-urlencoded (WHATWG URL §5.2): what RFC 6749 §2.3.1 asks for before Base64. */
+const formEncode = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
+
+/**
+ * client_secret_basic (RFC 6749 §2.3.1). oauth4webapi's own also escapes unreserved characters such as
+ * "-", which servers that do not decode the credentials (several MCP servers) then refuse.
+ */
+const clientSecretBasic =
+  (secret: string): oauth.ClientAuth =>
+  (_as, client, _body, headers) => {
+    headers.set("authorization", `Basic ${btoa(`${formEncode(client.client_id)}:${formEncode(secret)}`)}`);
+  };
+
+/** The client authentication of a token request (RFC 6749 §2.3), as oauth4webapi takes it. */
 export function clientAuth(identity: { token_endpoint_auth_method: TokenEndpointAuthMethod }, secret: string | null): oauth.ClientAuth {
   if (identity.token_endpoint_auth_method === "client_secret_post" && secret) return oauth.ClientSecretPost(secret);
-  if (identity.token_endpoint_auth_method === "client_secret_basic" && secret) return oauth.ClientSecretBasic(secret);
+  if (identity.token_endpoint_auth_method === "client_secret_basic" && secret) return clientSecretBasic(secret);
   return oauth.None();
 }

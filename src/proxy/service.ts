@@ -66,6 +66,13 @@ export function createProxyService({ connectors, connections, forward: options, 
       const status = forwarded.upstream.status;
       if (status === 401) {
         await forwarded.upstream.body?.cancel();
+        if (row.auth_method === "none") {
+          // An open server that now wants authorization (e.g. only for tools): the OAuth flow, as at connect.
+          await connections.authorizeAfterChallenge(row, forwarded.upstream);
+          throw new Conflict(
+            "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
+          );
+        }
         if (!oauth) credentialsRejected(row, "stored credentials");
         forwarded = await retryAfterRefresh(request, row, url, headers, spare);
       } else {
