@@ -11,7 +11,12 @@ export function canonicalResource(serverUrl: URL): string {
   return url.pathname === "/" && !url.search ? href.slice(0, -1) : href;
 }
 
-export type ResourceDiscovery = { authorizationServer: URL; scopesSupported: string[] };
+export type ResourceDiscovery = {
+  authorizationServer: URL;
+  scopesSupported: string[];
+  /** True for a server without RFC 9728 metadata, authorized the MCP 2025-03-26 way (its origin is the server). */
+  legacy: boolean;
+};
 
 /** RFC 9728 §3.1: the well-known URL inserted between host and path. */
 const wellKnown = (base: URL, name: string, path: string) => new URL(`/.well-known/${name}${path === "/" ? "" : path}`, base.origin);
@@ -40,8 +45,10 @@ export async function discoverResource(serverUrl: URL, metadataUrl: URL | undefi
     const metadata = await oauth.processResourceDiscoveryResponse(new URL(claimed.resource), response);
     const server = metadata.authorization_servers?.[0];
     if (!server) throw new DiscoveryFailed(`the protected resource metadata at ${candidate.href} names no authorization server`);
-    return { authorizationServer: new URL(server), scopesSupported: metadata.scopes_supported ?? [] };
+    return { authorizationServer: new URL(server), scopesSupported: metadata.scopes_supported ?? [], legacy: false };
   }
+  // MCP 2025-03-26 §2.3.2: servers from before RFC 9728 are their own authorization server, at their origin.
+  if (!metadataUrl) return { authorizationServer: new URL(serverUrl.origin), scopesSupported: [], legacy: true };
   throw new DiscoveryFailed(`no protected resource metadata (RFC 9728): ${failures.join("; ")}`);
 }
 
@@ -62,7 +69,7 @@ function isResourceFor(resource: string, serverUrl: URL): boolean {
  * Discovery": RFC 8414 path-inserted, OIDC path-inserted, OIDC path-appended; for an issuer without a path, the
  * RFC 8414 and OIDC root forms. oauth4webapi checks each answer (issuer must equal the one asked for, RFC 8414 §3.3).
  */
-export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp): Promise<oauth.AuthorizationServer> {
+export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp, legacy = false): Promise<oauth.AuthorizationServer> {
   const path = issuer.pathname.replace(/\/$/, "");
   const candidates = path
     ? [
@@ -78,7 +85,11 @@ export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp):
       failures.push(`${candidate.pathname} ${response.status}`);
       continue;
     }
-    const as = await oauth.processDiscoveryResponse(issuer, response);
+    // RFC 8414 §3.3: the metadata's issuer must be the one asked for. A 2025-03-26 server publishes its metadata at
+    // its own origin and may name a sub-path issuer there; it is its own authorization server, so that issuer stands.
+    const claimed = legacy ? ((await response.clone().json().catch(() => ({}))) as { issuer?: unknown }).issuer : undefined;
+    const expected = typeof claimed === "string" && URL.canParse(claimed) && new URL(claimed).origin === issuer.origin ? new URL(claimed) : issuer;
+    const as = await oauth.processDiscoveryResponse(expected, response);
     // OAuth 2.1 §4.1.1 / MCP authorization: PKCE with S256 is required; a server that does not say so is refused.
     if (!as.code_challenge_methods_supported?.includes("S256")) {
       throw new DiscoveryFailed(`the authorization server ${as.issuer} does not advertise PKCE S256 (code_challenge_methods_supported), which MCP requires`);
@@ -87,6 +98,16 @@ export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp):
       throw new DiscoveryFailed(`the authorization server ${as.issuer} has no authorization or token endpoint`);
     }
     return as;
+  }
+  // MCP 2025-03-26 §2.3.3: without metadata, the default endpoints at the server's origin (PKCE is mandatory there).
+  if (legacy) {
+    return {
+      issuer: issuer.origin,
+      authorization_endpoint: `${issuer.origin}/authorize`,
+      token_endpoint: `${issuer.origin}/token`,
+      registration_endpoint: `${issuer.origin}/register`,
+      code_challenge_methods_supported: ["S256"],
+    };
   }
   throw new DiscoveryFailed(`no authorization server metadata for ${issuer.href} (${failures.join(", ")})`);
 }

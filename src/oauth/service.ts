@@ -139,7 +139,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       try {
         const challenge = extractWWWAuthenticateParams(input.challenge);
         const resource = await discoverResource(input.serverUrl, challenge.resourceMetadataUrl, http);
-        const as = await discoverAuthorizationServer(resource.authorizationServer, http);
+        const as = await discoverAuthorizationServer(resource.authorizationServer, http, resource.legacy);
         const callback = redirectUri();
         const identity = await resolveClient(as, { client_id: input.client_id, client_secret: input.client_secret }, callback, identityDeps);
         // Scope (MCP authorization §"Scope Selection Strategy"): the challenge's, else the resource's scopes_supported, else none;

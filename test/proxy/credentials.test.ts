@@ -79,7 +79,8 @@ describe("connect verifies credentials with an MCP handshake", () => {
     expect(res.body.detail).toContain("OAuth authorization could not start");
     const after = await service.api("GET", `/api/v1/connectors/${created.body.id}`);
     expect(after.body.state).toBe("disconnected");
-    expect(after.body.disconnect_reason).toContain("no protected resource metadata (RFC 9728)");
+    // No RFC 9728 metadata: the 2025-03-26 fallback finds no authorization server there either.
+    expect(after.body.disconnect_reason).toContain("OAuth authorization could not start");
   });
 
   test("an unreachable server: 502 and a disconnect_reason that says so", async () => {
