@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expectProblem, startTestService, type TestService } from "../support/service";
+
+/**
+ * A loopback MCP server whose authorization metadata the test shapes, to check discovery's order and its
+ * refusals. Only discovery documents are served: the flow never gets past them.
+ */
+function metadataServer(options: { issuerPath: string; servedAt: string; s256: boolean }) {
+  const requests: string[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(request) {
+      const { pathname } = new URL(request.url);
+      requests.push(pathname);
+      const origin = `http://127.0.0.1:${server.port}`;
+      if (pathname === "/mcp") {
+        return new Response(null, { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"` } });
+      }
+      if (pathname === "/.well-known/oauth-protected-resource/mcp") {
+        return Response.json({ resource: `${origin}/mcp`, authorization_servers: [`${origin}${options.issuerPath}`] });
+      }
+      if (pathname === options.servedAt) {
+        return Response.json({
+          issuer: `${origin}${options.issuerPath}`,
+          authorization_endpoint: `${origin}${options.issuerPath}/authorize`,
+          token_endpoint: `${origin}${options.issuerPath}/token`,
+          registration_endpoint: `${origin}${options.issuerPath}/register`,
+          response_types_supported: ["code"],
+          code_challenge_methods_supported: options.s256 ? ["S256"] : ["plain"],
+        });
+      }
+      if (pathname.endsWith("/register")) return Response.json({ client_id: "registered" }, { status: 201 });
+      return new Response("not found", { status: 404 });
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}/mcp`, requests, stop: () => server.stop(true) };
+}
+
+let service: TestService;
+beforeAll(async () => {
+  service = await startTestService();
+});
+afterAll(() => service.stop());
+
+async function connect(url: string) {
+  const created = await service.api("POST", "/api/v1/connectors", { body: { url } });
+  return service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
+}
+
+test("authorization server metadata is looked for in the MCP order: RFC 8414 path-inserted, OIDC path-inserted, OIDC path-appended", async () => {
+  const server = metadataServer({ issuerPath: "/tenant1", servedAt: "/tenant1/.well-known/openid-configuration", s256: true });
+  const res = await connect(server.url);
+  expect(res.body.state).toBe("auth_required");
+  expect(new URL(res.body.auth_request.authorization_url).pathname).toBe("/tenant1/authorize");
+  const wellKnown = server.requests.filter((p) => p.includes("well-known") && !p.includes("protected-resource"));
+  expect(wellKnown).toEqual([
+    "/.well-known/oauth-authorization-server/tenant1",
+    "/.well-known/openid-configuration/tenant1",
+    "/tenant1/.well-known/openid-configuration",
+  ]);
+  await server.stop();
+});
+
+test("an authorization server that does not advertise PKCE S256 is refused, and the reason says so", async () => {
+  const server = metadataServer({ issuerPath: "", servedAt: "/.well-known/oauth-authorization-server", s256: false });
+  const res = await connect(server.url);
+  expectProblem(res, 502);
+  expect(res.body.detail).toContain("PKCE S256");
+  expect(server.requests).not.toContain("/register");
+  await server.stop();
+});

@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { openDatabase } from "../../src/db/open";
+import { refreshAt, retryAt } from "../../src/oauth/refresh-plan";
+import { createOAuthRepository } from "../../src/oauth/repository";
+import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
+import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
+import { storedGrant, waitFor } from "../support/oauth";
+import { startTestService, type TestService } from "../support/service";
+
+describe("when to refresh", () => {
+  test("at 80 % of the lifetime or 60 s before expiry, whichever is first, never before half-life", () => {
+    const hour = 3_600_000;
+    expect(refreshAt(0, hour)).toBe(hour * 0.8); // 48 min < 59 min
+    expect(refreshAt(0, 10 * hour)).toBe(10 * hour * 0.8);
+    expect(refreshAt(0, 200_000)).toBe(140_000); // 60 s before (140 s) comes first, before 80 % (160 s)
+    expect(refreshAt(0, 10_000)).toBe(5_000); // a 10 s token: at half-life, not at once
+    expect(refreshAt(0, null)).toBeNull();
+  });
+
+  test("transient failures back off, never past the expiry", () => {
+    expect(retryAt(0, 1, null)).toBe(5_000);
+    expect(retryAt(0, 2, null)).toBe(10_000);
+    expect(retryAt(0, 20, null)).toBe(300_000);
+    expect(retryAt(0, 3, 12_000)).toBe(7_000);
+  });
+});
+
+describe("leases", () => {
+  test("only one process at a time holds a grant's refresh lease; an expired lease can be taken over", () => {
+    const { db, close } = openDatabase(":memory:");
+    db.$client.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)").run();
+    db.$client.query("INSERT INTO connectors (id, owner_id, url, state, created_at, updated_at) VALUES ('c', 'u', 'https://x', 'connected', 0, 0)").run();
+    const repository = createOAuthRepository(db);
+    repository.saveGrant({ connector_id: "c", context: {}, secrets: "s", expires_at: 100, refresh_at: 50, failures: 0, lease_owner: null, lease_until: null, updated_at: 0 });
+    expect(repository.dueGrants(60, 10)).toEqual([{ connector_id: "c" }]);
+    expect(repository.lease("c", "process-a", 60, 90)).toBe(true);
+    expect(repository.lease("c", "process-b", 61, 91)).toBe(false);
+    expect(repository.dueGrants(61, 10)).toEqual([]);
+    expect(repository.lease("c", "process-b", 95, 125)).toBe(true); // process-a's lease ran out
+    repository.release("c", "process-a"); // not its lease any more: nothing happens
+    expect(repository.lease("c", "process-a", 96, 126)).toBe(false);
+    repository.release("c", "process-b");
+    expect(repository.lease("c", "process-a", 97, 127)).toBe(true);
+    close();
+  });
+});
+
+describe("the authorization server goes away", () => {
+  let op: OidcPeer;
+  let server: OAuthMcpServer;
+  let service: TestService;
+  beforeAll(async () => {
+    op = await startOidcProvider({ accessTokenTtl: 6 });
+    server = startOAuthMcpServer(op.issuer);
+    service = await startTestService({ SCHEDULER__INTERVAL_SECONDS: "0.3" });
+  });
+  afterAll(async () => {
+    await service.stop();
+    await server.stop();
+  });
+
+  test("refresh failures retry while the token is valid, and end in disconnected with the reason once it expires", async () => {
+    const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
+    const connect = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
+    await fetch(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), { redirect: "manual" });
+    const id = created.body.id as string;
+    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    const expiresAt = storedGrant(service, id)!.expires_at!;
+    await op.stop();
+
+    // Refreshes fail (transient: the server is unreachable), and are retried; the connector stays usable meanwhile.
+    await waitFor("a failed refresh", () => storedGrant(service, id)!.failures > 0, 10_000);
+    expect(Date.now()).toBeLessThan(expiresAt);
+    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+
+    const after = await waitFor("the disconnect", async () => {
+      const c = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+      return c.state === "disconnected" && c;
+    }, 20_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt);
+    expect(after.disconnect_reason).toContain("OAuth token refresh failed");
+    expect(after.disconnect_reason).toContain("could not be reached");
+  }, 40_000);
+});
