@@ -10,10 +10,10 @@ function metadataServer(options: { issuerPath: string; servedAt: string; s256: b
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    fetch(request) {
+    fetch(request): Response {
       const { pathname } = new URL(request.url);
       requests.push(pathname);
-      const origin = `http://127.0.0.1:${server.port}`;
+      const origin: string = `http://127.0.0.1:${server.port}`;
       if (pathname === "/mcp") {
         return new Response(null, { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"` } });
       }
