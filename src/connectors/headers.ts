@@ -1,4 +1,5 @@
 import { invalidField } from "../http-errors/errors";
+import { HOP_BY_HOP_HEADERS } from "../http/hop-by-hop";
 import { MAX_HEADERS } from "./model";
 
 /** RFC 9110 §5.1: a field name is a token. */
@@ -12,15 +13,7 @@ const FORBIDDEN_VALUE_CHARS = /[\r\n\0]/;
  * transport headers the proxy owns, since a stored copy would corrupt every request.
  */
 const BLOCKED = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "proxy-authenticate",
-  "proxy-authorization",
+  ...HOP_BY_HOP_HEADERS,
   "forwarded",
   "via",
   "host",

@@ -1,3 +1,5 @@
+import { HOP_BY_HOP_HEADERS } from "../http/hop-by-hop";
+
 /**
  * Which headers cross the proxy (DESIGN.md "MCP proxy"). Requests: only the MCP transport headers
  * of the client, then the connector's stored credentials; never the client's Authorization or cookies.
@@ -16,24 +18,10 @@ const FORWARDED_REQUEST_HEADERS = [
 ] as const;
 
 /**
- * Response headers that are not passed back: hop-by-hop (RFC 9110 §7.6.1) and framing, which the
- * service's own connection sets; cookies, since the service's origin is not the upstream's.
+ * Response headers that are not passed back: hop-by-hop and framing, which the service's own connection
+ * sets; cookies, since the service's origin is not the upstream's.
  */
-const DROPPED_RESPONSE_HEADERS = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "proxy-authenticate",
-  "content-length",
-  "set-cookie",
-  "date",
-  "server",
-  "alt-svc",
-]);
+const DROPPED_RESPONSE_HEADERS = new Set([...HOP_BY_HOP_HEADERS, "content-length", "set-cookie", "date", "server", "alt-svc"]);
 
 export function upstreamRequestHeaders(client: Headers, stored: Record<string, string>): Headers {
   const out = new Headers();

@@ -1,10 +1,10 @@
 import { resolve } from "node:path";
-import { freePort, waitForHttp } from "./ports";
+import { freePort, spawnPeer, type Peer } from "./ports";
+
+export type { Peer };
 
 const ROOT = resolve(import.meta.dir, "../..");
 export const EVERYTHING = resolve(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-
-export type Peer = { url: string; port: number; stop(): Promise<void> };
 
 /**
  * @modelcontextprotocol/server-everything in streamableHttp mode, the reference MCP server, run by Node
@@ -12,19 +12,5 @@ export type Peer = { url: string; port: number; stop(): Promise<void> };
  */
 export async function startEverything(): Promise<Peer> {
   const port = await freePort();
-  const proc = Bun.spawn(["node", EVERYTHING, "streamableHttp"], {
-    env: { ...process.env, PORT: String(port) },
-    stdout: "ignore",
-    stderr: "ignore",
-  });
-  const url = `http://127.0.0.1:${port}/mcp`;
-  await waitForHttp(url);
-  return {
-    url,
-    port,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    },
-  };
+  return spawnPeer(["node", EVERYTHING, "streamableHttp"], { PORT: String(port) }, `http://127.0.0.1:${port}/mcp`, port);
 }

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
-import { EVERYTHING, type Peer } from "./everything";
-import { freePort, waitForHttp } from "./ports";
+import { EVERYTHING } from "./everything";
+import { freePort, spawnPeer, type Peer } from "./ports";
 
 const MCP_PROXY = resolve(import.meta.dir, "../../node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs");
 
@@ -10,18 +10,6 @@ const MCP_PROXY = resolve(import.meta.dir, "../../node_modules/mcp-proxy/dist/bi
  */
 export async function startModernServer(): Promise<Peer> {
   const port = await freePort();
-  const proc = Bun.spawn(
-    ["node", MCP_PROXY, "--port", String(port), "--host", "127.0.0.1", "--server", "stream", "--", "node", EVERYTHING, "stdio"],
-    { stdout: "ignore", stderr: "ignore" },
-  );
-  const url = `http://127.0.0.1:${port}/mcp`;
-  await waitForHttp(url);
-  return {
-    url,
-    port,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    },
-  };
+  const command = ["node", MCP_PROXY, "--port", String(port), "--host", "127.0.0.1", "--server", "stream", "--", "node", EVERYTHING, "stdio"];
+  return spawnPeer(command, {}, `http://127.0.0.1:${port}/mcp`, port);
 }

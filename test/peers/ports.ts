@@ -25,3 +25,19 @@ export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void
     }
   }
 }
+
+export type Peer = { url: string; port: number; stop(): Promise<void> };
+
+/** Spawns a peer process (its output discarded), waits until `url` answers, and stops it with SIGTERM. */
+export async function spawnPeer(command: string[], env: Record<string, string>, url: string, port: number): Promise<Peer> {
+  const proc = Bun.spawn(command, { env: { ...process.env, ...env }, stdout: "ignore", stderr: "ignore" });
+  await waitForHttp(url);
+  return {
+    url,
+    port,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
+}

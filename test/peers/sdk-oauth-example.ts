@@ -1,6 +1,5 @@
 import { resolve } from "node:path";
-import type { Peer } from "./everything";
-import { freePort, waitForHttp } from "./ports";
+import { freePort, spawnPeer, waitForHttp, type Peer } from "./ports";
 
 const EXAMPLE = resolve(import.meta.dir, "../../node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js");
 
@@ -11,21 +10,12 @@ const EXAMPLE = resolve(import.meta.dir, "../../node_modules/@modelcontextprotoc
  */
 export async function startSdkOAuthExample(): Promise<Peer & { authUrl: string }> {
   const [mcpPort, authPort] = [await freePort(), await freePort()];
-  const proc = Bun.spawn(["node", EXAMPLE, "--oauth", "--oauth-strict"], {
-    env: { ...process.env, MCP_PORT: String(mcpPort), MCP_AUTH_PORT: String(authPort) },
-    stdout: "ignore",
-    stderr: "ignore",
-  });
-  const url = `http://localhost:${mcpPort}/mcp`;
-  await waitForHttp(url);
+  const peer = await spawnPeer(
+    ["node", EXAMPLE, "--oauth", "--oauth-strict"],
+    { MCP_PORT: String(mcpPort), MCP_AUTH_PORT: String(authPort) },
+    `http://localhost:${mcpPort}/mcp`,
+    mcpPort,
+  );
   await waitForHttp(`http://localhost:${authPort}/.well-known/oauth-authorization-server`);
-  return {
-    url,
-    port: mcpPort,
-    authUrl: `http://localhost:${authPort}`,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    },
-  };
+  return { ...peer, authUrl: `http://localhost:${authPort}` };
 }
