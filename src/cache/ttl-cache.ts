@@ -3,11 +3,17 @@
  * does not query SQLite on every request; their own writes update or drop the entry, so this process never
  * reads its own stale data, and another process sharing the database is seen within `ttlMs`.
  */
-export type TtlCache<V> = { get(key: string): V | undefined; set(key: string, value: V): void; delete(key: string): void };
+export type TtlCache<V> = {
+  get(key: string): V | undefined;
+  set(key: string, value: V): void;
+  delete(key: string): void;
+  /** The cached value, else `load()`'s, remembered when there is one (misses are not cached). */
+  readThrough(key: string, load: () => V | undefined): V | undefined;
+};
 
 export function createTtlCache<V>(ttlMs: number, max: number, clock: () => number = Date.now): TtlCache<V> {
   const entries = new Map<string, { value: V; until: number }>();
-  return {
+  const cache: TtlCache<V> = {
     get(key) {
       const entry = entries.get(key);
       if (!entry) return undefined;
@@ -20,5 +26,14 @@ export function createTtlCache<V>(ttlMs: number, max: number, clock: () => numbe
       entries.set(key, { value, until: clock() + ttlMs });
     },
     delete: (key) => void entries.delete(key),
+    readThrough(key, load) {
+      let value = cache.get(key);
+      if (value === undefined) {
+        value = load();
+        if (value !== undefined) cache.set(key, value);
+      }
+      return value;
+    },
   };
+  return cache;
 }

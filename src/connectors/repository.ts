@@ -18,14 +18,7 @@ export function createConnectorRepository(db: Db, clock: () => number = Date.now
     insert: (row: ConnectorRow) => db.insert(connectors).values(row).run(),
     findById: (id: string): ConnectorRow | undefined => byId.get({ id }),
     /** For the proxy: the row as of at most CONNECTOR_CACHE_MS ago (this process's own writes show at once). */
-    findByIdCached(id: string): ConnectorRow | undefined {
-      let row = cache.get(id);
-      if (!row) {
-        row = byId.get({ id });
-        if (row) cache.set(id, row);
-      }
-      return row;
-    },
+    findByIdCached: (id: string): ConnectorRow | undefined => cache.readThrough(id, () => byId.get({ id })),
     /** Newest first; `ownerId` undefined lists every owner's (administrators). */
     page(ownerId: string | undefined, limit: number, after: PageCursor | undefined): ConnectorRow[] {
       const conditions: SQL[] = [];

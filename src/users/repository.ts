@@ -38,14 +38,7 @@ export function createUserRepository(db: Db, clock: () => number = Date.now) {
       db.update(users).set({ password_hash, updated_at: at }).where(eq(users.id, id)).run(),
     insertToken: (row: TokenRow) => db.insert(api_tokens).values(row).run(),
     /** The token's owner and expiry: only the columns authentication needs, on every request. */
-    findTokenByDigest(digest: string): TokenOwner | undefined {
-      let owner = tokenOwners.get(digest);
-      if (!owner) {
-        owner = byDigest.get({ digest });
-        if (owner) tokenOwners.set(digest, owner);
-      }
-      return owner;
-    },
+    findTokenByDigest: (digest: string): TokenOwner | undefined => tokenOwners.readThrough(digest, () => byDigest.get({ digest })),
     listTokens: (userId: string) =>
       db.select().from(api_tokens).where(eq(api_tokens.user_id, userId)).orderBy(asc(api_tokens.created_at)).all(),
     deleteToken(userId: string, id: string): boolean {
