@@ -110,6 +110,18 @@ describe("the authorization code flow against oidc-provider", () => {
     server.rejectTokensIssuedBefore(0);
   }, 30_000);
 
+  test("concurrent requests share one refresh (a second use of a rotated refresh token would revoke the grant)", async () => {
+    const { id } = await authorize();
+    const rejectedBefore = server.rejected.count;
+    server.rejectTokensIssuedBefore(Math.floor(Date.now() / 1000) + 1);
+    await Bun.sleep(1_100);
+    const results = await Promise.all([whoami(id), whoami(id), whoami(id), whoami(id)]);
+    for (const r of results) expect(r.aud).toBe(server.url);
+    expect(server.rejected.count).toBeGreaterThan(rejectedBefore);
+    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    server.rejectTokensIssuedBefore(0);
+  }, 30_000);
+
   test("the registered client is reused for the same authorization server", () => {
     const clients = service.deps.db.$client.query("SELECT issuer FROM oauth_clients").all() as { issuer: string }[];
     expect(clients).toEqual([{ issuer: op.issuer }]);

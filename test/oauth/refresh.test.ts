@@ -26,7 +26,7 @@ describe("when to refresh", () => {
 });
 
 describe("leases", () => {
-  test("only one process at a time holds a grant's refresh lease; an expired lease can be taken over", () => {
+  test("only one process at a time holds a grant's refresh lease; an expired lease can be taken over; stale states go", () => {
     const { db, close } = openDatabase(":memory:");
     db.$client.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)").run();
     db.$client.query("INSERT INTO connectors (id, owner_id, url, state, created_at, updated_at) VALUES ('c', 'u', 'https://x', 'connected', 0, 0)").run();
@@ -41,6 +41,12 @@ describe("leases", () => {
     expect(repository.lease("c", "process-a", 96, 126)).toBe(false);
     repository.release("c", "process-b");
     expect(repository.lease("c", "process-a", 97, 127)).toBe(true);
+
+    // Stale pending authorizations are removed by the same loop.
+    repository.saveState({ state_digest: "d", connector_id: "c", secrets: "s", context: {}, expires_at: 600_000, created_at: 0 });
+    expect(repository.deleteExpiredStates(599_999)).toBe(0);
+    expect(repository.deleteExpiredStates(600_000)).toBe(1);
+    expect(repository.takeState("d")).toBeUndefined();
     close();
   });
 });
