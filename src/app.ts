@@ -10,6 +10,7 @@ import { healthRoutes, type Readiness } from "./health/routes";
 import { problemPlugin } from "./http-errors/plugin";
 import type { RequestIds } from "./http/server";
 import type { Logger } from "./observability/logger";
+import type { Runtime } from "./runtime/runtime";
 import { createRegistry } from "./metrics/registry";
 import { metricsRoutes } from "./metrics/routes";
 import { createOAuthHttp } from "./oauth/http";
@@ -45,6 +46,7 @@ export type Deps = {
   publicUrl: () => string;
   readiness: Readiness;
   requestIds: RequestIds;
+  runtime: Runtime;
 };
 
 /** How long connect waits for the MCP server's answer to initialize. */
@@ -76,11 +78,16 @@ export function createServices(deps: Deps) {
     clock: deps.clock,
     newId: deps.newId,
     urlGuard,
-    onDisconnected: (id) => oauth.forget(id),
+    onDisconnected: (id) => {
+      oauth.forget(id);
+      void deps.runtime.remove(id).catch((e) => deps.log.warn("could not remove a deployment", { connector_id: id, error: (e as Error).message }));
+    },
   });
   const connections = createConnectionService({
     connectors,
     oauth,
+    runtime: deps.runtime,
+    open: (sealed, context) => deps.sealer.open(sealed, context),
     upstreamFetch,
     handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
     allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...deps.config.oauth.allowedRedirectOrigins],
@@ -108,6 +115,7 @@ export function createServices(deps: Deps) {
   const authenticate = createAuthenticator({ users: userRepository, clock: deps.clock });
   /** What the scheduler runs (issue #4): token refreshes before expiry, and the removal of stale OAuth states. */
   const jobs = [
+    { name: "reconcile-deployments", run: () => connections.reconcileDeployments() },
     { name: "expire-oauth-states", run: () => void oauth.expireStates() },
     {
       name: "refresh-oauth-tokens",

@@ -1,4 +1,5 @@
 #!/usr/bin/env bun
+import { gateway } from "./cli/gateway";
 import { healthcheck } from "./cli/healthcheck";
 import { migrate } from "./cli/migrate";
 import { serve } from "./cli/serve";
@@ -9,6 +10,8 @@ const USAGE = `connector-service ${VERSION}: stores, authorizes and proxies remo
 Usage:
   connector-service [serve]          start the service (configuration from environment variables)
   connector-service migrate          apply database migrations and exit
+  connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]
+                                     serve a stdio MCP server over MCP Streamable HTTP on /mcp
   connector-service healthcheck [URL] exit 0 when GET URL/healthz answers 200 (default: the configured host and port)
   connector-service version          print the version
   connector-service --help           show this help
@@ -21,6 +24,8 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "serve":
       return rest.length ? unknown(rest[0]!) : serve(process.env);
+    case "gateway":
+      return gateway(rest);
     case "migrate":
       return rest.length ? unknown(rest[0]!) : migrate(process.env);
     case "healthcheck":

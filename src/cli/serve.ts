@@ -3,6 +3,7 @@ import { ConfigError, describeConfig, loadConfig, type Config } from "../config/
 import { openDatabase } from "../db/open";
 import { startServer } from "../http/server";
 import { proxyNativeRoute } from "../proxy/native-route";
+import { createLocalRuntime } from "../runtime/local";
 import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
@@ -61,6 +62,7 @@ export async function startService(env: Record<string, string | undefined>, opti
           ? { ready: true }
           : { ready: false, reason: "The scheduler is not running" },
     requestIds,
+    runtime: createLocalRuntime({ log: log.child({ component: "runtime" }) }),
   };
   const services = createServices(deps);
   const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
@@ -81,6 +83,8 @@ export async function startService(env: Record<string, string | undefined>, opti
     requestIds,
   });
   publicUrl ||= running.url;
+  // At start-up, bring back the managed servers of connected connectors before the first tick.
+  await services.connections.reconcileDeployments();
   scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
   log.info("connector-service listening", {
     version: VERSION,
@@ -100,6 +104,7 @@ export async function startService(env: Record<string, string | undefined>, opti
       stopping = true;
       const stopped = running.stop(config.server.shutdownTimeoutMs);
       await scheduler?.stop();
+      await deps.runtime.close();
       const closed = services.proxy.closeNotificationStreams();
       if (closed) log.info("ended notification streams for shutdown", { streams: closed });
       await stopped;

@@ -84,6 +84,9 @@ function finish(raw: RawConfig): Config {
       throw new ConfigError("CONNECTOR__PRESETS", (e as Error).message);
     }
   }
+  if (raw.runtime.driver === "kubernetes") {
+    throw new ConfigError("RUNTIME__DRIVER", "the kubernetes driver is not in this version yet; use local");
+  }
   if (raw.secrets.key !== undefined) {
     const bytes = Buffer.from(raw.secrets.key, "base64");
     if (bytes.length !== 32) throw new ConfigError("SECRETS__KEY", "must be the base64 encoding of exactly 32 bytes");

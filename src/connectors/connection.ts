@@ -8,6 +8,7 @@ import {
   invalidField,
 } from "../http-errors/errors";
 import { OAuthFlowFailed, type CallbackOutcome, type OAuthService, type RefreshOutcome } from "../oauth/service";
+import { DeploymentFailed, type Runtime } from "../runtime/runtime";
 import type { Principal } from "../users/model";
 import { mcpHandshake, type HandshakeResult } from "../upstream/handshake";
 import { assertStorableHeaders } from "./headers";
@@ -19,6 +20,8 @@ import { sealContext, type ConnectorService } from "./service";
 export type ConnectionServiceDeps = {
   connectors: ConnectorService;
   oauth: OAuthService;
+  runtime: Runtime;
+  open: (sealed: string, context: string) => string;
   /** A fetch that applies the URL guard to every request to an upstream. */
   upstreamFetch: FetchLike;
   handshakeTimeoutMs: number;
@@ -47,7 +50,9 @@ function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>): { rea
 
 /** Starting and ending authorizations: connect, the OAuth callback, token refresh and scope upgrades. */
 export function createConnectionService(deps: ConnectionServiceDeps) {
-  const { connectors, oauth } = deps;
+  const { connectors, oauth, runtime } = deps;
+  // Connectors whose deployment a connect is making now: reconciliation leaves them alone.
+  const deploying = new Set<string>();
   const handshake = (row: ConnectorRow, headers: Record<string, string>) =>
     mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers, timeoutMs: deps.handshakeTimeoutMs });
 
@@ -83,7 +88,72 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     });
   }
 
+  /**
+   * Spec part 4 rule 4: connecting a managed stdio connector deploys its preset (replacing any earlier
+   * deployment), waits for readiness (up to 60 s), then proxies to it.
+   */
+  async function connectManaged(row: ConnectorRow, body: ConnectBody, redirectUrl: string | null): Promise<Connector> {
+    if (body.headers !== undefined && Object.keys(body.headers).length > 0) {
+      throw invalidField("body.headers", "headers do not apply to a managed stdio connector (use accessToken)");
+    }
+    const preset = connectors.presetOf(row);
+    if (!preset?.stdio) {
+      throw new Conflict(`No preset with a stdio configuration matches ${row.url} any more: the service's CONNECTOR__PRESETS changed`);
+    }
+    const accessToken = body.accessToken ?? null;
+    deploying.add(row.id);
+    try {
+      await runtime.deploy({ connectorId: row.id, stdio: preset.stdio, accessToken });
+    } catch (e) {
+      deploying.delete(row.id);
+      if (!(e instanceof DeploymentFailed)) throw e;
+      const reason = `The managed server could not be started: ${e.message}`;
+      connectors.markDisconnected(connectors.findRow(row.id) ?? row, reason);
+      throw e.timedOut ? new UpstreamTimeout(reason) : new UpstreamFailed(reason);
+    }
+    deploying.delete(row.id);
+    return connectors.view(
+      connectors.update(row, {
+        state: "connected",
+        auth_method: "none",
+        disconnect_reason: null,
+        headers: null,
+        header_names: null,
+        access_token: accessToken === null ? null : deps.seal(accessToken, sealContext(row.id, "access_token")),
+        authorization_url: null,
+        redirect_url: redirectUrl,
+      }),
+    );
+  }
+
   return {
+    /** Where the proxy sends a connector's requests: its URL, or its managed deployment's endpoint. */
+    target(row: ConnectorRow): URL | undefined {
+      return row.url.startsWith("mcp+stdio:") ? runtime.endpoint(row.id) : new URL(row.url);
+    },
+
+    /**
+     * The scheduler's reconciliation (issue #5): every connected managed connector has a running deployment
+     * (after a restart they are started again), and no deployment outlives its connector's connection.
+     */
+    async reconcileDeployments(): Promise<void> {
+      const wanted = connectors.connectedManaged();
+      const wantedIds = new Set(wanted.map((r) => r.id));
+      for (const id of runtime.deployed()) if (!wantedIds.has(id) && !deploying.has(id)) await runtime.remove(id);
+      for (const row of wanted) {
+        if (runtime.endpoint(row.id) || deploying.has(row.id)) continue;
+        const preset = connectors.presetOf(row);
+        try {
+          if (!preset?.stdio) throw new DeploymentFailed(`no preset with a stdio configuration matches ${row.url} any more`);
+          const accessToken = row.access_token ? deps.open(row.access_token, sealContext(row.id, "access_token")) : null;
+          await runtime.deploy({ connectorId: row.id, stdio: preset.stdio, accessToken });
+        } catch (e) {
+          const current = connectors.findRow(row.id);
+          if (current?.state === "connected") connectors.markDisconnected(current, `The managed server could not be restarted: ${(e as Error).message}`);
+        }
+      }
+    },
+
     /**
      * Connect starts over from any state (DESIGN.md): the MCP handshake runs with the given headers (or none).
      * Headers the server accepts are stored; a server that answers 401 to a connect without headers gets the
@@ -94,9 +164,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       const redirectUrl = body.redirect_url === undefined ? null : assertAllowedRedirect(body.redirect_url, deps.allowedRedirectOrigins());
       const headers = body.headers ?? {};
       assertStorableHeaders(headers);
-      if (row.url.startsWith("mcp+stdio:")) {
-        throw new Conflict("Managed stdio connectors cannot be connected by this version of the service yet");
-      }
+      if (row.url.startsWith("mcp+stdio:")) return connectManaged(row, body, redirectUrl);
       oauth.forget(row.id);
       const withHeaders = Object.keys(headers).length > 0;
       const result = await handshake(row, headers);

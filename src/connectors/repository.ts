@@ -45,6 +45,9 @@ export function createConnectorRepository(db: Db, clock: () => number = Date.now
       else cache.delete(id);
       return row;
     },
+    /** Connected managed (mcp+stdio) connectors: what the runtime should be running. */
+    connectedManaged: () =>
+      db.select().from(connectors).where(and(eq(connectors.state, "connected"), sql`${connectors.url} LIKE 'mcp+stdio:%'`)).all(),
     countByState: () =>
       db.select({ state: connectors.state, count: sql<number>`count(*)` }).from(connectors).groupBy(connectors.state).all(),
     delete: (id: string) => db.delete(connectors).where(eq(connectors.id, id)).returning({ id: connectors.id }).all().length === 1,

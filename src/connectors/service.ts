@@ -21,7 +21,7 @@ export type ConnectorServiceDeps = {
   clock: () => number;
   newId: () => string;
   urlGuard: UrlGuard;
-  /** Called when a connector loses its connection, so its OAuth grant goes with it. */
+  /** Called when a connector loses its connection or is deleted: its grant and deployment go with it. */
   onDisconnected?: (connectorId: string) => void;
 };
 
@@ -87,6 +87,9 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     view,
     owned,
     findRow: (id: string) => connectors.findById(id),
+    connectedManaged: () => connectors.connectedManaged(),
+    /** The preset a managed connector runs (presets can change between starts). */
+    presetOf: (row: ConnectorRow) => presets.match(new URL(row.url)),
 
     create(caller: Principal, body: CreateConnectorBody): Connector {
       const parsed = parseConnectorUrl(body.url);
@@ -150,6 +153,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     delete(caller: Principal, id: string): void {
       const row = owned(caller, id);
       if (!connectors.delete(row.id)) throw new NotFound(`No connector ${id}`);
+      deps.onDisconnected?.(row.id);
     },
 
     disconnect(caller: Principal, id: string): Connector {

@@ -57,7 +57,8 @@ export function createProxyService({ connectors, connections, forward: options, 
         const why = row.disconnect_reason ? ` (${row.disconnect_reason})` : "";
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);
       }
-      const url = new URL(row.url);
+      const url = connections.target(row);
+      if (!url) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
       const headers = upstreamRequestHeaders(request.headers, connections.credentials(row));
       const oauth = row.auth_method === "oauth";
       // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.

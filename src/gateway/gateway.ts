@@ -1,0 +1,65 @@
+import type { Logger } from "../observability/logger";
+import { openSession, type GatewaySession, type StdioCommand } from "./session";
+
+export type Gateway = {
+  /** Handles `/mcp` (MCP Streamable HTTP) and `/healthz`. */
+  fetch(request: Request): Promise<Response>;
+  sessions(): GatewaySession[];
+  close(): Promise<void>;
+};
+
+export type GatewayOptions = { stdio: StdioCommand; log: Logger; maxSessions?: number };
+
+const jsonRpcError = (status: number, message: string) =>
+  Response.json({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }, { status });
+
+/**
+ * Wraps a stdio MCP server and serves it over MCP Streamable HTTP (2025-06-18 / 2025-11-25 sessions).
+ * A new session (an `initialize` without Mcp-Session-Id) starts its own server process; later requests
+ * name their session; DELETE, or the process exiting, ends it. The number of processes is bounded.
+ */
+export function createGateway({ stdio, log, maxSessions = 64 }: GatewayOptions): Gateway {
+  const sessions = new Map<string, GatewaySession>();
+  const pending = new Set<GatewaySession>();
+
+  async function mcp(request: Request): Promise<Response> {
+    const id = request.headers.get("mcp-session-id");
+    if (id) {
+      const session = sessions.get(id);
+      // MCP 2025-11-25 transports §"Session Management": an unknown session is a 404, so the client starts over.
+      if (!session) return jsonRpcError(404, "Session not found");
+      return session.transport.handleRequest(request);
+    }
+    if (request.method !== "POST") return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");
+    if (sessions.size + pending.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
+    let session: GatewaySession;
+    try {
+      session = await openSession(stdio, log, (s) => {
+        pending.delete(s);
+        if (s.transport.sessionId) sessions.delete(s.transport.sessionId);
+      });
+    } catch (e) {
+      log.error("could not start the stdio server", { command: stdio.command, error: (e as Error).message });
+      return jsonRpcError(502, `The stdio server could not be started: ${(e as Error).message}`);
+    }
+    pending.add(session);
+    const response = await session.transport.handleRequest(request);
+    pending.delete(session);
+    if (session.transport.sessionId) sessions.set(session.transport.sessionId, session);
+    else await session.close(); // not an initialize: the transport refused it, nothing to keep
+    return response;
+  }
+
+  return {
+    async fetch(request) {
+      const { pathname } = new URL(request.url);
+      if (pathname === "/healthz") return Response.json({ status: "ok", sessions: sessions.size });
+      if (pathname === "/mcp") return mcp(request);
+      return new Response("Not Found", { status: 404 });
+    },
+    sessions: () => [...sessions.values()],
+    async close() {
+      await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()));
+    },
+  };
+}

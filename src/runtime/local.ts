@@ -1,0 +1,73 @@
+import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { Server } from "bun";
+import { createGateway, type Gateway } from "../gateway/gateway";
+import type { StdioCommand } from "../gateway/session";
+import type { Logger } from "../observability/logger";
+import { mcpHandshake } from "../upstream/handshake";
+import { DeploymentFailed, READINESS_TIMEOUT_MS, serverEnv, type DeploymentSpec, type Runtime } from "./runtime";
+
+type Deployment = { gateway: Gateway; server: Server<undefined>; url: URL };
+
+export type LocalRuntimeOptions = {
+  log: Logger;
+  readinessTimeoutMs?: number;
+  /** Looks a program up on PATH (injectable for tests). */
+  which?: (program: string) => string | null;
+};
+
+/**
+ * The `local` driver: each connector gets an in-process gateway on a loopback port; each MCP session
+ * through it runs its own server process (see gateway/session.ts). Processes get only a minimal
+ * environment (PATH, HOME, …) plus the preset's env and the access token, never the service's own
+ * settings, and end with their session, the deployment, or the service.
+ */
+export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT_MS, which = Bun.which }: LocalRuntimeOptions): Runtime {
+  const deployments = new Map<string, Deployment>();
+
+  /** The preset's command, or its image through podman/docker when it gives only an image. */
+  function commandFor(spec: DeploymentSpec): StdioCommand {
+    const env = { ...getDefaultEnvironment(), ...serverEnv(spec) };
+    const { command, args = [], image } = spec.stdio;
+    if (command && command.length > 0) return { command: command[0]!, args: [...command.slice(1), ...args], env };
+    const engine = ["podman", "docker"].find((name) => which(name));
+    if (!engine) {
+      throw new DeploymentFailed(`the preset gives only the image ${image}, and neither podman nor docker is on PATH to run it`);
+    }
+    const passEnv = Object.keys(serverEnv(spec)).flatMap((name) => ["-e", name]);
+    return { command: engine, args: ["run", "-i", "--rm", ...passEnv, image, ...args], env };
+  }
+
+  async function remove(connectorId: string): Promise<void> {
+    const deployment = deployments.get(connectorId);
+    if (!deployment) return;
+    deployments.delete(connectorId);
+    await deployment.gateway.close();
+    await deployment.server.stop(true);
+  }
+
+  return {
+    driver: "local",
+    async deploy(spec) {
+      await remove(spec.connectorId);
+      const stdio = commandFor(spec);
+      const gateway = createGateway({ stdio, log: log.child({ connector_id: spec.connectorId }) });
+      const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: gateway.fetch });
+      const url = new URL(`http://127.0.0.1:${server.port}/mcp`);
+      // Ready means a real MCP handshake with a fresh server process succeeds (its session is then ended).
+      const result = await mcpHandshake(url, { fetch, headers: {}, timeoutMs: readinessTimeoutMs });
+      if (!result.ok) {
+        await gateway.close();
+        await server.stop(true);
+        const detail = result.kind === "unauthorized" ? `HTTP ${result.status}` : result.detail;
+        throw new DeploymentFailed(`the stdio server (${stdio.command}) did not become ready: ${detail}`, result.kind === "timeout");
+      }
+      deployments.set(spec.connectorId, { gateway, server, url });
+    },
+    endpoint: (connectorId) => deployments.get(connectorId)?.url,
+    remove,
+    deployed: () => [...deployments.keys()],
+    async close() {
+      await Promise.allSettled([...deployments.keys()].map(remove));
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { resolve } from "node:path";
+import { EVERYTHING } from "../peers/everything";
+import { freePort, waitForHttp } from "../peers/ports";
+import { mcpClient } from "../support/mcp";
+
+// The real subcommand, run from source as the binary runs it: `connector-service gateway -- <stdio server>`.
+const ENTRY = resolve(import.meta.dir, "../../src/index.ts");
+let proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+let url: string;
+const lines: string[] = [];
+
+beforeAll(async () => {
+  const port = await freePort();
+  proc = Bun.spawn([process.execPath, ENTRY, "gateway", "--port", String(port), "--host", "127.0.0.1", "--", "node", EVERYTHING, "stdio"], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  (async () => {
+    const decoder = new TextDecoder();
+    const reader = proc.stdout.getReader();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      lines.push(...decoder.decode(chunk.value).split("\n").filter(Boolean));
+    }
+  })();
+  url = `http://127.0.0.1:${port}/mcp`;
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+});
+afterAll(async () => {
+  proc.kill("SIGTERM");
+  expect(await proc.exited).toBe(0);
+});
+
+const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
+
+test("the MCP SDK client uses a stdio server through the gateway", async () => {
+  const { client, close } = await mcpClient(url, null);
+  expect(client.getServerVersion()?.name).toContain("everything");
+  expect((await client.listTools()).tools.map((t) => t.name)).toContain("echo");
+  expect(text(await client.callTool({ name: "echo", arguments: { message: "via gateway" } }))).toBe("Echo: via gateway");
+  await close();
+});
+
+test("two concurrent sessions each get only their own results and progress", async () => {
+  const [a, b] = await Promise.all([mcpClient(url, null), mcpClient(url, null)]);
+  const progress = { a: 0, b: 0 };
+  const [ra, rb, sa, sb] = await Promise.all([
+    a.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } }, undefined, { onprogress: () => void progress.a++ }),
+    b.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 2 } }, undefined, { onprogress: () => void progress.b++ }),
+    a.client.callTool({ name: "get-sum", arguments: { a: 1, b: 2 } }),
+    b.client.callTool({ name: "get-sum", arguments: { a: 100, b: 200 } }),
+  ]);
+  expect(text(ra)).toContain("Steps: 4");
+  expect(text(rb)).toContain("Steps: 2");
+  expect(text(sa)).toContain("3");
+  expect(text(sb)).toContain("300");
+  expect(progress).toEqual({ a: 4, b: 2 });
+  await a.close();
+  await b.close();
+});
+
+test("an unknown session is a 404; the server's stderr reaches the log, tagged", async () => {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": "nope" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  });
+  expect(res.status).toBe(404);
+  const stderr = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "stdio server stderr");
+  expect(stderr.length).toBeGreaterThan(0);
+  expect(stderr[0]).toMatchObject({ component: "gateway" });
+  expect(stderr[0].pid).toBeNumber();
+});

@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "../../src/observability/logger";
+import { createLocalRuntime } from "../../src/runtime/local";
+import { DeploymentFailed } from "../../src/runtime/runtime";
+import { EVERYTHING } from "../peers/everything";
+import { mcpClient, proxyUrl } from "../support/mcp";
+import { waitFor } from "../support/oauth";
+import { expectProblem, startTestService, type TestService } from "../support/service";
+
+const PRESETS = JSON.stringify([
+  {
+    url: "mcp+stdio://everything",
+    metadata: { name: "Everything", description: "The reference MCP server, run locally" },
+    stdio: {
+      image: "example/server-everything:latest",
+      command: ["node", EVERYTHING],
+      args: ["stdio"],
+      env: { EVERYTHING_MODE: "managed" },
+      access_token_env_name: "EVERYTHING_TOKEN",
+    },
+  },
+  {
+    url: "mcp+stdio://broken",
+    metadata: { name: "Broken" },
+    stdio: { image: "example/broken", command: ["node", "-e", "console.error('cannot start: missing config'); process.exit(3)"] },
+  },
+]);
+
+/** This process's children running server-everything over stdio (the local driver's managed servers). */
+function managedProcesses(): number[] {
+  const out = Bun.spawnSync(["pgrep", "-P", String(process.pid), "-f", "server-everything/dist/index.js stdio"]).stdout.toString();
+  return out.split("\n").filter(Boolean).map(Number);
+}
+
+const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
+
+const dir = mkdtempSync(join(tmpdir(), "cs-local-"));
+let service: TestService;
+// A fixed key: the restart test opens what the first start sealed.
+const env = {
+  CONNECTOR__PRESETS: PRESETS,
+  DATABASE__PATH: join(dir, "cs.db"),
+  SCHEDULER__INTERVAL_SECONDS: "0.5",
+  SECRETS__KEY: Buffer.alloc(32, 9).toString("base64"),
+};
+beforeAll(async () => {
+  service = await startTestService(env);
+});
+afterAll(async () => {
+  await service.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function connectManaged(accessToken?: string): Promise<string> {
+  const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
+  expect(created.body.preset).toBe("mcp+stdio://everything");
+  const res = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: accessToken ? { accessToken } : {} });
+  expect(res.status).toBe(200);
+  expect(res.body.state).toBe("connected");
+  return created.body.id;
+}
+
+describe("the local driver", () => {
+  test("connect runs the preset's command; tools work through the proxy; the token is in its environment and nothing of the service's is", async () => {
+    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
+    const id = await connectManaged("token-for-the-server");
+    const { client, close } = await mcpClient(proxyUrl(service, id));
+    expect(text(await client.callTool({ name: "echo", arguments: { message: "managed" } }))).toBe("Echo: managed");
+    const env = JSON.parse(text(await client.callTool({ name: "get-env", arguments: {} })));
+    expect(env.EVERYTHING_TOKEN).toBe("token-for-the-server");
+    expect(env.EVERYTHING_MODE).toBe("managed");
+    for (const name of Object.keys(env)) expect(name).not.toMatch(/^(SECRETS|AUTH|DATABASE|CONNECTOR|SERVER)__/);
+    await close();
+    await service.api("DELETE", `/api/v1/connectors/${id}`);
+    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
+  });
+
+  test("two concurrent sessions do not interfere: each has its own server process", async () => {
+    const id = await connectManaged();
+    const [a, b] = await Promise.all([mcpClient(proxyUrl(service, id)), mcpClient(proxyUrl(service, id))]);
+    await waitFor("one process per session", () => managedProcesses().length === 2, 5_000);
+    const [ra, rb] = await Promise.all([
+      a.client.callTool({ name: "get-sum", arguments: { a: 2, b: 3 } }),
+      b.client.callTool({ name: "get-sum", arguments: { a: 20, b: 30 } }),
+    ]);
+    expect(text(ra)).toContain("5");
+    expect(text(rb)).toContain("50");
+    await a.close();
+    await b.close();
+    await service.api("DELETE", `/api/v1/connectors/${id}`);
+    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
+  });
+
+  test("a killed server process ends only its session; a new session gets a new process", async () => {
+    const id = await connectManaged();
+    const first = await mcpClient(proxyUrl(service, id));
+    await waitFor("one process", () => managedProcesses().length === 1, 8_000);
+    const [pid] = managedProcesses();
+    process.kill(pid!, "SIGKILL");
+    await waitFor("the session to end", () => managedProcesses().length === 0, 5_000);
+    await expect(first.client.callTool({ name: "echo", arguments: { message: "x" } })).rejects.toThrow();
+    const second = await mcpClient(proxyUrl(service, id));
+    expect(text(await second.client.callTool({ name: "echo", arguments: { message: "again" } }))).toBe("Echo: again");
+    expect(managedProcesses()).toHaveLength(1);
+    expect(managedProcesses()[0]).not.toBe(pid);
+    await second.close();
+    await first.close().catch(() => undefined);
+    await service.api("DELETE", `/api/v1/connectors/${id}`);
+    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
+  });
+
+  test("disconnect and delete leave no process behind; connecting again replaces cleanly", async () => {
+    const id = await connectManaged();
+    const { client } = await mcpClient(proxyUrl(service, id));
+    await client.callTool({ name: "echo", arguments: { message: "x" } });
+    await waitFor("one process", () => managedProcesses().length === 1, 8_000);
+    // Connect again while a session is open: the old deployment goes, the new one serves.
+    expect((await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} })).body.state).toBe("connected");
+    await waitFor("the old session's process to go", () => managedProcesses().length === 0, 8_000);
+    const again = await mcpClient(proxyUrl(service, id));
+    await waitFor("one process", () => managedProcesses().length === 1, 8_000);
+    const off = await service.api("POST", `/api/v1/connectors/${id}/disconnect`);
+    expect(off.body.state).toBe("disconnected");
+    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
+    expectProblem(await service.api("POST", `/api/v1/connectors/${id}/mcp`, { body: {} }), 409);
+    await again.close().catch(() => undefined);
+
+    const other = await connectManaged();
+    await mcpClient(proxyUrl(service, other));
+    await waitFor("one process", () => managedProcesses().length === 1, 8_000);
+    expect((await service.api("DELETE", `/api/v1/connectors/${other}`)).status).toBe(204);
+    await waitFor("no managed process after delete", () => managedProcesses().length === 0, 8_000);
+  }, 40_000);
+
+  test("a server that never becomes ready: 502, and the reason says what happened", async () => {
+    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://broken" } });
+    const res = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
+    expectProblem(res, 502);
+    const after = (await service.api("GET", `/api/v1/connectors/${created.body.id}`)).body;
+    expect(after.state).toBe("disconnected");
+    expect(after.disconnect_reason).toContain("The managed server could not be started");
+    // The server's own last words make it into the reason.
+    expect(after.disconnect_reason).toContain("cannot start: missing config");
+  });
+
+  test("headers do not apply to a managed connector", async () => {
+    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
+    expectProblem(await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: { headers: { "x-key": "v" } } }), 422);
+  });
+
+  test("after a restart, connected managed connectors run again", async () => {
+    const id = await connectManaged("persisted-token");
+    await mcpClient(proxyUrl(service, id));
+    await waitFor("one process", () => managedProcesses().length === 1, 8_000);
+    await service.stop();
+    expect(managedProcesses()).toEqual([]);
+    service = await startTestService(env);
+    const after = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+    expect({ state: after.state, reason: after.disconnect_reason }).toEqual({ state: "connected", reason: null });
+    const { client, close } = await mcpClient(proxyUrl(service, id));
+    const envOfServer = JSON.parse(text(await client.callTool({ name: "get-env", arguments: {} })));
+    expect(envOfServer.EVERYTHING_TOKEN).toBe("persisted-token");
+    await close();
+  }, 30_000);
+});
+
+test("an image-only preset needs podman or docker on PATH, else the reason says so", async () => {
+  const runtime = createLocalRuntime({ log: createLogger({ level: "error", write: () => {} }), which: () => null });
+  const failure = await runtime.deploy({ connectorId: "c", stdio: { image: "example/only-an-image:1" }, accessToken: null }).catch((e) => e);
+  expect(failure).toBeInstanceOf(DeploymentFailed);
+  expect(failure.message).toContain("neither podman nor docker is on PATH");
+  expect(runtime.deployed()).toEqual([]);
+});
