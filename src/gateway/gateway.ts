@@ -8,7 +8,16 @@ export type Gateway = {
   close(): Promise<void>;
 };
 
-export type GatewayOptions = { stdio: StdioCommand; log: Logger; maxSessions?: number };
+export type GatewayOptions = {
+  stdio: StdioCommand;
+  log: Logger;
+  maxSessions?: number;
+  /**
+   * A session with no request for this long is closed with its process: MCP clients often go away without
+   * the DELETE that would end it. The client then gets 404 and starts a new session.
+   */
+  idleSessionMs?: number;
+};
 
 const jsonRpcError = (status: number, message: string) =>
   Response.json({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }, { status });
@@ -18,9 +27,19 @@ const jsonRpcError = (status: number, message: string) =>
  * A new session (an `initialize` without Mcp-Session-Id) starts its own server process; later requests
  * name their session; DELETE, or the process exiting, ends it. The number of processes is bounded.
  */
-export function createGateway({ stdio, log, maxSessions = 64 }: GatewayOptions): Gateway {
+export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000 }: GatewayOptions): Gateway {
   const sessions = new Map<string, GatewaySession>();
   const pending = new Set<GatewaySession>();
+  const sweep = setInterval(() => {
+    const cutoff = Date.now() - idleSessionMs;
+    for (const session of sessions.values()) {
+      if (session.lastActive < cutoff) {
+        log.info("closing an idle session", { session: session.transport.sessionId, pid: session.pid() });
+        void session.close();
+      }
+    }
+  }, Math.min(60_000, idleSessionMs));
+  sweep.unref();
 
   async function mcp(request: Request): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
@@ -28,6 +47,7 @@ export function createGateway({ stdio, log, maxSessions = 64 }: GatewayOptions):
       const session = sessions.get(id);
       // MCP 2025-11-25 transports §"Session Management": an unknown session is a 404, so the client starts over.
       if (!session) return jsonRpcError(404, "Session not found");
+      session.lastActive = Date.now();
       return session.transport.handleRequest(request);
     }
     if (request.method !== "POST") return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");
@@ -59,6 +79,7 @@ export function createGateway({ stdio, log, maxSessions = 64 }: GatewayOptions):
     },
     sessions: () => [...sessions.values()],
     async close() {
+      clearInterval(sweep);
       await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()));
     },
   };

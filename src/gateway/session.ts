@@ -8,6 +8,8 @@ export type StdioCommand = { command: string; args: string[]; env: Record<string
 export type GatewaySession = {
   transport: WebStandardStreamableHTTPServerTransport;
   pid(): number | null;
+  /** When a client last sent a request in this session (for the idle sweep). */
+  lastActive: number;
   close(): Promise<void>;
 };
 
@@ -36,6 +38,7 @@ export async function openSession(
   const session: GatewaySession = {
     transport,
     pid: () => child.pid,
+    lastActive: Date.now(),
     close() {
       closing ??= (async () => {
         await Promise.allSettled([child.close(), transport.close()]);

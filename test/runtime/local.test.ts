@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createGateway } from "../../src/gateway/gateway";
 import { createLogger } from "../../src/observability/logger";
 import { createLocalRuntime } from "../../src/runtime/local";
 import { DeploymentFailed } from "../../src/runtime/runtime";
@@ -165,6 +166,18 @@ describe("the local driver", () => {
     expect(envOfServer.EVERYTHING_TOKEN).toBe("persisted-token");
     await close();
   }, 30_000);
+});
+
+test("an idle session is closed with its process; the client then starts a new one", async () => {
+  const log = createLogger({ level: "error", write: () => {} });
+  const gateway = createGateway({ stdio: { command: "node", args: [EVERYTHING, "stdio"], env: {} }, log, idleSessionMs: 300 });
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: gateway.fetch });
+  const { client } = await mcpClient(`http://127.0.0.1:${server.port}/mcp`, null);
+  expect(gateway.sessions()).toHaveLength(1);
+  await waitFor("the idle sweep", () => gateway.sessions().length === 0, 5_000);
+  await expect(client.callTool({ name: "echo", arguments: { message: "late" } })).rejects.toThrow(/404|Session not found/);
+  await gateway.close();
+  await server.stop(true);
 });
 
 test("an image-only preset needs podman or docker on PATH, else the reason says so", async () => {
