@@ -1,6 +1,9 @@
 import { Elysia } from "elysia";
 import type { Config } from "./config/load";
 import { createConnectorRepository } from "./connectors/repository";
+import { createProviderRepository } from "./a2a/repository";
+import { a2aRoutes, providerRoutes } from "./a2a/routes";
+import { createProviderService } from "./a2a/service";
 import { createConnectionService } from "./connectors/connection";
 import { connectorRoutes } from "./connectors/routes";
 import { createConnectorService } from "./connectors/service";
@@ -18,6 +21,7 @@ import { createOAuthRepository } from "./oauth/repository";
 import { oauthRoutes } from "./oauth/routes";
 import { createOAuthService } from "./oauth/service";
 import { createPresetCatalog } from "./presets/catalog";
+import type { ForwardOptions } from "./proxy/forward";
 import { proxyRoutes } from "./proxy/routes";
 import { createProxyService } from "./proxy/service";
 import { guardedFetch } from "./security/guarded-fetch";
@@ -113,10 +117,32 @@ export function createServices(deps: Deps) {
     },
   });
   const authenticate = createAuthenticator({ users: userRepository, clock: deps.clock });
+  const providers = createProviderService({
+    providers: createProviderRepository(deps.db),
+    fetch: upstreamFetch,
+    urlGuard,
+    clock: deps.clock,
+    newId: deps.newId,
+    publicUrl: deps.publicUrl,
+    refreshAfterMs: deps.config.a2a.cardRefreshMs,
+  });
+  const a2aForward: ForwardOptions = {
+    fetch: upstreamFetch,
+    headersTimeoutMs: deps.config.proxy.upstreamTimeoutMs,
+    streams: new Set(),
+    metrics: {
+      requests: metrics.counter("a2a_proxy_requests_total", "A2A proxy requests by the status relayed", "status"),
+      latency: metrics.histogram("a2a_proxy_upstream_latency_seconds", "Time from sending an A2A request to the agent's response headers", [
+        0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30,
+      ]),
+      openStreams: metrics.upDown("a2a_proxy_open_streams", "A2A event streams being relayed now"),
+    },
+  };
   /** What the scheduler runs (issue #4): token refreshes before expiry, and the removal of stale OAuth states. */
   const jobs = [
     { name: "reconcile-deployments", run: () => connections.reconcileDeployments() },
     { name: "expire-oauth-states", run: () => void oauth.expireStates() },
+    { name: "refresh-agent-cards", run: () => providers.refreshStale() },
     {
       name: "refresh-oauth-tokens",
       run: async () => {
@@ -124,7 +150,7 @@ export function createServices(deps: Deps) {
       },
     },
   ];
-  return { users, connectors, connections, presets, proxy, metrics, authenticate, jobs };
+  return { users, connectors, connections, presets, proxy, metrics, authenticate, providers, a2aForward, jobs };
 }
 export type Services = ReturnType<typeof createServices>;
 
@@ -140,6 +166,8 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(presetRoutes(services.presets, auth))
     .use(oauthRoutes(services.connections, deps.publicUrl))
     .use(connectorRoutes(services.connectors, services.connections, auth))
-    .use(proxyRoutes(services.proxy, auth));
+    .use(proxyRoutes(services.proxy, auth))
+    .use(providerRoutes(services.providers, auth))
+    .use(a2aRoutes(services.providers, services.authenticate, auth, services.a2aForward));
 }
 export type App = ReturnType<typeof buildApp>;

@@ -19,6 +19,7 @@ export type Config = {
   oauth: { allowedRedirectOrigins: string[] };
   proxy: { maxBodyBytes: number; upstreamTimeoutMs: number };
   scheduler: { intervalMs: number };
+  a2a: { cardRefreshMs: number };
 };
 
 /** A bad setting: the message names the variable. `serve` prints it and exits 2. */
@@ -110,6 +111,7 @@ function finish(raw: RawConfig): Config {
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
     proxy: { maxBodyBytes: raw.proxy.max_body_bytes, upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000 },
     scheduler: { intervalMs: raw.scheduler.interval_seconds * 1000 },
+    a2a: { cardRefreshMs: raw.a2a.card_refresh_seconds * 1000 },
   };
 }
 

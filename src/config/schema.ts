@@ -27,6 +27,9 @@ export const ConfigSchema = t.Object({
   }),
   security: t.Object({ block_private_networks: t.Boolean({ default: false, description: "true or false" }) }),
   oauth: t.Object({ allowed_redirect_origins: t.Array(Origin, { default: [], description: "a comma-separated list of origins (scheme://host[:port])" }) }),
+  a2a: t.Object({
+    card_refresh_seconds: t.Number({ minimum: 10, maximum: 604_800, default: 3600, description: "a number of seconds from 10 to 604800" }),
+  }),
   scheduler: t.Object({
     interval_seconds: t.Number({ minimum: 0.1, maximum: 3600, default: 5, description: "a number of seconds from 0.1 to 3600" }),
   }),

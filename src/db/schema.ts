@@ -123,3 +123,14 @@ export const oauth_grants = sqliteTable(
   },
   (table) => [index("oauth_grants_refresh_idx").on(table.refresh_at)],
 );
+
+/** A2A agent providers (issue #6): the agent's card, as registered or last fetched. */
+export const providers = sqliteTable("providers", {
+  id: text("id").primaryKey(),
+  agent_card_url: text("agent_card_url"),
+  /** The validated card as the agent publishes it (JSON). Not secret. */
+  card: text("card", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+  refreshed_at: integer("refreshed_at").notNull(),
+  refresh_error: text("refresh_error"),
+  ...timestamps,
+});

@@ -1,0 +1,43 @@
+import type { FetchLike } from "../app";
+import { describeFetchError } from "../proxy/forward";
+import { UnsafeUrl, UnresolvableHost } from "../security/url-guard";
+import { CARD_FETCH_TIMEOUT_MS, MAX_CARD_BYTES } from "./model";
+
+export class CardFetchFailed extends Error {}
+
+/** Fetches an agent card: the URL guard applies (the fetch is guarded), with a timeout and a size cap. */
+export async function fetchCard(url: URL, fetch: FetchLike): Promise<unknown> {
+  let response: Response;
+  try {
+    response = await fetch(url, { headers: { accept: "application/json" }, redirect: "manual", signal: AbortSignal.timeout(CARD_FETCH_TIMEOUT_MS) });
+  } catch (e) {
+    if (e instanceof UnsafeUrl || e instanceof UnresolvableHost) throw new CardFetchFailed(e.message);
+    if (e instanceof DOMException && e.name === "TimeoutError") throw new CardFetchFailed(`no answer within ${CARD_FETCH_TIMEOUT_MS / 1000} s`);
+    throw new CardFetchFailed(describeFetchError(e));
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new CardFetchFailed(`answered HTTP ${response.status}`);
+  }
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > MAX_CARD_BYTES) {
+    await response.body?.cancel();
+    throw new CardFetchFailed(`the card is larger than ${MAX_CARD_BYTES} bytes`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body!.getReader();
+  for (let next = await reader.read(); !next.done; next = await reader.read()) {
+    size += next.value.byteLength;
+    if (size > MAX_CARD_BYTES) {
+      await reader.cancel();
+      throw new CardFetchFailed(`the card is larger than ${MAX_CARD_BYTES} bytes`);
+    }
+    chunks.push(next.value);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw new CardFetchFailed("the answer is not JSON");
+  }
+}
