@@ -18,7 +18,8 @@ export function docsPlugin(version: string) {
         specPath: "/openapi.json",
         provider: "swagger-ui",
         openapiVersion: "3.1.0",
-        exclude: { paths: [/^\/docs/, "/openapi.json"] },
+        // staticFile: false, or every path with a dot (the agent card's .well-known one) would be left out.
+        exclude: { paths: [/^\/docs/, "/openapi.json"], staticFile: false },
         documentation: {
           info: {
             title: "connector-service",
