@@ -1,7 +1,11 @@
-import { createGateway } from "../gateway/gateway";
+import { fifoTransport } from "../gateway/fifo";
+import { createGateway, type Gateway } from "../gateway/gateway";
+import { createSharedGateway } from "../gateway/shared";
 import { createLogger } from "../observability/logger";
 
-const USAGE = "usage: connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]";
+const USAGE =
+  "usage: connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]\n" +
+  "       connector-service gateway [--port 8080] [--host 0.0.0.0] --fifo <dir>   (the server's stdio as <dir>/in and <dir>/out)";
 
 /**
  * `connector-service gateway`: serves a stdio MCP server over MCP Streamable HTTP on /mcp (and /healthz),
@@ -10,12 +14,14 @@ const USAGE = "usage: connector-service gateway [--port 8080] [--host 0.0.0.0] -
 export async function gateway(argv: string[]): Promise<number> {
   let port = 8080;
   let host = "0.0.0.0";
+  let fifo: string | undefined;
   let i = 0;
   for (; i < argv.length && argv[i] !== "--"; i++) {
     const flag = argv[i]!;
     const value = argv[i + 1];
     if (flag === "--port" && value && /^\d+$/.test(value) && Number(value) < 65536) port = Number(value);
     else if (flag === "--host" && value) host = value;
+    else if (flag === "--fifo" && value) fifo = value;
     else {
       process.stderr.write(`connector-service gateway: unknown or incomplete option "${flag}"\n${USAGE}\n`);
       return 2;
@@ -23,21 +29,40 @@ export async function gateway(argv: string[]): Promise<number> {
     i++;
   }
   const [command, ...args] = argv.slice(i + 1);
-  if (!command) {
-    process.stderr.write(`connector-service gateway: no command to run\n${USAGE}\n`);
+  if (!command === !fifo) {
+    process.stderr.write(`connector-service gateway: give either a command after -- or --fifo <dir>\n${USAGE}\n`);
     return 2;
   }
   const log = createLogger({ level: "info" }, { component: "gateway" });
-  const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
-  const gw = createGateway({ stdio: { command, args, env }, log });
+  let gw: Gateway;
+  let done: Promise<string> | undefined;
+  if (fifo) {
+    // One server process in another container, shared by every session; when it goes, so does the gateway
+    // (Kubernetes restarts it and it starts over with the restarted server).
+    const shared = createSharedGateway({ server: fifoTransport(fifo), log });
+    done = Promise.race([
+      shared.ready().then(
+        () => new Promise<string>(() => {}),
+        (e) => `the MCP server failed: ${(e as Error).message}`,
+      ),
+      shared.ended().then(() => "the MCP server's stdio closed"),
+    ]);
+    gw = shared;
+  } else {
+    const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
+    gw = createGateway({ stdio: { command: command!, args, env }, log });
+  }
   const server = Bun.serve({ hostname: host, port, idleTimeout: 0, fetch: gw.fetch });
-  log.info("gateway listening", { url: `http://${host}:${server.port}/mcp`, command });
-  const signal = await new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
-  log.info("gateway stopping", { signal });
+  log.info("gateway listening", { url: `http://${host}:${server.port}/mcp`, ...(fifo ? { fifo } : { command }) });
+  const signal = await Promise.race([
+    new Promise<string>((resolve) => {
+      process.once("SIGTERM", () => resolve("SIGTERM"));
+      process.once("SIGINT", () => resolve("SIGINT"));
+    }),
+    ...(done ? [done] : []),
+  ]);
+  log.info("gateway stopping", { reason: signal });
   await server.stop();
   await gw.close();
-  return 0;
+  return signal.startsWith("SIG") ? 0 : 1;
 }

@@ -4,7 +4,8 @@ import { openSession, type GatewaySession, type StdioCommand } from "./session";
 export type Gateway = {
   /** Handles `/mcp` (MCP Streamable HTTP) and `/healthz`. */
   fetch(request: Request): Promise<Response>;
-  sessions(): GatewaySession[];
+  /** Open MCP sessions. */
+  sessionCount(): number;
   close(): Promise<void>;
 };
 
@@ -77,7 +78,7 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
       if (pathname === "/mcp") return mcp(request);
       return new Response("Not Found", { status: 404 });
     },
-    sessions: () => [...sessions.values()],
+    sessionCount: () => sessions.size,
     async close() {
       clearInterval(sweep);
       await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()));

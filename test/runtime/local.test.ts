@@ -173,8 +173,8 @@ test("an idle session is closed with its process; the client then starts a new o
   const gateway = createGateway({ stdio: { command: "node", args: [EVERYTHING, "stdio"], env: {} }, log, idleSessionMs: 300 });
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: gateway.fetch });
   const { client } = await mcpClient(`http://127.0.0.1:${server.port}/mcp`, null);
-  expect(gateway.sessions()).toHaveLength(1);
-  await waitFor("the idle sweep", () => gateway.sessions().length === 0, 5_000);
+  expect(gateway.sessionCount()).toBe(1);
+  await waitFor("the idle sweep", () => gateway.sessionCount() === 0, 5_000);
   await expect(client.callTool({ name: "echo", arguments: { message: "late" } })).rejects.toThrow(/404|Session not found/);
   await gateway.close();
   await server.stop(true);
