@@ -92,6 +92,7 @@ export function createServices(deps: Deps) {
     oauth,
     runtime: deps.runtime,
     open: (sealed, context) => deps.sealer.open(sealed, context),
+    clock: deps.clock,
     upstreamFetch,
     handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
     allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...deps.config.oauth.allowedRedirectOrigins],

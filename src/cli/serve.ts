@@ -3,6 +3,7 @@ import { ConfigError, describeConfig, loadConfig, type Config } from "../config/
 import { openDatabase } from "../db/open";
 import { startServer } from "../http/server";
 import { proxyNativeRoute } from "../proxy/native-route";
+import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
 import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
@@ -62,7 +63,15 @@ export async function startService(env: Record<string, string | undefined>, opti
           ? { ready: true }
           : { ready: false, reason: "The scheduler is not running" },
     requestIds,
-    runtime: createLocalRuntime({ log: log.child({ component: "runtime" }) }),
+    runtime:
+      config.runtime.driver === "kubernetes"
+        ? await createKubernetesRuntime({
+            namespace: config.kubernetes.namespace,
+            gatewayImage: config.kubernetes.gatewayImage,
+            access: config.kubernetes.serviceAccess,
+            log: log.child({ component: "runtime" }),
+          })
+        : createLocalRuntime({ log: log.child({ component: "runtime" }) }),
   };
   const services = createServices(deps);
   const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);

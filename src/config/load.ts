@@ -1,5 +1,6 @@
 import { Value } from "@sinclair/typebox/value";
 import type { TObject } from "@sinclair/typebox";
+import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { BUILTIN_PRESETS } from "../presets/builtin";
 import type { Preset } from "../presets/model";
@@ -14,6 +15,7 @@ export type Config = {
   auth: { adminUsername: string; adminPassword: string | undefined };
   presets: readonly Preset[];
   runtime: { driver: "local" | "kubernetes" };
+  kubernetes: { namespace: string; gatewayImage: string; serviceAccess: "dns" | "proxy" };
   log: { level: "debug" | "info" | "warn" | "error" };
   security: { blockPrivateNetworks: boolean };
   oauth: { allowedRedirectOrigins: string[] };
@@ -73,10 +75,19 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     const expected = setting?.description ? `must be ${setting.description}` : first.message;
     throw new ConfigError(variable, `${expected}${given === undefined ? "" : ` (got "${given}")`}`);
   }
-  return finish(withDefaults as RawConfig);
+  return finish(withDefaults as RawConfig, env);
 }
 
-function finish(raw: RawConfig): Config {
+/** The namespace of the pod the service runs in, when it runs in one. */
+function inClusterNamespace(): string | undefined {
+  try {
+    return readFileSync("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function finish(raw: RawConfig, env: Record<string, string | undefined>): Config {
   let presets: readonly Preset[] = BUILTIN_PRESETS;
   if (raw.connector.presets !== undefined) {
     try {
@@ -85,8 +96,8 @@ function finish(raw: RawConfig): Config {
       throw new ConfigError("CONNECTOR__PRESETS", (e as Error).message);
     }
   }
-  if (raw.runtime.driver === "kubernetes") {
-    throw new ConfigError("RUNTIME__DRIVER", "the kubernetes driver is not in this version yet; use local");
+  if (raw.runtime.driver === "kubernetes" && !raw.kubernetes.gateway_image) {
+    throw new ConfigError("KUBERNETES__GATEWAY_IMAGE", "must be set when RUNTIME__DRIVER=kubernetes (the connector-service image the gateway sidecar runs)");
   }
   if (raw.secrets.key !== undefined) {
     const bytes = Buffer.from(raw.secrets.key, "base64");
@@ -106,6 +117,12 @@ function finish(raw: RawConfig): Config {
     auth: { adminUsername: raw.auth.admin_username, adminPassword: raw.auth.admin_password },
     presets,
     runtime: { driver: raw.runtime.driver },
+    kubernetes: {
+      namespace: raw.kubernetes.namespace ?? inClusterNamespace() ?? "default",
+      gatewayImage: raw.kubernetes.gateway_image ?? "",
+      // In a pod, KUBERNETES_SERVICE_HOST is set: cluster DNS reaches the Services; outside, the API server's proxy.
+      serviceAccess: raw.kubernetes.service_access ?? (env.KUBERNETES_SERVICE_HOST ? "dns" : "proxy"),
+    },
     log: { level: raw.log.level },
     security: { blockPrivateNetworks: raw.security.block_private_networks },
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },

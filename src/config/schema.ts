@@ -22,6 +22,11 @@ export const ConfigSchema = t.Object({
   }),
   connector: t.Object({ presets: t.Optional(t.String({ description: "a JSON array of presets" })) }),
   runtime: t.Object({ driver: t.Union([t.Literal("local"), t.Literal("kubernetes")], { default: "local", description: "local or kubernetes" }) }),
+  kubernetes: t.Object({
+    namespace: t.Optional(t.String({ pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 63, description: "a Kubernetes namespace name" })),
+    gateway_image: t.Optional(t.String({ minLength: 1, description: "a container image reference" })),
+    service_access: t.Optional(t.Union([t.Literal("dns"), t.Literal("proxy")], { description: "dns or proxy" })),
+  }),
   log: t.Object({
     level: t.Union([t.Literal("debug"), t.Literal("info"), t.Literal("warn"), t.Literal("error")], { default: "info", description: "debug, info, warn or error" }),
   }),

@@ -28,7 +28,11 @@ export type ConnectionServiceDeps = {
   /** Origins `redirect_url` may point at (the public URL's and OAUTH__ALLOWED_REDIRECT_ORIGINS). */
   allowedRedirectOrigins: () => readonly string[];
   seal: (value: string, context: string) => string;
+  clock: () => number;
 };
+
+/** How long a managed deployment may stop serving before its connector is disconnected (spec part 8's 60 s). */
+export const NOT_READY_GRACE_MS = 60_000;
 
 /** What a failed connect-time handshake leaves as `disconnect_reason`, and what connect answers. */
 function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>): { reason: string; error: AppError } {
@@ -53,6 +57,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
   const { connectors, oauth, runtime } = deps;
   // Connectors whose deployment a connect is making now: reconciliation leaves them alone.
   const deploying = new Set<string>();
+  const notReadySince = new Map<string, number>();
   const handshake = (row: ConnectorRow, headers: Record<string, string>) =>
     mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers, timeoutMs: deps.handshakeTimeoutMs });
 
@@ -127,9 +132,11 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
   }
 
   return {
-    /** Where the proxy sends a connector's requests: its URL, or its managed deployment's endpoint. */
-    target(row: ConnectorRow): URL | undefined {
-      return row.url.startsWith("mcp+stdio:") ? runtime.endpoint(row.id) : new URL(row.url);
+    /** Where the proxy sends a connector's requests: its URL, or its managed deployment's endpoint (and how). */
+    target(row: ConnectorRow): { url: URL; fetch?: FetchLike } | undefined {
+      if (!row.url.startsWith("mcp+stdio:")) return { url: new URL(row.url) };
+      const url = runtime.endpoint(row.id);
+      return url && { url, fetch: runtime.fetch };
     },
 
     /**
@@ -139,9 +146,27 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     async reconcileDeployments(): Promise<void> {
       const wanted = connectors.connectedManaged();
       const wantedIds = new Set(wanted.map((r) => r.id));
-      for (const id of runtime.deployed()) if (!wantedIds.has(id) && !deploying.has(id)) await runtime.remove(id);
+      const existing = await runtime.list();
+      for (const id of existing.keys()) if (!wantedIds.has(id) && !deploying.has(id)) await runtime.remove(id);
       for (const row of wanted) {
-        if (runtime.endpoint(row.id) || deploying.has(row.id)) continue;
+        if (deploying.has(row.id)) continue;
+        const state = existing.get(row.id);
+        if (state?.ready) {
+          notReadySince.delete(row.id);
+          continue;
+        }
+        if (state && !state.ready) {
+          // A deployment that stopped serving (crash loop, evicted, image gone): give it a grace period to come
+          // back, as Kubernetes restarts it, then disconnect with what its status says.
+          const since = notReadySince.get(row.id) ?? deps.clock();
+          notReadySince.set(row.id, since);
+          if (deps.clock() - since < NOT_READY_GRACE_MS) continue;
+          notReadySince.delete(row.id);
+          await runtime.remove(row.id);
+          const current = connectors.findRow(row.id);
+          if (current?.state === "connected") connectors.markDisconnected(current, `The managed server stopped serving: ${state.reason}`);
+          continue;
+        }
         const preset = connectors.presetOf(row);
         try {
           if (!preset?.stdio) throw new DeploymentFailed(`no preset with a stdio configuration matches ${row.url} any more`);

@@ -14,7 +14,7 @@ export type ProxyServiceDeps = {
   clock: () => number;
 };
 
-export function createProxyService({ connectors, connections, forward: options, clock }: ProxyServiceDeps) {
+export function createProxyService({ connectors, connections, forward: baseOptions, clock }: ProxyServiceDeps) {
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   function credentialsRejected(row: ConnectorRow, why: string): never {
     const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
@@ -28,6 +28,7 @@ export function createProxyService({ connectors, connections, forward: options, 
    * token — the body was teed, so a POST can be sent again. MCP authorization (2025-11-25) §"Token Handling".
    */
   async function retryAfterRefresh(request: Request, row: ConnectorRow, url: URL, headers: Headers, spare: ReadableStream<Uint8Array> | null): Promise<Forwarded> {
+    const options = baseOptions;
     const refreshed = await connections.refresh(row.id);
     if (!refreshed.ok) {
       await spare?.cancel();
@@ -45,7 +46,7 @@ export function createProxyService({ connectors, connections, forward: options, 
   return {
     /** Ends the relayed notification (GET) streams; called when the service shuts down. */
     closeNotificationStreams(): number {
-      const closers = [...options.streams];
+      const closers = [...baseOptions.streams];
       for (const close of closers) close();
       return closers.length;
     },
@@ -57,8 +58,10 @@ export function createProxyService({ connectors, connections, forward: options, 
         const why = row.disconnect_reason ? ` (${row.disconnect_reason})` : "";
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);
       }
-      const url = connections.target(row);
-      if (!url) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
+      const target = connections.target(row);
+      if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
+      const { url } = target;
+      const options = target.fetch ? { ...baseOptions, fetch: target.fetch } : baseOptions;
       const headers = upstreamRequestHeaders(request.headers, connections.credentials(row));
       const oauth = row.auth_method === "oauth";
       // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.

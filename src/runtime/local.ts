@@ -64,8 +64,9 @@ export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT
       deployments.set(spec.connectorId, { gateway, server, url });
     },
     endpoint: (connectorId) => deployments.get(connectorId)?.url,
+    fetch: (input, init) => fetch(input, init),
     remove,
-    deployed: () => [...deployments.keys()],
+    list: async () => new Map([...deployments.keys()].map((id) => [id, { ready: true as const }])),
     async close() {
       await Promise.allSettled([...deployments.keys()].map(remove));
     },

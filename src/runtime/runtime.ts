@@ -1,3 +1,4 @@
+import type { FetchLike } from "../app";
 import type { Preset } from "../presets/model";
 
 /** What a managed stdio connector runs: its preset's stdio configuration and the connect request's token. */
@@ -17,6 +18,8 @@ export class DeploymentFailed extends Error {
   }
 }
 
+export type DeploymentState = { ready: true } | { ready: false; reason: string };
+
 /** Spec part 8: a managed deployment has up to 60 s to become ready. */
 export const READINESS_TIMEOUT_MS = 60_000;
 
@@ -27,12 +30,14 @@ export const READINESS_TIMEOUT_MS = 60_000;
 export type Runtime = {
   readonly driver: "local" | "kubernetes";
   deploy(spec: DeploymentSpec): Promise<void>;
-  /** The MCP endpoint the proxy forwards to, while the deployment exists. */
+  /** The MCP endpoint the proxy forwards to (local: while the deployment exists). */
   endpoint(connectorId: string): URL | undefined;
+  /** How to reach endpoints: they are the service's own, so not through the URL guard; may add credentials. */
+  fetch: FetchLike;
   /** Removes everything the deployment created; nothing to do when there is none. */
   remove(connectorId: string): Promise<void>;
-  /** Connector ids with a deployment. */
-  deployed(): string[];
+  /** Every deployment this service made that exists now, by connector id, and whether it serves. */
+  list(): Promise<Map<string, DeploymentState>>;
   /** Removes every deployment (service shutdown, for drivers whose deployments die with the process). */
   close(): Promise<void>;
 };

@@ -70,5 +70,5 @@ test("the effective configuration masks secrets", () => {
 
 test("every setting is documented in the README", async () => {
   const readme = await Bun.file(new URL("../../README.md", import.meta.url)).text();
-  for (const name of settingNames()) expect(readme).toContain(`\`${name}\``);
+  expect(settingNames().filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);
 });

@@ -185,5 +185,5 @@ test("an image-only preset needs podman or docker on PATH, else the reason says 
   const failure = await runtime.deploy({ connectorId: "c", stdio: { image: "example/only-an-image:1" }, accessToken: null }).catch((e) => e);
   expect(failure).toBeInstanceOf(DeploymentFailed);
   expect(failure.message).toContain("neither podman nor docker is on PATH");
-  expect(runtime.deployed()).toEqual([]);
+  expect(await runtime.list()).toEqual(new Map());
 });

@@ -1,0 +1,197 @@
+/**
+ * The kubernetes driver is tested against a FAKE API server (test/peers/fake-kube-api.ts): no Kubernetes API
+ * server, kind, k3s or container engine can run on the machines this project is built and tested on. The fake
+ * implements the calls the driver makes, with the real API's paths, codes and Status bodies, and records them.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createLogger } from "../../src/observability/logger";
+import { createKubernetesRuntime } from "../../src/runtime/kubernetes/driver";
+import { buildManifests, objectName, tokenSecretName } from "../../src/runtime/kubernetes/manifests";
+import { DeploymentFailed, type DeploymentSpec } from "../../src/runtime/runtime";
+import { startEverything, type Peer } from "../peers/everything";
+import { startFakeKube, type FakeKube } from "../peers/fake-kube-api";
+import { mcpClient, proxyUrl } from "../support/mcp";
+import { startTestService, type TestService } from "../support/service";
+
+const ID = "01a20000-0000-7000-8000-000000000001";
+const spec = (accessToken: string | null = "tok-123"): DeploymentSpec => ({
+  connectorId: ID,
+  stdio: {
+    image: "example/everything:1",
+    command: ["node", "dist/index.js"],
+    args: ["stdio"],
+    env: { LOG_LEVEL: "debug" },
+    access_token_env_name: "EVERYTHING_TOKEN",
+  },
+  accessToken,
+});
+const silent = createLogger({ level: "error", write: () => {} });
+
+describe("manifests", () => {
+  const { deployment, service, secret } = buildManifests(spec(), { namespace: "mcp", gatewayImage: "registry.example/connector-service:1" });
+  const pod = deployment.spec!.template.spec!;
+  const [server, gateway] = pod.containers;
+
+  test("one Deployment: the MCP server and the gateway sidecar on 8080 with a readiness probe", () => {
+    expect(deployment.metadata).toMatchObject({ name: objectName(ID), namespace: "mcp" });
+    expect(pod.containers.map((c) => c.name)).toEqual(["mcp-server", "gateway"]);
+    expect(server!.image).toBe("example/everything:1");
+    expect(server!.command!.slice(-3)).toEqual(["node", "dist/index.js", "stdio"]);
+    expect(server!.command![2]).toContain("< /stdio/in > /stdio/out");
+    expect(gateway!.image).toBe("registry.example/connector-service:1");
+    expect(gateway!.args).toEqual(["gateway", "--port", "8080", "--fifo", "/stdio"]);
+    expect(gateway!.ports).toEqual([{ name: "mcp", containerPort: 8080 }]);
+    expect(gateway!.readinessProbe!.httpGet).toEqual({ path: "/healthz", port: 8080 });
+    expect(service.spec!.ports).toEqual([{ name: "mcp", port: 8080, targetPort: "mcp" }]);
+  });
+
+  test("the token comes from a Secret, never the manifest; labels name the connector; limits; no API token; non-root", () => {
+    expect(JSON.stringify(deployment).includes("tok-123")).toBe(false);
+    expect(secret!.metadata!.name).toBe(tokenSecretName(ID));
+    expect(secret!.stringData).toEqual({ "access-token": "tok-123" });
+    expect(server!.env).toEqual([
+      { name: "LOG_LEVEL", value: "debug" },
+      { name: "EVERYTHING_TOKEN", valueFrom: { secretKeyRef: { name: tokenSecretName(ID), key: "access-token" } } },
+    ]);
+    for (const object of [deployment, service, secret!]) expect(object.metadata!.labels!["connector-service/connector-id"]).toBe(ID);
+    expect(service.spec!.selector).toEqual({ "connector-service/connector-id": ID });
+    for (const c of pod.containers) {
+      expect(c.resources!.requests).toBeDefined();
+      expect(c.resources!.limits).toBeDefined();
+      expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: { drop: ["ALL"] } });
+    }
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true });
+  });
+
+  test("without a token there is no Secret; without a command the driver says why it cannot wrap the image", () => {
+    expect(buildManifests(spec(null), { namespace: "mcp", gatewayImage: "g" }).secret).toBeUndefined();
+    expect(() => buildManifests({ ...spec(), stdio: { image: "only/image" } }, { namespace: "mcp", gatewayImage: "g" })).toThrow(DeploymentFailed);
+  });
+});
+
+describe("the driver against the fake API server", () => {
+  let kube: FakeKube;
+  beforeAll(() => {
+    kube = startFakeKube();
+    process.env.KUBECONFIG = kube.kubeconfig;
+  });
+  afterAll(() => kube.stop());
+
+  const runtime = (extra: Partial<Parameters<typeof createKubernetesRuntime>[0]> = {}) =>
+    createKubernetesRuntime({ namespace: "mcp", gatewayImage: "g:1", access: "dns", log: silent, pollMs: 1, ...extra });
+
+  test("deploy creates Secret, Deployment and Service, waits for a ready replica, and names the Service's DNS endpoint", async () => {
+    kube.readyAfterReads = 2;
+    const driver = await runtime();
+    await driver.deploy(spec());
+    expect([...kube.objects.keys()].sort()).toEqual([`deployments/mcp/${objectName(ID)}`, `secrets/mcp/${tokenSecretName(ID)}`, `services/mcp/${objectName(ID)}`]);
+    expect(driver.endpoint(ID)!.href).toBe(`http://${objectName(ID)}.mcp.svc:8080/mcp`);
+    expect(await driver.list()).toEqual(new Map([[ID, { ready: true }]]));
+    expect(kube.requests.every((r) => r.authorization === "Bearer fake-token")).toBe(true);
+  });
+
+  test("connecting again replaces cleanly: the same three objects, updated, no duplicates", async () => {
+    const driver = await runtime();
+    const before = kube.objects.get(`deployments/mcp/${objectName(ID)}`)!.metadata.resourceVersion;
+    await driver.deploy({ ...spec("tok-456") });
+    expect(kube.objects.size).toBe(3);
+    expect(kube.objects.get(`deployments/mcp/${objectName(ID)}`)!.metadata.resourceVersion).not.toBe(before);
+    expect(kube.objects.get(`secrets/mcp/${tokenSecretName(ID)}`)!.stringData).toEqual({ "access-token": "tok-456" });
+    await driver.deploy(spec(null));
+    expect(kube.objects.has(`secrets/mcp/${tokenSecretName(ID)}`)).toBe(false);
+  });
+
+  test("a Deployment never ready: after 60 s (on an injected clock) connect fails, says why, and leaves nothing", async () => {
+    kube.readyAfterReads = Infinity;
+    let now = 0;
+    const driver = await runtime({ clock: () => now, sleep: async (ms) => void (now += ms), pollMs: 5_000 });
+    const failure = await driver.deploy(spec()).catch((e) => e);
+    expect(failure).toBeInstanceOf(DeploymentFailed);
+    expect(failure.timedOut).toBe(true);
+    expect(failure.message).toContain("not ready within 60 s");
+    expect(failure.message).toContain("MinimumReplicasUnavailable");
+    expect(now).toBeGreaterThanOrEqual(60_000);
+    expect(now).toBeLessThan(70_000);
+    expect(kube.objects.size).toBe(0);
+    kube.readyAfterReads = 2;
+  });
+
+  test("remove deletes everything it created; a second remove is a no-op", async () => {
+    const driver = await runtime();
+    await driver.deploy(spec());
+    await driver.remove(ID);
+    expect(kube.objects.size).toBe(0);
+    await driver.remove(ID);
+    expect(kube.requests.filter((r) => r.method === "DELETE" && r.path.includes("deployments")).at(-1)!.path).toContain("propagationPolicy=Foreground");
+  });
+});
+
+describe("the service with RUNTIME__DRIVER=kubernetes", () => {
+  let kube: FakeKube;
+  let upstream: Peer;
+  let service: TestService;
+  const PRESETS = JSON.stringify([
+    { url: "mcp+stdio://everything", metadata: { name: "Everything" }, stdio: { image: "example/everything:1", command: ["node", "dist/index.js", "stdio"], access_token_env_name: "TOKEN" } },
+  ]);
+  beforeAll(async () => {
+    kube = startFakeKube();
+    process.env.KUBECONFIG = kube.kubeconfig;
+    upstream = await startEverything();
+    service = await startTestService({
+      RUNTIME__DRIVER: "kubernetes",
+      KUBERNETES__NAMESPACE: "mcp",
+      KUBERNETES__GATEWAY_IMAGE: "registry.example/connector-service:1",
+      KUBERNETES__SERVICE_ACCESS: "proxy",
+      CONNECTOR__PRESETS: PRESETS,
+      SCHEDULER__INTERVAL_SECONDS: "0.3",
+    });
+  });
+  afterAll(async () => {
+    await service.stop();
+    await upstream.stop();
+    await kube.stop();
+  });
+
+  test("connect deploys, the proxy reaches the Service through the API server's service proxy, disconnect and delete clean up", async () => {
+    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
+    const id = created.body.id as string;
+    // The fake's service proxy sends this Service's traffic to a real MCP server (standing in for the pod).
+    kube.serviceBackends.set(`mcp/${objectName(id)}`, upstream.url.replace(/\/mcp$/, ""));
+    const connect = await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: { accessToken: "secret-token" } });
+    expect(connect.body.state).toBe("connected");
+    expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);
+    expect(JSON.stringify(kube.objects.get(`deployments/mcp/${objectName(id)}`)).includes("secret-token")).toBe(false);
+
+    const { client, close } = await mcpClient(proxyUrl(service, id));
+    expect(JSON.stringify(await client.callTool({ name: "echo", arguments: { message: "via the cluster" } }))).toContain("Echo: via the cluster");
+    await close();
+    expect(kube.requests.some((r) => r.path.startsWith(`/api/v1/namespaces/mcp/services/${objectName(id)}:mcp/proxy/mcp`) && r.authorization === "Bearer fake-token")).toBe(true);
+
+    await service.api("POST", `/api/v1/connectors/${id}/disconnect`);
+    await Bun.sleep(200);
+    expect([...kube.objects.keys()].filter((k) => k.includes(objectName(id)))).toEqual([]);
+
+    await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+    expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);
+    expect((await service.api("DELETE", `/api/v1/connectors/${id}`)).status).toBe(204);
+    await Bun.sleep(200);
+    expect([...kube.objects.keys()].filter((k) => k.includes(objectName(id)))).toEqual([]);
+  });
+
+  test("reconciliation: a deployment deleted behind the service's back is made again; one of no connector is removed", async () => {
+    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
+    const id = created.body.id as string;
+    await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+    kube.objects.delete(`deployments/mcp/${objectName(id)}`);
+    const orphan = "01a20000-0000-7000-8000-00000000dead";
+    kube.objects.set(`deployments/mcp/${objectName(orphan)}`, {
+      metadata: { name: objectName(orphan), resourceVersion: "1", labels: { "app.kubernetes.io/managed-by": "connector-service", "connector-service/connector-id": orphan } },
+    });
+    const until = Date.now() + 5_000;
+    while ((!kube.objects.has(`deployments/mcp/${objectName(id)}`) || kube.objects.has(`deployments/mcp/${objectName(orphan)}`)) && Date.now() < until) await Bun.sleep(100);
+    expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);
+    expect(kube.objects.has(`deployments/mcp/${objectName(orphan)}`)).toBe(false);
+    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+  });
+});
