@@ -37,6 +37,8 @@ describe("a bad value names the variable", () => {
     [{ SECRETS__KEY: "c2hvcnQ=" }, "SECRETS__KEY: must be the base64 encoding of exactly 32 bytes"],
     [{ OAUTH__ALLOWED_REDIRECT_ORIGINS: "https://a.example/path" }, "OAUTH__ALLOWED_REDIRECT_ORIGINS"],
     [{ SERVER__PROT: "8000" }, "SERVER__PROT: unknown setting"],
+    [{ RUNTIME__DRIVER: "kubernetes" }, "KUBERNETES__GATEWAY_IMAGE: must be set when RUNTIME__DRIVER=kubernetes"],
+    [{ KUBERNETES__SERVICE_ACCESS: "tunnel" }, "KUBERNETES__SERVICE_ACCESS: must be dns or proxy"],
   ])("%p", (env, message) => {
     expect(error(env)).toContain(message);
   });
