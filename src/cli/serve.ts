@@ -21,7 +21,8 @@ export type RunningService = {
   stop(): Promise<void>;
 };
 
-export type StartOptions = { writeLog?: (line: string) => void };
+/** For tests: where log lines go, and the clock the services read (timers and sockets keep real time). */
+export type StartOptions = { writeLog?: (line: string) => void; clock?: () => number };
 
 /** Reads the environment, opens the database and listens. Throws ConfigError for a bad setting. */
 export async function startService(env: Record<string, string | undefined>, options: StartOptions = {}): Promise<RunningService> {
@@ -51,7 +52,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     db: database.db,
     sealer: createSealer(key.key),
     log,
-    clock: Date.now,
+    clock: options.clock ?? Date.now,
     // UUIDv7 (RFC 9562 §5.7): time-ordered and monotonic, so "newest first" has no ties to break at random.
     newId: () => Bun.randomUUIDv7(),
     fetch: globalThis.fetch,

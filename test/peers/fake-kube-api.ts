@@ -16,6 +16,8 @@ export type FakeKube = {
   requests: { method: string; path: string; authorization: string | null }[];
   /** How many reads of a Deployment before it reports a ready replica (Infinity: never). */
   readyAfterReads: number;
+  /** Deployments (by name) that report no ready replica whatever else holds: a pod in a crash loop. */
+  crashing: Set<string>;
   /** Where the service proxy of a Service sends requests (the test's stand-in for the pod). */
   serviceBackends: Map<string, string>;
   stop(): Promise<void>;
@@ -33,6 +35,7 @@ export function startFakeKube(token = "fake-token"): FakeKube {
     objects,
     requests: [],
     readyAfterReads: 2,
+    crashing: new Set(),
     serviceBackends: new Map(),
     stop: async () => {},
   };
@@ -98,12 +101,14 @@ export function startFakeKube(token = "fake-token"): FakeKube {
         const k = key(object.metadata.name);
         const n = (reads.get(k) ?? 0) + 1;
         reads.set(k, n);
-        const ready = n > fake.readyAfterReads;
+        const ready = n > fake.readyAfterReads && !fake.crashing.has(object.metadata.name);
         return {
           ...object,
           status: ready
             ? { replicas: 1, readyReplicas: 1, availableReplicas: 1, observedGeneration: object.metadata.generation }
-            : { replicas: 1, unavailableReplicas: 1, conditions: [{ type: "Available", status: "False", reason: "MinimumReplicasUnavailable", message: "Deployment does not have minimum availability." }] },
+            : fake.crashing.has(object.metadata.name)
+              ? { replicas: 1, unavailableReplicas: 1, conditions: [{ type: "Available", status: "False", reason: "CrashLoopBackOff", message: "The MCP server keeps exiting." }] }
+              : { replicas: 1, unavailableReplicas: 1, conditions: [{ type: "Available", status: "False", reason: "MinimumReplicasUnavailable", message: "Deployment does not have minimum availability." }] },
         };
       }
     },

@@ -131,6 +131,7 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
   let kube: FakeKube;
   let upstream: Peer;
   let service: TestService;
+  let offset = 0;
   const PRESETS = JSON.stringify([
     { url: "mcp+stdio://everything", metadata: { name: "Everything" }, stdio: { image: "example/everything:1", command: ["node", "dist/index.js", "stdio"], access_token_env_name: "TOKEN" } },
   ]);
@@ -145,7 +146,7 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
       KUBERNETES__SERVICE_ACCESS: "proxy",
       CONNECTOR__PRESETS: PRESETS,
       SCHEDULER__INTERVAL_SECONDS: "0.3",
-    });
+    }, { clock: () => Date.now() + offset });
   });
   afterAll(async () => {
     await service.stop();
@@ -193,5 +194,25 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
     expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);
     expect(kube.objects.has(`deployments/mcp/${objectName(orphan)}`)).toBe(false);
     expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+  });
+
+  test("a deployment that stops serving gets 60 s to recover, then its connector is disconnected with the reason", async () => {
+    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
+    const id = created.body.id as string;
+    await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+    kube.crashing.add(objectName(id));
+    await Bun.sleep(1_000); // several reconcile ticks: within the grace period, still connected
+    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    offset += 61_000; // the service's clock moves past the grace period
+    const until = Date.now() + 5_000;
+    let connector = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+    while (connector.state === "connected" && Date.now() < until) {
+      await Bun.sleep(100);
+      connector = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+    }
+    expect(connector.state).toBe("disconnected");
+    expect(connector.disconnect_reason).toContain("The managed server stopped serving");
+    expect(connector.disconnect_reason).toContain("CrashLoopBackOff");
+    expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(false);
   });
 });

@@ -36,7 +36,7 @@ export function apiClient(baseUrl: string, defaultAs: Credentials = ADMIN): Api 
 export type TestService = RunningService & { api: Api; logs: string[] };
 
 /** The whole service in this process on 127.0.0.1 with a free port and an in-memory database. */
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, options: { clock?: () => number } = {}): Promise<TestService> {
   const logs: string[] = [];
   const service = await startService(
     {
@@ -48,7 +48,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       SERVER__SHUTDOWN_TIMEOUT_SECONDS: "2",
       ...env,
     },
-    { writeLog: (line) => logs.push(line) },
+    { writeLog: (line) => logs.push(line), ...options },
   );
   return { ...service, api: apiClient(service.url), logs };
 }
