@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { resolve } from "node:path";
 import { EVERYTHING } from "../peers/everything";
 import { freePort, waitForHttp } from "../peers/ports";
-import { mcpClient } from "../support/mcp";
+import { expectIsolatedSessions, mcpClient, toolText as text } from "../support/mcp";
 
 // The real subcommand, run from source as the binary runs it: `connector-service gateway -- <stdio server>`.
 const ENTRY = resolve(import.meta.dir, "../../src/index.ts");
@@ -32,7 +32,6 @@ afterAll(async () => {
   expect(await proc.exited).toBe(0);
 });
 
-const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
 test("the MCP SDK client uses a stdio server through the gateway", async () => {
   const { client, close } = await mcpClient(url, null);
@@ -42,23 +41,7 @@ test("the MCP SDK client uses a stdio server through the gateway", async () => {
   await close();
 });
 
-test("two concurrent sessions each get only their own results and progress", async () => {
-  const [a, b] = await Promise.all([mcpClient(url, null), mcpClient(url, null)]);
-  const progress = { a: 0, b: 0 };
-  const [ra, rb, sa, sb] = await Promise.all([
-    a.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } }, undefined, { onprogress: () => void progress.a++ }),
-    b.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 2 } }, undefined, { onprogress: () => void progress.b++ }),
-    a.client.callTool({ name: "get-sum", arguments: { a: 1, b: 2 } }),
-    b.client.callTool({ name: "get-sum", arguments: { a: 100, b: 200 } }),
-  ]);
-  expect(text(ra)).toContain("Steps: 4");
-  expect(text(rb)).toContain("Steps: 2");
-  expect(text(sa)).toContain("3");
-  expect(text(sb)).toContain("300");
-  expect(progress).toEqual({ a: 4, b: 2 });
-  await a.close();
-  await b.close();
-});
+test("two concurrent sessions each get only their own results and progress", () => expectIsolatedSessions(url));
 
 test("an unknown session is a 404; the server's stderr reaches the log, tagged", async () => {
   const res = await fetch(url, {

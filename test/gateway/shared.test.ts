@@ -7,28 +7,7 @@ import { createSharedGateway } from "../../src/gateway/shared";
 import { createLogger } from "../../src/observability/logger";
 import { EVERYTHING } from "../peers/everything";
 import { freePort, waitForHttp } from "../peers/ports";
-import { mcpClient } from "../support/mcp";
-
-const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
-
-/** Two sessions whose SDK clients use the same request ids (0, 1, …) and the same progress tokens. */
-async function concurrentSessions(url: string) {
-  const [a, b] = await Promise.all([mcpClient(url, null), mcpClient(url, null)]);
-  const progress = { a: 0, b: 0 };
-  const [ra, rb, sa, sb] = await Promise.all([
-    a.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.6, steps: 3 } }, undefined, { onprogress: () => void progress.a++ }),
-    b.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.4, steps: 2 } }, undefined, { onprogress: () => void progress.b++ }),
-    a.client.callTool({ name: "get-sum", arguments: { a: 1, b: 1 } }),
-    b.client.callTool({ name: "get-sum", arguments: { a: 500, b: 500 } }),
-  ]);
-  expect(text(ra)).toContain("Steps: 3");
-  expect(text(rb)).toContain("Steps: 2");
-  expect(text(sa)).toContain("2");
-  expect(text(sb)).toContain("1000");
-  expect(progress).toEqual({ a: 3, b: 2 });
-  await a.close();
-  await b.close();
-}
+import { expectIsolatedSessions, mcpClient } from "../support/mcp";
 
 test("one shared server process: ids and progress tokens are rewritten, so concurrent sessions do not interfere", async () => {
   const log = createLogger({ level: "error", write: () => {} });
@@ -40,7 +19,7 @@ test("one shared server process: ids and progress tokens are rewritten, so concu
   const { client, close } = await mcpClient(url, null);
   expect(client.getServerVersion()?.name).toContain("everything");
   await close();
-  await concurrentSessions(url);
+  await expectIsolatedSessions(url);
   expect((await fetch(`http://127.0.0.1:${http.port}/healthz`)).status).toBe(200);
   await gateway.close();
   await http.stop(true);
@@ -72,7 +51,7 @@ test("the gateway over named pipes: ready once the server answered, sessions iso
   const until = Date.now() + 10_000;
   while ((await fetch(`http://127.0.0.1:${port}/healthz`)).status !== 200 && Date.now() < until) await Bun.sleep(100);
   expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-  await concurrentSessions(`http://127.0.0.1:${port}/mcp`);
+  await expectIsolatedSessions(`http://127.0.0.1:${port}/mcp`);
   server.kill("SIGKILL");
   expect(await gatewayProc.exited).toBe(1);
 });

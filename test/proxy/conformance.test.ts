@@ -2,9 +2,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startEverything, type Peer } from "../peers/everything";
-import { connectedConnector, proxyUrl } from "../support/mcp";
-import { ADMIN, startTestService, type TestService } from "../support/service";
+import type { Peer } from "../peers/everything";
+import { proxyUrl, startProxiedEverything } from "../support/mcp";
+import { ADMIN, type TestService } from "../support/service";
 
 const CONFORMANCE = resolve(import.meta.dir, "../../node_modules/@modelcontextprotocol/conformance/dist/index.js");
 
@@ -49,16 +49,14 @@ const SCENARIOS = [
 let upstream: Peer;
 let service: TestService;
 let id: string;
+let stop: () => Promise<void>;
 const out = mkdtempSync(join(tmpdir(), "cs-conformance-"));
 
 beforeAll(async () => {
-  upstream = await startEverything();
-  service = await startTestService();
-  id = await connectedConnector(service.api, upstream.url);
+  ({ upstream, service, id, stop } = await startProxiedEverything());
 });
 afterAll(async () => {
-  await service.stop();
-  await upstream.stop();
+  await stop();
   rmSync(out, { recursive: true, force: true });
 });
 

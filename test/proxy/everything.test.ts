@@ -1,22 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { startEverything, type Peer } from "../peers/everything";
-import { connectedConnector, mcpClient, proxyUrl } from "../support/mcp";
-import { startTestService, type TestService } from "../support/service";
+import type { Peer } from "../peers/everything";
+import { mcpClient, proxyUrl, startProxiedEverything } from "../support/mcp";
+import type { TestService } from "../support/service";
 
 // The reference server, @modelcontextprotocol/server-everything (2025-11-25, stateful sessions), behind the proxy.
 let upstream: Peer;
 let service: TestService;
 let id: string;
+let stop: () => Promise<void>;
 
 beforeAll(async () => {
-  upstream = await startEverything();
-  service = await startTestService();
-  id = await connectedConnector(service.api, upstream.url);
+  ({ upstream, service, id, stop } = await startProxiedEverything());
 });
 afterAll(async () => {
-  await service.stop();
-  await upstream.stop();
+  await stop();
 });
 
 const text = (result: unknown) => ((result as { content: { text: string }[] }).content[0]!.text);

@@ -1,6 +1,8 @@
+import { expect } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { authHeader, ADMIN, type Api, type Credentials, type TestService } from "./service";
+import { startEverything, type Peer } from "../peers/everything";
+import { authHeader, ADMIN, startTestService, type Api, type Credentials, type TestService } from "./service";
 
 export const proxyUrl = (service: TestService, id: string) => `${service.url}/api/v1/connectors/${id}/mcp`;
 
@@ -21,4 +23,46 @@ export async function connectedConnector(api: Api, url: string, headers?: Record
   const connected = await api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: headers ? { headers } : {} });
   if (connected.status !== 200 || connected.body.state !== "connected") throw new Error(`connect: ${connected.status} ${connected.text}`);
   return created.body.id;
+}
+
+/** The text of a tool result's first content block. */
+export const toolText = (result: unknown) => (result as { content: { text: string }[] }).content[0]!.text;
+
+/** server-everything (streamableHttp) behind a test service, with a connected connector to it. */
+export async function startProxiedEverything(env: Record<string, string> = {}) {
+  const upstream: Peer = await startEverything();
+  const service = await startTestService(env);
+  const id = await connectedConnector(service.api, upstream.url);
+  return {
+    upstream,
+    service,
+    id,
+    async stop() {
+      await service.stop();
+      await upstream.stop();
+    },
+  };
+}
+
+/**
+ * Two sessions of server-everything at `url` calling tools at once. Their SDK clients use the same request ids
+ * (0, 1, …) and progress tokens, so a gateway that mixed sessions up would deliver answers or progress to the
+ * wrong one: each must get only its own.
+ */
+export async function expectIsolatedSessions(url: string): Promise<void> {
+  const [a, b] = await Promise.all([mcpClient(url, null), mcpClient(url, null)]);
+  const progress = { a: 0, b: 0 };
+  const [ra, rb, sa, sb] = await Promise.all([
+    a.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.6, steps: 3 } }, undefined, { onprogress: () => void progress.a++ }),
+    b.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.4, steps: 2 } }, undefined, { onprogress: () => void progress.b++ }),
+    a.client.callTool({ name: "get-sum", arguments: { a: 1, b: 1 } }),
+    b.client.callTool({ name: "get-sum", arguments: { a: 500, b: 500 } }),
+  ]);
+  expect(toolText(ra)).toContain("Steps: 3");
+  expect(toolText(rb)).toContain("Steps: 2");
+  expect(toolText(sa)).toContain("2");
+  expect(toolText(sb)).toContain("1000");
+  expect(progress).toEqual({ a: 3, b: 2 });
+  await a.close();
+  await b.close();
 }
