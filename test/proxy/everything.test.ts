@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Peer } from "../peers/everything";
-import { mcpClient, proxyUrl, startProxiedEverything } from "../support/mcp";
+import { mcpClient, proxyUrl, startProxiedEverything, toolText as text } from "../support/mcp";
 import type { TestService } from "../support/service";
 
 // The reference server, @modelcontextprotocol/server-everything (2025-11-25, stateful sessions), behind the proxy.
@@ -17,7 +17,6 @@ afterAll(async () => {
   await stop();
 });
 
-const text = (result: unknown) => ((result as { content: { text: string }[] }).content[0]!.text);
 
 describe("an MCP client through the proxy", () => {
   test("initializes, lists tools and calls them exactly as directly", async () => {

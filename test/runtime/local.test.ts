@@ -7,7 +7,7 @@ import { createLogger } from "../../src/observability/logger";
 import { createLocalRuntime } from "../../src/runtime/local";
 import { DeploymentFailed } from "../../src/runtime/runtime";
 import { EVERYTHING } from "../peers/everything";
-import { mcpClient, proxyUrl } from "../support/mcp";
+import { mcpClient, proxyUrl, toolText as text } from "../support/mcp";
 import { waitFor } from "../support/oauth";
 import { expectProblem, startTestService, type TestService } from "../support/service";
 
@@ -36,7 +36,6 @@ function managedProcesses(): number[] {
   return out.split("\n").filter(Boolean).map(Number);
 }
 
-const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
 const dir = mkdtempSync(join(tmpdir(), "cs-local-"));
 let service: TestService;
