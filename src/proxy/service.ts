@@ -28,14 +28,13 @@ export function createProxyService({ connectors, connections, forward: baseOptio
    * token — the body was teed, so a POST can be sent again. MCP authorization (2025-11-25) §"Token Handling".
    */
   async function retryAfterRefresh(request: Request, row: ConnectorRow, url: URL, headers: Headers, spare: ReadableStream<Uint8Array> | null): Promise<Forwarded> {
-    const options = baseOptions;
     const refreshed = await connections.refresh(row.id);
     if (!refreshed.ok) {
       await spare?.cancel();
       credentialsRejected(row, `access token and its refresh failed (${refreshed.failure.reason})`);
     }
     headers.set("authorization", `Bearer ${refreshed.accessToken}`);
-    const retried = await forward(request, url, headers, options, spare);
+    const retried = await forward(request, url, headers, baseOptions, spare);
     if (retried.upstream.status === 401) {
       await retried.upstream.body?.cancel();
       credentialsRejected(row, "freshly refreshed access token");
@@ -70,7 +69,7 @@ export function createProxyService({ connectors, connections, forward: baseOptio
       const status = forwarded.upstream.status;
       if (status === 401) {
         await forwarded.upstream.body?.cancel();
-        if (row.auth_method === "none") {
+        if (row.auth_method === "none" && target.fetch === undefined) {
           // An open server that now wants authorization (e.g. only for tools): the OAuth flow, as at connect.
           await connections.authorizeAfterChallenge(row, forwarded.upstream);
           throw new Conflict(
