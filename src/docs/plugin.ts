@@ -25,7 +25,7 @@ export function docsPlugin(version: string) {
             title: "connector-service",
             version,
             description:
-              "Stores MCP server URLs, authorizes to them, keeps their credentials sealed and proxies MCP Streamable HTTP. Authenticate with HTTP Basic or a Bearer API token.",
+              "Stores MCP server URLs, authorizes to them (OAuth 2.1 or headers), keeps their credentials sealed and proxies MCP Streamable HTTP; runs stdio MCP servers; serves A2A agent cards. Authenticate with HTTP Basic or a Bearer API token.",
           },
           components: {
             securitySchemes: {
