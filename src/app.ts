@@ -74,6 +74,7 @@ export function createServices(deps: Deps) {
     clock: deps.clock,
     publicUrl: deps.publicUrl,
     processId: deps.newId(),
+    log: deps.log.child({ component: "oauth" }),
   });
   const connectors = createConnectorService({
     connectors: connectorRepository,

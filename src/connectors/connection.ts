@@ -266,6 +266,20 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       await beginAuthorization(row, challenge, row.redirect_url).catch(() => undefined);
     },
 
+    /** Disconnect at the user's request: an OAuth grant is revoked at the authorization server first (RFC 7009). */
+    async disconnect(caller: Principal, id: string): Promise<Connector> {
+      const row = connectors.owned(caller, id);
+      if (row.auth_method === "oauth" && row.state === "connected") await oauth.revoke(row.id);
+      return connectors.disconnect(caller, id);
+    },
+
+    /** Delete: the same revocation, then the connector and everything it had go. */
+    async delete(caller: Principal, id: string): Promise<void> {
+      const row = connectors.owned(caller, id);
+      if (row.auth_method === "oauth") await oauth.revoke(row.id);
+      connectors.delete(caller, id);
+    },
+
     /** RFC 6750 §3.1 insufficient_scope: start a new authorization asking for the wider scope. */
     async upgradeScope(row: ConnectorRow, challenge: Response, requiredScope: string): Promise<void> {
       const granted = oauth.grantedScope(row.id) ?? "";

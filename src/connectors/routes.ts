@@ -46,8 +46,8 @@ export function connectorRoutes(connectors: ConnectorService, connections: Conne
     })
     .delete(
       "/:id",
-      ({ principal, params, set }) => {
-        connectors.delete(principal, params.id);
+      async ({ principal, params, set }) => {
+        await connections.delete(principal, params.id);
         set.status = 204;
       },
       {
@@ -69,10 +69,13 @@ export function connectorRoutes(connectors: ConnectorService, connections: Conne
           "If the server refuses the headers (401/403) the answer is a 422 problem of type upstream-rejected-credentials and the connector is `disconnected` with the reason; an unreachable server is a 502, a silent one a 504. Connecting again starts over.",
       },
     })
-    .post("/:id/disconnect", ({ principal, params }) => connectors.disconnect(principal, params.id), {
+    .post("/:id/disconnect", ({ principal, params }) => connections.disconnect(principal, params.id), {
       auth: true,
       params: IdParams,
       response: { 200: Connector, ...problems },
-      detail: { summary: "Disconnect a connector", description: "Forgets its credentials; state becomes disconnected." },
+      detail: {
+        summary: "Disconnect a connector",
+        description: "Forgets its credentials (an OAuth grant is first revoked at the authorization server, RFC 7009); state becomes disconnected.",
+      },
     });
 }

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import * as oauth from "oauth4webapi";
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { Logger } from "../observability/logger";
 import type { Sealer } from "../secrets/sealer";
 import { clientAuth, resolveClient, type ClientIdentityDeps } from "./client-identity";
 import { canonicalResource, discoverAuthorizationServer, discoverResource } from "./discovery";
@@ -24,6 +25,7 @@ export type OAuthServiceDeps = {
   publicUrl: () => string;
   /** Identifies this process in refresh leases. */
   processId: string;
+  log?: Logger;
 };
 
 export type BeginInput = {
@@ -252,6 +254,37 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       return row ? ((row.context as unknown as GrantContext).scope ?? null) : null;
     },
     forget: (connectorId: string) => repository.deleteGrant(connectorId),
+
+    /**
+     * RFC 7009: tells the authorization server the grant is no longer wanted (refresh token, then access token),
+     * when it has a revocation endpoint. Best effort: the caller forgets the tokens whatever the answer.
+     */
+    async revoke(connectorId: string): Promise<void> {
+      const row = repository.findGrant(connectorId);
+      if (!row) return;
+      const context = row.context as unknown as GrantContext;
+      const endpoint = context.as.revocation_endpoint;
+      if (!endpoint) return;
+      const secrets = openGrant(row);
+      const client: oauth.Client = { client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method };
+      const tokens: [string, string][] = [
+        ...(secrets.refresh_token ? [[secrets.refresh_token, "refresh_token"] as [string, string]] : []),
+        [secrets.access_token, "access_token"],
+      ];
+      for (const [token, hint] of tokens) {
+        try {
+          const response = await oauth.revocationRequest(context.as, client, clientAuth(context, secrets.client_secret), token, {
+            additionalParameters: { token_type_hint: hint },
+            ...http.options(endpoint),
+          });
+          await oauth.processRevocationResponse(response);
+        } catch (e) {
+          // RFC 7009 §2.2.1: unsupported_token_type is a normal answer (e.g. self-contained JWT access tokens).
+          const expected = e instanceof oauth.ResponseBodyError && e.error === "unsupported_token_type";
+          deps.log?.[expected ? "debug" : "warn"]("token revocation failed", { connector_id: connectorId, kind: hint, reason: describeOAuthError(e).reason });
+        }
+      }
+    },
     dueGrants: (limit: number) => repository.dueGrants(clock(), limit).map((r) => r.connector_id),
     expireStates: () => repository.deleteExpiredStates(clock()),
   };

@@ -122,6 +122,26 @@ describe("the authorization code flow against oidc-provider", () => {
     server.rejectTokensIssuedBefore(0);
   }, 30_000);
 
+  test("disconnect revokes the grant at the authorization server (RFC 7009) before forgetting it", async () => {
+    const { id } = await authorize();
+    const { refresh_token } = storedGrant(service, id)!;
+    const refreshWith = (token: string) =>
+      fetch(`${op.issuer}/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: token, client_id: clientIdOf(id) }),
+      });
+    const destroyedBefore = op.destroyed.refreshTokens;
+    const off = await service.api("POST", `/api/v1/connectors/${id}/disconnect`);
+    expect(off.body).toMatchObject({ state: "disconnected" });
+    // oidc-provider destroyed the refresh token on the revocation request (its JWT access tokens cannot be revoked).
+    expect(op.destroyed.refreshTokens).toBeGreaterThan(destroyedBefore);
+    expect(storedGrant(service, id)).toBeUndefined();
+    const attempt = await refreshWith(refresh_token!);
+    expect(attempt.status).toBe(400);
+    expect((await attempt.json()).error).toBe("invalid_grant");
+  });
+
   test("the registered client is reused for the same authorization server", () => {
     const clients = service.deps.db.$client.query("SELECT issuer FROM oauth_clients").all() as { issuer: string }[];
     expect(clients).toEqual([{ issuer: op.issuer }]);

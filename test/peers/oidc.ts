@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import Provider from "oidc-provider";
 import { freePort } from "./ports";
 
-export type OidcPeer = { issuer: string; provider: Provider; stop(): Promise<void> };
+export type OidcPeer = { issuer: string; provider: Provider; destroyed: { refreshTokens: number; grants: number }; stop(): Promise<void> };
 
 export type OidcOptions = {
   /** Access token lifetime in seconds (short, so the scheduler's refresh shows in a test). */
@@ -47,11 +47,15 @@ export async function startOidcProvider(options: OidcOptions = {}): Promise<Oidc
   // The loopback issuer is plain http: allow it (and http redirect URIs on loopback) as a development provider does.
   provider.proxy = false;
   provider.on("server_error", (_ctx: unknown, err: Error) => console.error("oidc-provider server_error:", err));
+  const destroyed = { refreshTokens: 0, grants: 0 };
+  provider.on("refresh_token.destroyed", () => void destroyed.refreshTokens++);
+  provider.on("grant.destroyed", () => void destroyed.grants++);
   const server: Server = createServer(provider.callback());
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   return {
     issuer,
     provider,
+    destroyed,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
