@@ -107,6 +107,7 @@ export function createServices(deps: Deps) {
       fetch: upstreamFetch,
       headersTimeoutMs: deps.config.proxy.upstreamTimeoutMs,
       streams: new Set(),
+      maxBodyBytes: deps.config.proxy.maxBodyBytes,
       metrics: {
         requests: metrics.counter("mcp_proxy_requests_total", "MCP proxy requests by the status relayed (502/504: upstream failed)", "status"),
         latency: metrics.histogram(

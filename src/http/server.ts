@@ -1,4 +1,6 @@
 import type { Server } from "bun";
+import { PayloadTooLarge } from "../http-errors/errors";
+import { problemResponse, toProblem } from "../http-errors/plugin";
 import type { Logger } from "../observability/logger";
 
 export type Fetch = (request: Request) => Response | Promise<Response>;
@@ -34,7 +36,12 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
       const incoming = request.headers.get("x-request-id");
       const id = incoming && INCOMING_ID.test(incoming) ? incoming : crypto.randomUUID();
       requestIds.set(request, id);
-      const response = await handler(request);
+      const declared = Number(request.headers.get("content-length") ?? 0);
+      // Checked here rather than by Bun's own limit, whose 413 has no body: every refusal is a problem document.
+      const response =
+        declared > options.maxRequestBodySize
+          ? problemResponse(toProblem(new PayloadTooLarge(`The request body is larger than ${options.maxRequestBodySize} bytes (PROXY__MAX_BODY_BYTES)`), `urn:request:${id}`))
+          : await handler(request);
       // An event stream may be quiet for long stretches: no idle timeout for it (Bun's default would cut it).
       if (response.headers.get("content-type")?.startsWith("text/event-stream")) server.timeout(request, 0);
       try {
@@ -63,7 +70,8 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
   const server = Bun.serve({
     hostname: options.host,
     port: options.port,
-    maxRequestBodySize: options.maxRequestBodySize,
+    // Bodies without a declared length are counted as they stream (proxy/forward.ts); Bun's cap is a backstop.
+    maxRequestBodySize: options.maxRequestBodySize * 4,
     idleTimeout: 120,
     routes,
     fetch: logged(fetch),

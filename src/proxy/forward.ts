@@ -1,5 +1,5 @@
 import type { FetchLike } from "../app";
-import { UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
+import { PayloadTooLarge, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
 import type { Counter, Histogram, UpDown } from "../metrics/registry";
 import { clientResponseHeaders } from "./headers";
 
@@ -12,6 +12,8 @@ export type ForwardOptions = {
   metrics: ProxyMetrics;
   /** Notification streams (GET) that shutdown may end early; returns the function that forgets one. */
   streams: Set<() => void>;
+  /** The largest request body relayed (a declared length is checked before; this counts undeclared ones). */
+  maxBodyBytes?: number;
 };
 
 /** What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. */
@@ -39,6 +41,23 @@ export async function forward(
   }, options.headersTimeoutMs);
   const started = performance.now();
   const hasBody = request.method === "POST" && body !== null;
+  let tooLarge = false;
+  if (hasBody && options.maxBodyBytes !== undefined && !request.headers.has("content-length")) {
+    const limit = options.maxBodyBytes;
+    let size = 0;
+    body = body!.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, stream) {
+          size += chunk.byteLength;
+          if (size > limit) {
+            tooLarge = true;
+            controller.abort();
+            stream.error(new Error("request body too large"));
+          } else stream.enqueue(chunk);
+        },
+      }),
+    );
+  }
   let upstream: Response;
   try {
     upstream = await options.fetch(url, {
@@ -53,6 +72,7 @@ export async function forward(
     } as RequestInit);
   } catch (e) {
     request.signal.removeEventListener("abort", abort);
+    if (tooLarge) throw new PayloadTooLarge(`The request body is larger than ${options.maxBodyBytes} bytes (PROXY__MAX_BODY_BYTES)`);
     options.metrics.requests.inc(timedOut ? "504" : "502");
     if (timedOut) throw new UpstreamTimeout(`The MCP server sent no response within ${options.headersTimeoutMs / 1000} s`);
     throw new UpstreamFailed(`The MCP server could not be reached: ${describeFetchError(e)}`);

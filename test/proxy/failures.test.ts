@@ -10,7 +10,7 @@ let id: string;
 
 beforeAll(async () => {
   scripted = startScriptedServer();
-  service = await startTestService({ PROXY__UPSTREAM_TIMEOUT_SECONDS: "1" });
+  service = await startTestService({ PROXY__UPSTREAM_TIMEOUT_SECONDS: "1", PROXY__MAX_BODY_BYTES: "4096" });
   id = await connectedConnector(service.api, scripted.url);
 });
 afterAll(async () => {
@@ -75,6 +75,34 @@ describe("upstream failures", () => {
     const problem = await res.json();
     expect(problem.detail).toContain("could not be reached");
     expect((await service.api("GET", `/api/v1/connectors/${downId}`)).body.state).toBe("connected");
+  });
+});
+
+describe("request size", () => {
+  const send = (body: BodyInit) =>
+    fetch(proxyUrl(service, id), {
+      method: "POST",
+      headers: { authorization: authHeader(ADMIN), "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+  const big = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x", arguments: { blob: "y".repeat(10_000) } } });
+
+  test("a body over PROXY__MAX_BODY_BYTES is a 413 problem, declared length or not", async () => {
+    const declared = await send(big);
+    expect(declared.status).toBe(413);
+    expect(declared.headers.get("content-type")).toStartWith("application/problem+json");
+    const streamed = await send(
+      new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < 10; i++) controller.enqueue(new TextEncoder().encode(big.slice(i * 1000, (i + 1) * 1000)));
+          controller.enqueue(new TextEncoder().encode(big.slice(10_000)));
+          controller.close();
+        },
+      }),
+    );
+    expect(streamed.status).toBe(413);
+    expect((await streamed.json()).detail).toContain("PROXY__MAX_BODY_BYTES");
   });
 });
 
