@@ -1,4 +1,5 @@
 import type { FetchLike } from "../app";
+import { readCapped } from "../http/read-capped";
 import { describeFetchError } from "../proxy/forward";
 import { UnsafeUrl, UnresolvableHost } from "../security/url-guard";
 import { CARD_FETCH_TIMEOUT_MS, MAX_CARD_BYTES } from "./model";
@@ -24,19 +25,10 @@ export async function fetchCard(url: URL, fetch: FetchLike): Promise<unknown> {
     await response.body?.cancel();
     throw new CardFetchFailed(`the card is larger than ${MAX_CARD_BYTES} bytes`);
   }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = response.body!.getReader();
-  for (let next = await reader.read(); !next.done; next = await reader.read()) {
-    size += next.value.byteLength;
-    if (size > MAX_CARD_BYTES) {
-      await reader.cancel();
-      throw new CardFetchFailed(`the card is larger than ${MAX_CARD_BYTES} bytes`);
-    }
-    chunks.push(next.value);
-  }
+  const bytes = await readCapped(response.body, MAX_CARD_BYTES);
+  if (!bytes) throw new CardFetchFailed(`the card is larger than ${MAX_CARD_BYTES} bytes`);
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return JSON.parse(bytes.toString("utf8"));
   } catch {
     throw new CardFetchFailed("the answer is not JSON");
   }

@@ -1,6 +1,7 @@
 import { Conflict, NotFound, invalidField } from "../http-errors/errors";
 import { UnsafeUrl, type UrlGuard } from "../security/url-guard";
 import type { PresetCatalog } from "../presets/catalog";
+import { createOpenedCache } from "../secrets/opened-cache";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
 import { decodeCursor, encodeCursor } from "./cursor";
@@ -33,8 +34,7 @@ export const DISCONNECT_REQUESTED = "Disconnected at the user's request";
 
 export function createConnectorService(deps: ConnectorServiceDeps) {
   const { connectors, presets, sealer, clock, newId } = deps;
-  // Opened headers by sealed value: the proxy opens each connector's once, not on every request.
-  const openedHeaders = new Map<string, Record<string, string>>();
+  const openedHeaders = createOpenedCache<Record<string, string>>();
 
   function view(row: ConnectorRow): Connector {
     return {
@@ -172,14 +172,9 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
 
     /** The stored headers, opened, for the proxy. */
     storedHeaders(row: ConnectorRow): Record<string, string> {
-      if (!row.headers) return {};
-      let opened = openedHeaders.get(row.headers);
-      if (!opened) {
-        opened = JSON.parse(sealer.open(row.headers, sealContext(row.id, "headers"))) as Record<string, string>;
-        if (openedHeaders.size >= 1000) openedHeaders.delete(openedHeaders.keys().next().value!);
-        openedHeaders.set(row.headers, opened);
-      }
-      return opened;
+      const sealed = row.headers;
+      if (!sealed) return {};
+      return openedHeaders(sealed, () => JSON.parse(sealer.open(sealed, sealContext(row.id, "headers"))) as Record<string, string>);
     },
   };
 }

@@ -1,4 +1,5 @@
 import { BadRequest, PayloadTooLarge } from "../http-errors/errors";
+import { readCapped } from "./read-capped";
 
 /** DESIGN.md: API request bodies are limited to 1 MiB; the MCP proxy streams and has its own cap. */
 export const MAX_API_BODY_BYTES = 1024 * 1024;
@@ -13,7 +14,9 @@ export async function parseJsonBody({ request, contentType }: { request: Request
   if (!JSON_TYPE.test(contentType)) return;
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > MAX_API_BODY_BYTES) throw tooLarge();
-  const text = await readText(request, MAX_API_BODY_BYTES);
+  const bytes = await readCapped(request.body, MAX_API_BODY_BYTES);
+  if (!bytes) throw tooLarge();
+  const text = bytes.toString("utf8");
   if (text.trim() === "") return {};
   try {
     return JSON.parse(text);
@@ -23,19 +26,3 @@ export async function parseJsonBody({ request, contentType }: { request: Request
 }
 
 const tooLarge = () => new PayloadTooLarge(`The request body is larger than ${MAX_API_BODY_BYTES} bytes`);
-
-async function readText(request: Request, limit: number): Promise<string> {
-  if (!request.body) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (let next = await reader.read(); !next.done; next = await reader.read()) {
-    size += next.value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(next.value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}

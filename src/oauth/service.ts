@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import * as oauth from "oauth4webapi";
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { Logger } from "../observability/logger";
+import { createOpenedCache } from "../secrets/opened-cache";
 import type { Sealer } from "../secrets/sealer";
 import { clientAuth, resolveClient, type ClientIdentityDeps } from "./client-identity";
 import { canonicalResource, discoverAuthorizationServer, discoverResource } from "./discovery";
@@ -56,17 +57,9 @@ export function createOAuthService(deps: OAuthServiceDeps) {
   const identityDeps: ClientIdentityDeps = { http, repository, sealer, clock, publicUrl: deps.publicUrl };
   const redirectUri = () => `${deps.publicUrl()}${CALLBACK_PATH}`;
   const inFlight = new Map<string, Promise<RefreshOutcome>>();
-  const opened = new Map<string, GrantSecrets>();
-
-  const openGrant = (row: OAuthGrantRow): GrantSecrets => {
-    let secrets = opened.get(row.secrets);
-    if (!secrets) {
-      secrets = JSON.parse(sealer.open(row.secrets, grantSeal(row.connector_id))) as GrantSecrets;
-      if (opened.size >= 1000) opened.delete(opened.keys().next().value!);
-      opened.set(row.secrets, secrets);
-    }
-    return secrets;
-  };
+  const opened = createOpenedCache<GrantSecrets>();
+  const openGrant = (row: OAuthGrantRow): GrantSecrets =>
+    opened(row.secrets, () => JSON.parse(sealer.open(row.secrets, grantSeal(row.connector_id))) as GrantSecrets);
 
   /** Stores the tokens of a token response (RFC 6749 §5.1) for the connector, sealed, with the next refresh time. */
   function storeTokens(connectorId: string, context: GrantContext, tokens: oauth.TokenEndpointResponse, previous: GrantSecrets | null, clientSecret: string | null) {
