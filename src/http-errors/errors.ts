@@ -54,12 +54,6 @@ export class PayloadTooLarge extends AppError {
   readonly title = "Request body too large";
 }
 
-export class UnsupportedMediaType extends AppError {
-  readonly status = 415;
-  readonly type = "unsupported-media-type";
-  readonly title = "Unsupported media type";
-}
-
 export class ValidationFailed extends AppError {
   readonly status = 422;
   readonly type = "validation-failed";

@@ -18,6 +18,3 @@ export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 /** Problem types are relative URIs under the service (RFC 9457 §3.1.1 allows relative references). */
 export const problemType = (slug: string) => `/problems/${slug}`;
-
-/** Error responses every authenticated route may give, for OpenAPI. */
-export const authProblems = { 401: Problem, 422: Problem } as const;

@@ -10,8 +10,6 @@ export const Metadata = t.Object(
 );
 export type Metadata = typeof Metadata.static;
 
-export const PRESET_URL_SCHEMES = ["http:", "https:", "mcp+stdio:"] as const;
-
 /** Stdio configuration of a preset (spec 2.4). */
 export const StdioConfig = t.Object(
   {
