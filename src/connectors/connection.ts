@@ -163,8 +163,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
           if (deps.clock() - since < NOT_READY_GRACE_MS) continue;
           notReadySince.delete(row.id);
           await runtime.remove(row.id);
-          const current = connectors.findRow(row.id);
-          if (current?.state === "connected") connectors.markDisconnected(current, `The managed server stopped serving: ${state.reason}`);
+          connectors.disconnectIfConnected(row.id, `The managed server stopped serving: ${state.reason}`);
           continue;
         }
         const preset = connectors.presetOf(row);
@@ -173,8 +172,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
           const accessToken = row.access_token ? deps.open(row.access_token, sealContext(row.id, "access_token")) : null;
           await runtime.deploy({ connectorId: row.id, stdio: preset.stdio, accessToken });
         } catch (e) {
-          const current = connectors.findRow(row.id);
-          if (current?.state === "connected") connectors.markDisconnected(current, `The managed server could not be restarted: ${(e as Error).message}`);
+          connectors.disconnectIfConnected(row.id, `The managed server could not be restarted: ${(e as Error).message}`);
         }
       }
     },
@@ -255,8 +253,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     async refresh(connectorId: string): Promise<RefreshOutcome> {
       const outcome = await oauth.refresh(connectorId);
       if (!outcome.ok && (outcome.failure.permanent || outcome.expired)) {
-        const row = connectors.findRow(connectorId);
-        if (row && row.state === "connected") connectors.markDisconnected(row, `OAuth token refresh failed: ${outcome.failure.reason}`);
+        connectors.disconnectIfConnected(connectorId, `OAuth token refresh failed: ${outcome.failure.reason}`);
       }
       return outcome;
     },

@@ -166,6 +166,15 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     markDisconnected,
     update,
 
+    /**
+     * For asynchronous failures (refresh, reconciliation, the proxy): reads the connector again and disconnects
+     * it only if it is still connected, so a later connect or an earlier disconnect keeps its own reason.
+     */
+    disconnectIfConnected(id: string, reason: string): void {
+      const current = connectors.findById(id);
+      if (current?.state === "connected") markDisconnected(current, reason);
+    },
+
     /** The connector's own OAuth client secret (from the request or its preset), opened. */
     clientSecret: (row: ConnectorRow): string | null =>
       row.client_secret ? sealer.open(row.client_secret, sealContext(row.id, "client_secret")) : null,

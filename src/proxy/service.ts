@@ -18,8 +18,7 @@ export function createProxyService({ connectors, connections, forward: baseOptio
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   function credentialsRejected(row: ConnectorRow, why: string): never {
     const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
-    const current = connectors.findRow(row.id);
-    if (current?.state === "connected") connectors.markDisconnected(current, reason);
+    connectors.disconnectIfConnected(row.id, reason);
     throw new UpstreamFailed(`${reason}; the connector is now disconnected: connect it again`);
   }
 
