@@ -64,6 +64,18 @@ export function createServices(deps: Deps) {
   const urlGuard = createUrlGuard({ blockPrivate: deps.config.security.blockPrivateNetworks, clock: deps.clock });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
   const metrics = createRegistry();
+  /** Forwarding settings and metrics (`<prefix>_proxy_…`) of one of the two relays, MCP and A2A. */
+  const relayOptions = (prefix: string, upstreamName: string, buckets: number[]): ForwardOptions => ({
+    fetch: upstreamFetch,
+    headersTimeoutMs: deps.config.proxy.upstreamTimeoutMs,
+    streams: new Set(),
+    upstreamName,
+    metrics: {
+      requests: metrics.counter(`${prefix}_proxy_requests_total`, `${upstreamName} proxy requests by the status relayed (502/504: upstream failed)`, "status"),
+      latency: metrics.histogram(`${prefix}_proxy_upstream_latency_seconds`, `Time from sending a request to the ${upstreamName} to its response headers`, buckets),
+      openStreams: metrics.upDown(`${prefix}_proxy_open_streams`, `Event streams from the ${upstreamName} being relayed now`),
+    },
+  });
   metrics.gauge("connectors", "Connectors by state", "state", () =>
     connectorRepository.countByState().map(({ state, count }) => [state, count]),
   );
@@ -104,19 +116,8 @@ export function createServices(deps: Deps) {
     connections,
     clock: deps.clock,
     forward: {
-      fetch: upstreamFetch,
-      headersTimeoutMs: deps.config.proxy.upstreamTimeoutMs,
-      streams: new Set(),
+      ...relayOptions("mcp", "MCP server", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]),
       maxBodyBytes: deps.config.proxy.maxBodyBytes,
-      metrics: {
-        requests: metrics.counter("mcp_proxy_requests_total", "MCP proxy requests by the status relayed (502/504: upstream failed)", "status"),
-        latency: metrics.histogram(
-          "mcp_proxy_upstream_latency_seconds",
-          "Time from sending a request upstream to its response headers",
-          [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-        ),
-        openStreams: metrics.upDown("mcp_proxy_open_streams", "Event streams being relayed now"),
-      },
     },
   });
   const authenticate = createAuthenticator({ users: userRepository, clock: deps.clock });
@@ -129,18 +130,7 @@ export function createServices(deps: Deps) {
     publicUrl: deps.publicUrl,
     refreshAfterMs: deps.config.a2a.cardRefreshMs,
   });
-  const a2aForward: ForwardOptions = {
-    fetch: upstreamFetch,
-    headersTimeoutMs: deps.config.proxy.upstreamTimeoutMs,
-    streams: new Set(),
-    metrics: {
-      requests: metrics.counter("a2a_proxy_requests_total", "A2A proxy requests by the status relayed", "status"),
-      latency: metrics.histogram("a2a_proxy_upstream_latency_seconds", "Time from sending an A2A request to the agent's response headers", [
-        0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30,
-      ]),
-      openStreams: metrics.upDown("a2a_proxy_open_streams", "A2A event streams being relayed now"),
-    },
-  };
+  const a2aForward = relayOptions("a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30]);
   /** What the scheduler runs (issue #4): token refreshes before expiry, and the removal of stale OAuth states. */
   const jobs = [
     { name: "reconcile-deployments", run: () => connections.reconcileDeployments() },

@@ -14,6 +14,8 @@ export type ForwardOptions = {
   streams: Set<() => void>;
   /** The largest request body relayed (a declared length is checked before; this counts undeclared ones). */
   maxBodyBytes?: number;
+  /** What the upstream is, in error messages ("MCP server", "agent"). */
+  upstreamName: string;
 };
 
 /** What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. */
@@ -74,8 +76,8 @@ export async function forward(
     request.signal.removeEventListener("abort", abort);
     if (tooLarge) throw new PayloadTooLarge(`The request body is larger than ${options.maxBodyBytes} bytes (PROXY__MAX_BODY_BYTES)`);
     options.metrics.requests.inc(timedOut ? "504" : "502");
-    if (timedOut) throw new UpstreamTimeout(`The MCP server sent no response within ${options.headersTimeoutMs / 1000} s`);
-    throw new UpstreamFailed(`The MCP server could not be reached: ${describeFetchError(e)}`);
+    if (timedOut) throw new UpstreamTimeout(`The ${options.upstreamName} sent no response within ${options.headersTimeoutMs / 1000} s`);
+    throw new UpstreamFailed(`The ${options.upstreamName} could not be reached: ${describeFetchError(e)}`);
   } finally {
     clearTimeout(timer);
   }
