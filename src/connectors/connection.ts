@@ -78,9 +78,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       if (!(e instanceof OAuthFlowFailed)) throw e;
       const reason = `OAuth authorization could not start: ${e.failure.reason}`;
       connectors.markDisconnected(row, reason);
-      throw e.failure.kind === "config" && e.message.includes("client_id")
-        ? invalidField("client_id", e.failure.reason)
-        : new UpstreamFailed(reason);
+      throw e.failure.kind === "client" ? invalidField("client_id", e.failure.reason) : new UpstreamFailed(reason);
     }
     return connectors.update(row, {
       state: "auth_required",
@@ -110,13 +108,13 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     try {
       await runtime.deploy({ connectorId: row.id, stdio: preset.stdio, accessToken });
     } catch (e) {
-      deploying.delete(row.id);
       if (!(e instanceof DeploymentFailed)) throw e;
       const reason = `The managed server could not be started: ${e.message}`;
       connectors.markDisconnected(connectors.findRow(row.id) ?? row, reason);
       throw e.timedOut ? new UpstreamTimeout(reason) : new UpstreamFailed(reason);
+    } finally {
+      deploying.delete(row.id);
     }
-    deploying.delete(row.id);
     return connectors.view(
       connectors.update(row, {
         state: "connected",

@@ -7,7 +7,8 @@ import { NoClientIdentity } from "./client-identity";
 /** RFC 6749 §5.2 errors after which retrying the same grant cannot succeed. */
 const PERMANENT = new Set(["invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
 
-export type OAuthFailure = { reason: string; permanent: boolean; kind: "config" | "upstream" | "rejected" };
+/** `client`: no client identity can be had; the user must supply a client_id. */
+export type OAuthFailure = { reason: string; permanent: boolean; kind: "config" | "client" | "upstream" | "rejected" };
 
 /**
  * The single point where errors of an OAuth step (oauth4webapi's, the URL guard's, the network's) become
@@ -25,7 +26,8 @@ export function describeOAuthError(e: unknown): OAuthFailure {
   if (e instanceof oauth.WWWAuthenticateChallengeError) {
     return { reason: `the authorization server refused the request (HTTP ${e.status})`, permanent: true, kind: "rejected" };
   }
-  if (e instanceof DiscoveryFailed || e instanceof NoClientIdentity) return { reason: e.message, permanent: true, kind: "config" };
+  if (e instanceof NoClientIdentity) return { reason: e.message, permanent: true, kind: "client" };
+  if (e instanceof DiscoveryFailed) return { reason: e.message, permanent: true, kind: "config" };
   if (e instanceof UnsafeUrl) return { reason: `refused to follow ${e.message}`, permanent: true, kind: "config" };
   if (e instanceof UnresolvableHost) return { reason: e.message, permanent: false, kind: "upstream" };
   if (e instanceof oauth.OperationProcessingError) {

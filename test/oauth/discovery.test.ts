@@ -5,7 +5,7 @@ import { expectProblem, startTestService, type TestService } from "../support/se
  * A loopback MCP server whose authorization metadata the test shapes, to check discovery's order and its
  * refusals. Only discovery documents are served: the flow never gets past them.
  */
-function metadataServer(options: { issuerPath: string; servedAt: string; s256: boolean }) {
+function metadataServer(options: { issuerPath: string; servedAt: string; s256: boolean; registration?: boolean }) {
   const requests: string[] = [];
   const server = Bun.serve({
     hostname: "127.0.0.1",
@@ -25,7 +25,7 @@ function metadataServer(options: { issuerPath: string; servedAt: string; s256: b
           issuer: `${origin}${options.issuerPath}`,
           authorization_endpoint: `${origin}${options.issuerPath}/authorize`,
           token_endpoint: `${origin}${options.issuerPath}/token`,
-          registration_endpoint: `${origin}${options.issuerPath}/register`,
+          ...(options.registration !== false && { registration_endpoint: `${origin}${options.issuerPath}/register` }),
           response_types_supported: ["code"],
           code_challenge_methods_supported: options.s256 ? ["S256"] : ["plain"],
         });
@@ -68,5 +68,14 @@ test("an authorization server that does not advertise PKCE S256 is refused, and 
   expectProblem(res, 502);
   expect(res.body.detail).toContain("PKCE S256");
   expect(server.requests).not.toContain("/register");
+  await server.stop();
+});
+
+test("no way to get a client identity (no registration, no CIMD, no client_id): a 422 asking for a client_id", async () => {
+  const server = metadataServer({ issuerPath: "", servedAt: "/.well-known/oauth-authorization-server", s256: true, registration: false });
+  const res = await connect(server.url);
+  expectProblem(res, 422);
+  expect(res.body.errors[0].field).toBe("client_id");
+  expect(res.body.detail).toContain("Dynamic Client Registration");
   await server.stop();
 });
