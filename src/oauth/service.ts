@@ -51,6 +51,8 @@ const digest = (state: string) => createHash("sha256").update(state).digest("hex
 const stateSeal = (stateDigest: string) => `oauth_states/${stateDigest}`;
 const grantSeal = (connectorId: string) => `oauth_grants/${connectorId}`;
 const LEASE_MS = 30_000;
+/** The client as oauth4webapi takes it, from what a state or grant recorded. */
+const clientOf = (context: GrantContext): oauth.Client => ({ client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method });
 
 export function createOAuthService(deps: OAuthServiceDeps) {
   const { repository, sealer, http, clock } = deps;
@@ -101,7 +103,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         return { ok: false, failure: { reason: "the access token expired and the authorization server issued no refresh token", permanent: true, kind: "rejected" }, expired: true };
       }
       try {
-        const client: oauth.Client = { client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method };
+        const client = clientOf(context);
         // RFC 8707 §2.2: the resource goes with the refresh request too, so the new token keeps its audience.
         const response = await oauth.refreshTokenGrantRequest(context.as, client, clientAuth(context, secrets.client_secret), secrets.refresh_token, {
           additionalParameters: { resource: context.resource },
@@ -200,7 +202,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       const context = row.context as unknown as StateContext;
       const secrets = JSON.parse(sealer.open(row.secrets, stateSeal(row.state_digest))) as StateSecrets;
       const base = { connectorId: row.connector_id, redirect_url: context.redirect_url };
-      const client: oauth.Client = { client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method };
+      const client = clientOf(context);
       try {
         // Checks state, and iss against the issuer when the server sends it or says it will (RFC 9207 §2.4).
         const validated = oauth.validateAuthResponse(context.as, client, params, state!);
@@ -259,7 +261,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       const endpoint = context.as.revocation_endpoint;
       if (!endpoint) return;
       const secrets = openGrant(row);
-      const client: oauth.Client = { client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method };
+      const client = clientOf(context);
       const tokens: [string, string][] = [
         ...(secrets.refresh_token ? [[secrets.refresh_token, "refresh_token"] as [string, string]] : []),
         [secrets.access_token, "access_token"],
