@@ -20,8 +20,9 @@ export type GatewayOptions = {
   idleSessionMs?: number;
 };
 
-const jsonRpcError = (status: number, message: string) =>
-  Response.json({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }, { status });
+/** A JSON-RPC error answer that belongs to no request (transport-level refusals). */
+export const jsonRpcError = (status: number, message: string, code = -32000) =>
+  Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
 
 /**
  * Wraps a stdio MCP server and serves it over MCP Streamable HTTP (2025-06-18 / 2025-11-25 sessions).

@@ -3,7 +3,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
-import type { Gateway } from "./gateway";
+import { jsonRpcError, type Gateway } from "./gateway";
 
 type Id = string | number;
 type Session = { id: string; transport: WebStandardStreamableHTTPServerTransport; lastActive: number };
@@ -129,11 +129,11 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000 }: { s
 
   async function mcp(request: Request): Promise<Response> {
     await started.catch(() => undefined);
-    if (!initResult) return Response.json({ jsonrpc: "2.0", error: { code: -32000, message: "The MCP server is not ready" }, id: null }, { status: 503 });
+    if (!initResult) return jsonRpcError(503, "The MCP server is not ready");
     const id = request.headers.get("mcp-session-id");
     if (id) {
       const session = sessions.get(id);
-      if (!session) return Response.json({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null }, { status: 404 });
+      if (!session) return jsonRpcError(404, "Session not found", -32001);
       session.lastActive = Date.now();
       return session.transport.handleRequest(request);
     }
