@@ -6,6 +6,8 @@ import { CARD_FETCH_TIMEOUT_MS, MAX_CARD_BYTES } from "./model";
 
 export class CardFetchFailed extends Error {}
 
+const tooLarge = () => new CardFetchFailed(`the card is larger than ${MAX_CARD_BYTES} bytes`);
+
 /** Fetches an agent card: the URL guard applies (the fetch is guarded), with a timeout and a size cap. */
 export async function fetchCard(url: URL, fetch: FetchLike): Promise<unknown> {
   let response: Response;
@@ -23,10 +25,10 @@ export async function fetchCard(url: URL, fetch: FetchLike): Promise<unknown> {
   const declared = Number(response.headers.get("content-length") ?? "0");
   if (declared > MAX_CARD_BYTES) {
     await response.body?.cancel();
-    throw new CardFetchFailed(`the card is larger than ${MAX_CARD_BYTES} bytes`);
+    throw tooLarge();
   }
   const bytes = await readCapped(response.body, MAX_CARD_BYTES);
-  if (!bytes) throw new CardFetchFailed(`the card is larger than ${MAX_CARD_BYTES} bytes`);
+  if (!bytes) throw tooLarge();
   try {
     return JSON.parse(bytes.toString("utf8"));
   } catch {

@@ -72,6 +72,10 @@ export class UpstreamTimeout extends AppError {
   readonly title = "The upstream server did not answer in time";
 }
 
+/** A request body over `limit` bytes (the setting that sets the limit named, when there is one). */
+export const bodyTooLarge = (limit: number, setting?: string) =>
+  new PayloadTooLarge(`The request body is larger than ${limit} bytes${setting ? ` (${setting})` : ""}`);
+
 /** One field's problem as a 422. */
 export const invalidField = (field: string, detail: string) =>
   new ValidationFailed(`${field}: ${detail}`, [{ field, detail }]);

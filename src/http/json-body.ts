@@ -1,4 +1,4 @@
-import { BadRequest, PayloadTooLarge } from "../http-errors/errors";
+import { BadRequest, bodyTooLarge } from "../http-errors/errors";
 import { readCapped } from "./read-capped";
 
 /** DESIGN.md: API request bodies are limited to 1 MiB; the MCP proxy streams and has its own cap. */
@@ -25,4 +25,4 @@ export async function parseJsonBody({ request, contentType }: { request: Request
   }
 }
 
-const tooLarge = () => new PayloadTooLarge(`The request body is larger than ${MAX_API_BODY_BYTES} bytes`);
+const tooLarge = () => bodyTooLarge(MAX_API_BODY_BYTES);

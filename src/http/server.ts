@@ -1,5 +1,5 @@
 import type { Server } from "bun";
-import { PayloadTooLarge } from "../http-errors/errors";
+import { bodyTooLarge } from "../http-errors/errors";
 import { problemResponse, toProblem } from "../http-errors/plugin";
 import type { Logger } from "../observability/logger";
 
@@ -40,7 +40,7 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
       // Checked here rather than by Bun's own limit, whose 413 has no body: every refusal is a problem document.
       const response =
         declared > options.maxRequestBodySize
-          ? problemResponse(toProblem(new PayloadTooLarge(`The request body is larger than ${options.maxRequestBodySize} bytes (PROXY__MAX_BODY_BYTES)`), `urn:request:${id}`))
+          ? problemResponse(toProblem(bodyTooLarge(options.maxRequestBodySize, "PROXY__MAX_BODY_BYTES"), `urn:request:${id}`))
           : await handler(request);
       // An event stream may be quiet for long stretches: no idle timeout for it (Bun's default would cut it).
       if (response.headers.get("content-type")?.startsWith("text/event-stream")) server.timeout(request, 0);

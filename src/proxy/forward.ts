@@ -1,5 +1,5 @@
 import type { FetchLike } from "../app";
-import { PayloadTooLarge, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
+import { bodyTooLarge, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
 import type { Counter, Histogram, UpDown } from "../metrics/registry";
 import { clientResponseHeaders } from "./headers";
 
@@ -74,7 +74,7 @@ export async function forward(
     } as RequestInit);
   } catch (e) {
     request.signal.removeEventListener("abort", abort);
-    if (tooLarge) throw new PayloadTooLarge(`The request body is larger than ${options.maxBodyBytes} bytes (PROXY__MAX_BODY_BYTES)`);
+    if (tooLarge) throw bodyTooLarge(options.maxBodyBytes!, "PROXY__MAX_BODY_BYTES");
     options.metrics.requests.inc(timedOut ? "504" : "502");
     if (timedOut) throw new UpstreamTimeout(`The ${options.upstreamName} sent no response within ${options.headersTimeoutMs / 1000} s`);
     throw new UpstreamFailed(`The ${options.upstreamName} could not be reached: ${describeFetchError(e)}`);
