@@ -1,7 +1,5 @@
-import type { FetchLike } from "../app";
+import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import { readCapped } from "../http/read-capped";
-import { describeFetchError } from "../proxy/forward";
-import { UnsafeUrl, UnresolvableHost } from "../security/url-guard";
 import { CARD_FETCH_TIMEOUT_MS, MAX_CARD_BYTES } from "./model";
 
 export class CardFetchFailed extends Error {}
@@ -14,9 +12,7 @@ export async function fetchCard(url: URL, fetch: FetchLike): Promise<unknown> {
   try {
     response = await fetch(url, { headers: { accept: "application/json" }, redirect: "manual", signal: AbortSignal.timeout(CARD_FETCH_TIMEOUT_MS) });
   } catch (e) {
-    if (e instanceof UnsafeUrl || e instanceof UnresolvableHost) throw new CardFetchFailed(e.message);
-    if (e instanceof DOMException && e.name === "TimeoutError") throw new CardFetchFailed(`no answer within ${CARD_FETCH_TIMEOUT_MS / 1000} s`);
-    throw new CardFetchFailed(describeFetchError(e));
+    throw new CardFetchFailed(classifyFetchFailure(e, CARD_FETCH_TIMEOUT_MS).detail);
   }
   if (!response.ok) {
     await response.body?.cancel();

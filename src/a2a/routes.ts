@@ -1,11 +1,12 @@
 import { Elysia, t } from "elysia";
 import { Unauthorized } from "../http-errors/errors";
 import { Problem } from "../http-errors/model";
-import { parseJsonBody } from "../http/json-body";
-import { forward, type ForwardOptions } from "../proxy/forward";
+import type { JsonBodyPlugin } from "../http/json-body";
+import { IdParams } from "../http/params";
+import { forward, type ForwardOptions } from "../relay/forward";
+import { relayedRequestHeaders } from "../relay/headers";
 import type { AuthPlugin } from "../users/auth-plugin";
 import type { Authenticator } from "../users/authenticate";
-import { IdParams } from "../users/model";
 import { AgentCard, Provider, ProviderList, RegisterProviderBody } from "./model";
 import type { ProviderService } from "./service";
 
@@ -22,10 +23,10 @@ function matches(ifNoneMatch: string | null, etag: string): boolean {
   return ifNoneMatch.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
 }
 
-export function providerRoutes(providers: ProviderService, auth: AuthPlugin) {
+export function providerRoutes(providers: ProviderService, auth: AuthPlugin, jsonBody: JsonBodyPlugin) {
   return new Elysia({ prefix: "/api/v1/providers", detail: { tags: ["Agent providers"] } })
     .use(auth)
-    .onParse(parseJsonBody)
+    .use(jsonBody)
     .post(
       "/",
       async ({ principal, body, set }) => {
@@ -58,8 +59,8 @@ export function providerRoutes(providers: ProviderService, auth: AuthPlugin) {
     })
     .delete(
       "/:id",
-      ({ principal, params, set }) => {
-        providers.delete(principal, params.id);
+      async ({ principal, params, set }) => {
+        await providers.delete(principal, params.id);
         set.status = 204;
       },
       { auth: true, params: IdParams, response: { 204: t.Void(), ...problems }, detail: { summary: "Remove an agent provider (administrators only)" } },
@@ -74,13 +75,8 @@ export function providerRoutes(providers: ProviderService, auth: AuthPlugin) {
 
 export function a2aRoutes(providers: ProviderService, authenticate: Authenticator, auth: AuthPlugin, forwardOptions: ForwardOptions) {
   const relay = async ({ params, request }: { params: { provider_id: string }; request: Request }) => {
-    const target = providers.agentUrl(params.provider_id);
-    const headers = new Headers();
-    for (const name of A2A_REQUEST_HEADERS) {
-      const value = request.headers.get(name);
-      if (value !== null) headers.set(name, value);
-    }
-    return (await forward(request, target, headers, forwardOptions)).relay();
+    const target = await providers.agentUrl(params.provider_id);
+    return (await forward(request, target, relayedRequestHeaders(request.headers, A2A_REQUEST_HEADERS), forwardOptions)).relay();
   };
   const proxyOptions = {
     auth: true as const,
@@ -109,7 +105,7 @@ export function a2aRoutes(providers: ProviderService, authenticate: Authenticato
         // Spec part 5: the agent card endpoint takes HTTP Basic (RFC 7617).
         if (!authorization || !/^basic\s/i.test(authorization)) throw new Unauthorized("The agent card needs HTTP Basic credentials of a user of this service");
         await authenticate(authorization);
-        const served = providers.card(params.provider_id);
+        const served = await providers.card(params.provider_id);
         const headers = { etag: served.etag, "cache-control": "private, max-age=300", vary: "authorization" };
         if (matches(request.headers.get("if-none-match"), served.etag)) return new Response(null, { status: 304, headers });
         return new Response(served.body, { headers: { ...headers, "content-type": "application/json" } });

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import type { FetchLike } from "../app";
 import { Conflict, Forbidden, NotFound, UpstreamFailed, invalidField } from "../http-errors/errors";
+import { UnsafeUrl, type FetchLike } from "../http/fetch";
 import type { UrlGuard } from "../security/url-guard";
-import { UnsafeUrl } from "../security/url-guard";
 import type { Principal } from "../users/model";
 import { checkCard, servedCard } from "./card";
 import { CardFetchFailed, fetchCard } from "./fetch-card";
@@ -32,7 +31,7 @@ export function createProviderService(deps: ProviderServiceDeps) {
   const servedCache = new Map<string, ServedCard & { updated_at: number }>();
 
   function view(row: ProviderRow): Provider {
-    const card = row.card as unknown as AgentCardInput;
+    const card = row.card;
     return {
       id: row.id,
       name: card.name,
@@ -47,8 +46,8 @@ export function createProviderService(deps: ProviderServiceDeps) {
     };
   }
 
-  function found(id: string): ProviderRow {
-    const row = providers.find(id);
+  async function found(id: string): Promise<ProviderRow> {
+    const row = await providers.find(id);
     if (!row) throw new NotFound(`No agent provider ${id}`);
     return row;
   }
@@ -59,6 +58,23 @@ export function createProviderService(deps: ProviderServiceDeps) {
     const checked = checkCard(fetched);
     if (!checked.ok) throw new CardFetchFailed(`the card there is not a valid A2A 0.3.0 agent card: ${checked.field}: ${checked.detail}`);
     return checked.card;
+  }
+
+  /** Fetches a URL-registered card again; a failure keeps the last good card and is recorded. */
+  async function refresh(id: string, caller?: Principal): Promise<Provider> {
+    if (caller) requireAdmin(caller);
+    const row = await found(id);
+    if (!row.agent_card_url) throw new Conflict("This provider's card was registered inline: there is no URL to refresh it from");
+    try {
+      const card = await cardAt(new URL(row.agent_card_url));
+      const updated = await providers.update(id, { card, refreshed_at: clock(), refresh_error: null, updated_at: clock() });
+      if (!updated) throw new NotFound(`No agent provider ${id}`);
+      return view(updated);
+    } catch (e) {
+      if (!(e instanceof CardFetchFailed)) throw e;
+      await providers.update(id, { refresh_error: e.message, refreshed_at: clock(), updated_at: clock() });
+      throw new UpstreamFailed(`Could not refresh the card from ${row.agent_card_url}: ${e.message}; the last good card stays`);
+    }
   }
 
   return {
@@ -95,58 +111,45 @@ export function createProviderService(deps: ProviderServiceDeps) {
       const row: ProviderRow = {
         id: deps.newId(),
         agent_card_url: cardUrl,
-        card: card as unknown as Record<string, unknown>,
+        card,
         refreshed_at: now,
         refresh_error: null,
         created_at: now,
         updated_at: now,
       };
-      providers.insert(row);
+      await providers.insert(row);
       return view(row);
     },
 
-    list: () => ({ items: providers.list().map(view) }),
-    get: (id: string) => view(found(id)),
+    list: async () => ({ items: (await providers.list()).map(view) }),
+    get: async (id: string) => view(await found(id)),
 
-    delete(caller: Principal, id: string): void {
+    async delete(caller: Principal, id: string): Promise<void> {
       requireAdmin(caller);
-      if (!providers.delete(id)) throw new NotFound(`No agent provider ${id}`);
+      if (!(await providers.delete(id))) throw new NotFound(`No agent provider ${id}`);
       servedCache.delete(id);
     },
 
-    /** Fetches a URL-registered card again; a failure keeps the last good card and is recorded. */
-    async refresh(id: string, caller?: Principal): Promise<Provider> {
-      if (caller) requireAdmin(caller);
-      const row = found(id);
-      if (!row.agent_card_url) throw new Conflict("This provider's card was registered inline: there is no URL to refresh it from");
-      try {
-        const card = await cardAt(new URL(row.agent_card_url));
-        return view(providers.update(id, { card: card as unknown as Record<string, unknown>, refreshed_at: clock(), refresh_error: null, updated_at: clock() })!);
-      } catch (e) {
-        if (!(e instanceof CardFetchFailed)) throw e;
-        providers.update(id, { refresh_error: e.message, refreshed_at: clock(), updated_at: clock() });
-        throw new UpstreamFailed(`Could not refresh the card from ${row.agent_card_url}: ${e.message}; the last good card stays`);
-      }
-    },
+    refresh,
 
     /** For the scheduler: refreshes every URL-registered card older than the refresh interval. */
     async refreshStale(): Promise<void> {
-      for (const { id } of providers.stale(clock() - deps.refreshAfterMs)) await this.refresh(id).catch(() => undefined);
+      for (const id of await providers.stale(clock() - deps.refreshAfterMs)) await refresh(id).catch(() => undefined);
     },
 
     /** The served card and its ETag (RFC 9110 §8.8.3), computed once per card version. */
-    card(id: string): ServedCard {
-      const row = found(id);
+    async card(id: string): Promise<ServedCard> {
+      const row = await found(id);
       const cached = servedCache.get(id);
       if (cached && cached.updated_at === row.updated_at) return cached;
-      const body = JSON.stringify(servedCard(row.card as unknown as AgentCardInput, `${base(id)}/`));
+      const body = JSON.stringify(servedCard(row.card, `${base(id)}/`));
       const served = { body, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 32)}"`, updated_at: row.updated_at };
       servedCache.set(id, served);
       return served;
     },
 
     /** The agent's own A2A endpoint, for the A2A proxy. */
-    agentUrl: (id: string) => new URL((found(id).card as unknown as AgentCardInput).url),
+    agentUrl: async (id: string) => new URL((await found(id)).card.url),
   };
 }
 export type ProviderService = ReturnType<typeof createProviderService>;

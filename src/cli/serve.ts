@@ -53,6 +53,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     sealer: createSealer(key.key),
     log,
     clock: options.clock ?? Date.now,
+    sleep: Bun.sleep,
     // UUIDv7 (RFC 9562 §5.7): time-ordered and monotonic, so "newest first" has no ties to break at random.
     newId: () => Bun.randomUUIDv7(),
     fetch: globalThis.fetch,
@@ -88,13 +89,15 @@ export async function startService(env: Record<string, string | undefined>, opti
     routes: proxyNativeRoute(services.proxy, services.authenticate, log, requestIds),
     host: config.server.host,
     port: config.server.port,
-    maxRequestBodySize: config.proxy.maxBodyBytes,
+    // A backstop only: the API (API__MAX_BODY_BYTES) and the relays (PROXY__MAX_BODY_BYTES) refuse larger bodies
+    // themselves, with a problem document; Bun's own 413 has no body.
+    maxRequestBodySize: 4 * Math.max(config.api.maxBodyBytes, config.proxy.maxBodyBytes),
     log,
     requestIds,
   });
   publicUrl ||= running.url;
   // At start-up, bring back the managed servers of connected connectors before the first tick.
-  await services.connections.reconcileDeployments();
+  await services.deployments.reconcile();
   scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
   log.info("connector-service listening", {
     version: VERSION,

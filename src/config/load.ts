@@ -19,6 +19,7 @@ export type Config = {
   log: { level: "debug" | "info" | "warn" | "error" };
   security: { blockPrivateNetworks: boolean };
   oauth: { allowedRedirectOrigins: string[] };
+  api: { maxBodyBytes: number };
   proxy: { maxBodyBytes: number; upstreamTimeoutMs: number };
   scheduler: { intervalMs: number };
   a2a: { cardRefreshMs: number };
@@ -126,6 +127,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     log: { level: raw.log.level },
     security: { blockPrivateNetworks: raw.security.block_private_networks },
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
+    api: { maxBodyBytes: raw.api.max_body_bytes },
     proxy: { maxBodyBytes: raw.proxy.max_body_bytes, upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000 },
     scheduler: { intervalMs: raw.scheduler.interval_seconds * 1000 },
     a2a: { cardRefreshMs: raw.a2a.card_refresh_seconds * 1000 },

@@ -38,6 +38,9 @@ export const ConfigSchema = t.Object({
   scheduler: t.Object({
     interval_seconds: t.Number({ minimum: 0.1, maximum: 3600, default: 5, description: "a number of seconds from 0.1 to 3600" }),
   }),
+  api: t.Object({
+    max_body_bytes: t.Integer({ minimum: 1024, default: 1024 * 1024, description: "an integer of at least 1024" }),
+  }),
   proxy: t.Object({
     max_body_bytes: t.Integer({ minimum: 1024, default: 16 * 1024 * 1024, description: "an integer of at least 1024" }),
     upstream_timeout_seconds: t.Number({ minimum: 1, maximum: 3600, default: 60, description: "a number of seconds from 1 to 3600" }),

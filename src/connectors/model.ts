@@ -3,6 +3,9 @@ import { Metadata } from "../presets/model";
 
 export const CONNECTOR_STATES = ["created", "auth_required", "connected", "disconnected"] as const;
 export type ConnectorState = (typeof CONNECTOR_STATES)[number];
+/** How the proxy authenticates to a connected server: nothing, the stored headers, or the OAuth grant. */
+export const AUTH_METHODS = ["none", "headers", "oauth"] as const;
+export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 export const MAX_URL_LENGTH = 2048;
 export const MAX_HEADERS = 50;

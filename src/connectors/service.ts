@@ -1,19 +1,14 @@
-import { Conflict, NotFound, invalidField } from "../http-errors/errors";
-import { UnsafeUrl, type UrlGuard } from "../security/url-guard";
+import { NotFound, invalidField } from "../http-errors/errors";
+import { UnsafeUrl } from "../http/fetch";
 import type { PresetCatalog } from "../presets/catalog";
-import { createOpenedCache } from "../secrets/opened-cache";
 import type { Sealer } from "../secrets/sealer";
+import type { UrlGuard } from "../security/url-guard";
+import { parseConnectorUrl } from "../urls/server-url";
 import type { Principal } from "../users/model";
+import { sealContext } from "./credentials";
 import { decodeCursor, encodeCursor } from "./cursor";
-import {
-  DEFAULT_PAGE_SIZE,
-  type Connector,
-  type ConnectorList,
-  type CreateConnectorBody,
-  type ListQuery,
-} from "./model";
+import { DEFAULT_PAGE_SIZE, type Connector, type ConnectorList, type CreateConnectorBody, type ListQuery } from "./model";
 import type { ConnectorRepository, ConnectorRow } from "./repository";
-import { parseConnectorUrl } from "./url";
 
 export type ConnectorServiceDeps = {
   connectors: ConnectorRepository;
@@ -22,76 +17,44 @@ export type ConnectorServiceDeps = {
   clock: () => number;
   newId: () => string;
   urlGuard: UrlGuard;
-  /** Called when a connector loses its connection or is deleted: its grant and deployment go with it. */
-  onDisconnected?: (connectorId: string) => void;
 };
 
-/** Where each sealed column's context comes from: binds a ciphertext to its row and column. */
-export const sealContext = (id: string, column: "headers" | "client_secret" | "access_token") =>
-  `connectors/${id}/${column}`;
+/** The connector as the API shows it: never a secret, a token or a header value (DESIGN.md). */
+export function connectorView(row: ConnectorRow): Connector {
+  return {
+    id: row.id,
+    url: row.url,
+    state: row.state,
+    // Also shown while re-authorization is pending (e.g. the server asked for a wider scope).
+    disconnect_reason: row.state === "disconnected" || row.state === "auth_required" ? row.disconnect_reason : null,
+    metadata: row.metadata,
+    auth_request:
+      row.state === "auth_required" && row.authorization_url ? { type: "code", authorization_url: row.authorization_url } : null,
+    preset: row.preset_url,
+    header_names: row.header_names ?? [],
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+}
 
-export const DISCONNECT_REQUESTED = "Disconnected at the user's request";
+export const isManaged = (row: ConnectorRow) => row.url.startsWith("mcp+stdio:");
 
+/** Creating, reading and listing connectors. Their connection changes in transitions.ts only. */
 export function createConnectorService(deps: ConnectorServiceDeps) {
   const { connectors, presets, sealer, clock, newId } = deps;
-  const openedHeaders = createOpenedCache<Record<string, string>>();
-
-  function view(row: ConnectorRow): Connector {
-    return {
-      id: row.id,
-      url: row.url,
-      state: row.state,
-      // Also shown while re-authorization is pending (e.g. the server asked for a wider scope).
-      disconnect_reason: row.state === "disconnected" || row.state === "auth_required" ? row.disconnect_reason : null,
-      metadata: row.metadata,
-      auth_request:
-        row.state === "auth_required" && row.authorization_url
-          ? { type: "code", authorization_url: row.authorization_url }
-          : null,
-      preset: row.preset_url,
-      header_names: row.header_names ?? [],
-      created_at: new Date(row.created_at).toISOString(),
-      updated_at: new Date(row.updated_at).toISOString(),
-    };
-  }
 
   /** The caller's connector; another user's is indistinguishable from a missing one (DESIGN.md). */
-  function owned(caller: Principal, id: string, cached = false): ConnectorRow {
-    const row = cached ? connectors.findByIdCached(id) : connectors.findById(id);
+  async function owned(caller: Principal, id: string, cached = false): Promise<ConnectorRow> {
+    const row = cached ? await connectors.findByIdCached(id) : await connectors.findById(id);
     if (!row || (row.owner_id !== caller.id && caller.role !== "admin")) throw new NotFound(`No connector ${id}`);
     return row;
   }
 
-  function update(row: ConnectorRow, patch: Partial<ConnectorRow>): ConnectorRow {
-    const updated = connectors.update(row.id, { ...patch, updated_at: clock() });
-    if (!updated) throw new NotFound(`No connector ${row.id}`);
-    return updated;
-  }
-
-  /** Credentials go with the connection: a later connect starts over (DESIGN.md). */
-  function markDisconnected(row: ConnectorRow, reason: string): ConnectorRow {
-    const updated = update(row, {
-      state: "disconnected",
-      disconnect_reason: reason,
-      auth_method: "none",
-      headers: null,
-      header_names: null,
-      access_token: null,
-      authorization_url: null,
-    });
-    deps.onDisconnected?.(row.id);
-    return updated;
-  }
-
   return {
-    view,
     owned,
-    findRow: (id: string) => connectors.findById(id),
-    connectedManaged: () => connectors.connectedManaged(),
-    /** The preset a managed connector runs (presets can change between starts). */
-    presetOf: (row: ConnectorRow) => presets.match(new URL(row.url)),
+    get: async (caller: Principal, id: string): Promise<Connector> => connectorView(await owned(caller, id)),
 
-    create(caller: Principal, body: CreateConnectorBody): Connector {
+    async create(caller: Principal, body: CreateConnectorBody): Promise<Connector> {
       const parsed = parseConnectorUrl(body.url);
       if (!parsed.ok) throw invalidField("body.url", `"${body.url}" ${parsed.reason}`);
       if (parsed.url.protocol !== "mcp+stdio:") {
@@ -131,59 +94,18 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         created_at: now,
         updated_at: now,
       };
-      connectors.insert(row);
-      return view(row);
+      await connectors.insert(row);
+      return connectorView(row);
     },
 
-    list(caller: Principal, query: ListQuery): ConnectorList {
+    async list(caller: Principal, query: ListQuery): Promise<ConnectorList> {
       const limit = query.limit ?? DEFAULT_PAGE_SIZE;
       const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
       if (query.cursor !== undefined && !after) throw invalidField("query.cursor", "is not a cursor from this API");
-      const rows = connectors.page(caller.role === "admin" ? undefined : caller.id, limit + 1, after);
+      const rows = await connectors.page(caller.role === "admin" ? undefined : caller.id, limit + 1, after);
       const page = rows.slice(0, limit);
       const last = page.at(-1);
-      return {
-        items: page.map(view),
-        next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
-      };
-    },
-
-    get: (caller: Principal, id: string): Connector => view(owned(caller, id)),
-
-    delete(caller: Principal, id: string): void {
-      const row = owned(caller, id);
-      if (!connectors.delete(row.id)) throw new NotFound(`No connector ${id}`);
-      deps.onDisconnected?.(row.id);
-    },
-
-    disconnect(caller: Principal, id: string): Connector {
-      const row = owned(caller, id);
-      if (row.state === "created") throw new Conflict("The connector was never connected: connect it first");
-      if (row.state === "disconnected") return view(row);
-      return view(markDisconnected(row, DISCONNECT_REQUESTED));
-    },
-
-    markDisconnected,
-    update,
-
-    /**
-     * For asynchronous failures (refresh, reconciliation, the proxy): reads the connector again and disconnects
-     * it only if it is still connected, so a later connect or an earlier disconnect keeps its own reason.
-     */
-    disconnectIfConnected(id: string, reason: string): void {
-      const current = connectors.findById(id);
-      if (current?.state === "connected") markDisconnected(current, reason);
-    },
-
-    /** The connector's own OAuth client secret (from the request or its preset), opened. */
-    clientSecret: (row: ConnectorRow): string | null =>
-      row.client_secret ? sealer.open(row.client_secret, sealContext(row.id, "client_secret")) : null,
-
-    /** The stored headers, opened, for the proxy. */
-    storedHeaders(row: ConnectorRow): Record<string, string> {
-      const sealed = row.headers;
-      if (!sealed) return {};
-      return openedHeaders(sealed, () => JSON.parse(sealer.open(sealed, sealContext(row.id, "headers"))) as Record<string, string>);
+      return { items: page.map(connectorView), next_cursor: rows.length > limit && last ? encodeCursor(last) : null };
     },
   };
 }

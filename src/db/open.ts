@@ -4,9 +4,9 @@ import type { MigrationMeta } from "drizzle-orm/migrator";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { embeddedMigrations } from "./migrations.macro" with { type: "macro" };
-import * as schema from "./schema";
 
-export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
+/** The SQLite store; repositories (each feature's repository.ts) are its only users. Tables: each feature's table.ts. */
+export type Db = BunSQLiteDatabase & { $client: Database };
 
 export type OpenedDatabase = { db: Db; sqlite: Database; applied: number; close(): void };
 
@@ -20,7 +20,7 @@ export function openDatabase(path: string, migrations: MigrationMeta[] = MIGRATI
   if (path !== ":memory:") sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
-  const db = drizzle({ client: sqlite, schema });
+  const db = drizzle({ client: sqlite });
   const applied = migrate(db, sqlite, migrations);
   return {
     db,

@@ -1,4 +1,5 @@
 import type { Logger } from "../observability/logger";
+import { jsonRpcError, sessionNotFound } from "./json-rpc";
 import { openSession, type GatewaySession, type StdioCommand } from "./session";
 
 export type Gateway = {
@@ -19,10 +20,6 @@ export type GatewayOptions = {
    */
   idleSessionMs?: number;
 };
-
-/** A JSON-RPC error answer that belongs to no request (transport-level refusals). */
-export const jsonRpcError = (status: number, message: string, code = -32000) =>
-  Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
 
 /**
  * Wraps a stdio MCP server and serves it over MCP Streamable HTTP (2025-06-18 / 2025-11-25 sessions).
@@ -48,7 +45,7 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
     if (id) {
       const session = sessions.get(id);
       // MCP 2025-11-25 transports §"Session Management": an unknown session is a 404, so the client starts over.
-      if (!session) return jsonRpcError(404, "Session not found");
+      if (!session) return sessionNotFound();
       session.lastActive = Date.now();
       return session.transport.handleRequest(request);
     }

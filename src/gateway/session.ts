@@ -2,6 +2,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
+import { GATEWAY_ERROR } from "./json-rpc";
 
 export type StdioCommand = { command: string; args: string[]; env: Record<string, string> };
 
@@ -86,7 +87,7 @@ export async function openSession(
       log.warn("stdio server exited; its session ends", { session: transport.sessionId, last_stderr: stderrTail || undefined });
       const why = `The stdio server exited${stderrTail ? `: ${stderrTail.trim()}` : lastStderr ? `: ${lastStderr}` : ""}`;
       for (const id of unanswered) {
-        await transport.send({ jsonrpc: "2.0", id, error: { code: -32000, message: why } }).catch(() => undefined);
+        await transport.send({ jsonrpc: "2.0", id, error: { code: GATEWAY_ERROR, message: why } }).catch(() => undefined);
       }
     }
     void session.close();

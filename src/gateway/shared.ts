@@ -3,7 +3,8 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
-import { jsonRpcError, type Gateway } from "./gateway";
+import type { Gateway } from "./gateway";
+import { jsonRpcError, sessionNotFound } from "./json-rpc";
 
 type Id = string | number;
 type Session = { id: string; transport: WebStandardStreamableHTTPServerTransport; lastActive: number };
@@ -133,7 +134,7 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000 }: { s
     const id = request.headers.get("mcp-session-id");
     if (id) {
       const session = sessions.get(id);
-      if (!session) return jsonRpcError(404, "Session not found", -32001);
+      if (!session) return sessionNotFound();
       session.lastActive = Date.now();
       return session.transport.handleRequest(request);
     }

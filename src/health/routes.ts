@@ -1,5 +1,7 @@
 import { Elysia, t } from "elysia";
+import { ServiceUnavailable } from "../http-errors/errors";
 import { Problem } from "../http-errors/model";
+import { problemResponse } from "../http-errors/problem";
 
 export type Readiness = () => { ready: true } | { ready: false; reason: string };
 
@@ -13,12 +15,9 @@ export function healthRoutes(readiness: Readiness) {
     })
     .get(
       "/readyz",
-      ({ set }) => {
+      () => {
         const state = readiness();
-        if (state.ready) return { status: "ok" as const };
-        set.status = 503;
-        set.headers["content-type"] = "application/problem+json";
-        return { type: "/problems/not-ready", title: "Not ready", status: 503, detail: state.reason };
+        return state.ready ? { status: "ok" as const } : problemResponse(new ServiceUnavailable(state.reason));
       },
       {
         response: { 200: Health, 503: Problem },

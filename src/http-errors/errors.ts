@@ -1,6 +1,6 @@
 /**
- * The errors services throw. Each maps to one RFC 9457 problem type; the `problem` plugin
- * writes the body. `detail` is shown to the client, so it never carries a secret.
+ * The errors services throw. Each maps to one RFC 9457 problem type (its `type` slug is part of the API: clients
+ * may switch on it); problem.ts writes the body. `detail` is shown to the client, so it never carries a secret.
  */
 export type FieldError = { field: string; detail: string };
 
@@ -60,6 +60,21 @@ export class ValidationFailed extends AppError {
   readonly title = "The request is not valid";
 }
 
+export class Internal extends AppError {
+  readonly status = 500;
+  readonly type = "internal";
+  readonly title = "Internal error";
+  constructor() {
+    super("The service failed to handle the request; the log has the details under this request id");
+  }
+}
+
+export class ServiceUnavailable extends AppError {
+  readonly status = 503;
+  readonly type = "not-ready";
+  readonly title = "Not ready";
+}
+
 export class UpstreamFailed extends AppError {
   readonly status = 502;
   readonly type = "upstream-failed";
@@ -72,9 +87,9 @@ export class UpstreamTimeout extends AppError {
   readonly title = "The upstream server did not answer in time";
 }
 
-/** A request body over `limit` bytes (the setting that sets the limit named, when there is one). */
-export const bodyTooLarge = (limit: number, setting?: string) =>
-  new PayloadTooLarge(`The request body is larger than ${limit} bytes${setting ? ` (${setting})` : ""}`);
+/** A request body over `limit` bytes; the setting that sets the limit is named. */
+export const bodyTooLarge = (limit: number, setting: string) =>
+  new PayloadTooLarge(`The request body is larger than ${limit} bytes (${setting})`);
 
 /** One field's problem as a 422. */
 export const invalidField = (field: string, detail: string) =>
@@ -85,4 +100,37 @@ export class UpstreamRejectedCredentials extends AppError {
   readonly status = 422;
   readonly type = "upstream-rejected-credentials";
   readonly title = "The MCP server refused the supplied credentials";
+}
+
+/*
+ * Why an OAuth authorization could not start at connect (MCP authorization, the client side). Each has its own
+ * type so a client can tell "give me a client_id" from "the server's metadata is broken" from "try again later".
+ */
+
+/** No client identity: no client_id given, no Client ID Metadata Document support, no Dynamic Client Registration. */
+export class OAuthClientRequired extends AppError {
+  readonly status = 422;
+  readonly type = "oauth-client-required";
+  readonly title = "The authorization server needs a client_id for this connector";
+}
+
+/** The server's RFC 9728 / RFC 8414 metadata is missing, unsafe, or lacks what MCP requires (PKCE S256). */
+export class OAuthDiscoveryFailed extends AppError {
+  readonly status = 502;
+  readonly type = "oauth-discovery-failed";
+  readonly title = "The MCP server's authorization metadata cannot be used";
+}
+
+/** The authorization server did not answer, or not in time. Worth retrying. */
+export class OAuthServerUnreachable extends AppError {
+  readonly status = 502;
+  readonly type = "oauth-server-unreachable";
+  readonly title = "The authorization server could not be reached";
+}
+
+/** The authorization server answered with an OAuth error (e.g. it refused the client registration). */
+export class OAuthRequestRejected extends AppError {
+  readonly status = 502;
+  readonly type = "oauth-request-rejected";
+  readonly title = "The authorization server refused the request";
 }

@@ -1,17 +1,17 @@
 import type { Server } from "bun";
-import { bodyTooLarge } from "../http-errors/errors";
-import { problemResponse, toProblem } from "../http-errors/plugin";
+import { errorResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
+import { assignRequestId, type RequestIds } from "./request-id";
 
 export type Fetch = (request: Request) => Response | Promise<Response>;
 /** Bun's native routes (`path` → method → handler) served ahead of `fetch`. */
 export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "DELETE", (request: Request & { params: Record<string, string> }) => Promise<Response>>>>;
-export type RequestIds = WeakMap<Request, string>;
 
 export type ServerOptions = {
   routes?: NativeRoutes;
   host: string;
   port: number;
+  /** Bun's own cap on a request body, a backstop above the limits the API and the relays enforce themselves. */
   maxRequestBodySize: number;
   log: Logger;
   requestIds: RequestIds;
@@ -19,8 +19,6 @@ export type ServerOptions = {
 };
 
 export type RunningServer = { server: Server<undefined>; url: string; stop(timeoutMs: number): Promise<void> };
-
-const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * Serves `fetch` with one JSON log line per request (method, path, status, duration to headers,
@@ -33,15 +31,8 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
     <R extends Request>(handler: (request: R) => Response | Promise<Response>) =>
     async (request: R, server: Server<undefined>): Promise<Response> => {
       const start = now();
-      const incoming = request.headers.get("x-request-id");
-      const id = incoming && INCOMING_ID.test(incoming) ? incoming : crypto.randomUUID();
-      requestIds.set(request, id);
-      const declared = Number(request.headers.get("content-length") ?? 0);
-      // Checked here rather than by Bun's own limit, whose 413 has no body: every refusal is a problem document.
-      const response =
-        declared > options.maxRequestBodySize
-          ? problemResponse(toProblem(bodyTooLarge(options.maxRequestBodySize, "PROXY__MAX_BODY_BYTES"), `urn:request:${id}`))
-          : await handler(request);
+      const id = assignRequestId(request, requestIds);
+      const response = await handler(request);
       // An event stream may be quiet for long stretches: no idle timeout for it (Bun's default would cut it).
       if (response.headers.get("content-type")?.startsWith("text/event-stream")) server.timeout(request, 0);
       try {
@@ -70,18 +61,12 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
   const server = Bun.serve({
     hostname: options.host,
     port: options.port,
-    // Bodies without a declared length are counted as they stream (proxy/forward.ts); Bun's cap is a backstop.
-    maxRequestBodySize: options.maxRequestBodySize * 4,
+    maxRequestBodySize: options.maxRequestBodySize,
     idleTimeout: 120,
     routes,
     fetch: logged(fetch),
-    error(error) {
-      log.error("request failed outside the app", { error: error.message });
-      return new Response(JSON.stringify({ type: "/problems/internal", title: "Internal error", status: 500, detail: "The service failed to handle the request" }), {
-        status: 500,
-        headers: { "content-type": "application/problem+json" },
-      });
-    },
+    // The last resort, for what escaped the handlers: the same problem document as everywhere else.
+    error: (error) => errorResponse(error, log),
   });
   return {
     server,

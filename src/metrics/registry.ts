@@ -13,7 +13,7 @@ export type Counter = { inc(labelValue?: string, by?: number): void };
 export type Histogram = { observe(value: number): void };
 export type UpDown = { inc(): void; dec(): void };
 
-type Metric = { name: string; help: string; type: string; render(): string[] };
+type Metric = { name: string; help: string; type: string; render(): string[] | Promise<string[]> };
 
 export function createRegistry() {
   const metrics: Metric[] = [];
@@ -32,8 +32,8 @@ export function createRegistry() {
     },
 
     /** A gauge whose values are read when scraped (e.g. connectors by state, from the database). */
-    gauge(name: string, help: string, label: string, read: () => [string, number][]): void {
-      metrics.push({ name, help, type: "gauge", render: () => read().map(([k, v]) => `${series(name, label, k)} ${v}`) });
+    gauge(name: string, help: string, label: string, read: () => Promise<[string, number][]>): void {
+      metrics.push({ name, help, type: "gauge", render: async () => (await read()).map(([k, v]) => `${series(name, label, k)} ${v}`) });
     },
 
     histogram(name: string, help: string, buckets: number[]): Histogram {
@@ -60,8 +60,9 @@ export function createRegistry() {
       };
     },
 
-    render(): string {
-      return `${metrics.flatMap((m) => [`# HELP ${m.name} ${m.help}`, `# TYPE ${m.name} ${m.type}`, ...m.render()]).join("\n")}\n`;
+    async render(): Promise<string> {
+      const blocks = await Promise.all(metrics.map(async (m) => [`# HELP ${m.name} ${m.help}`, `# TYPE ${m.name} ${m.type}`, ...(await m.render())]));
+      return `${blocks.flat().join("\n")}\n`;
     },
   };
 }

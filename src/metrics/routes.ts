@@ -4,7 +4,7 @@ import type { Registry } from "./registry";
 export function metricsRoutes(registry: Registry) {
   return new Elysia({ detail: { tags: ["Health"] } }).get(
     "/metrics",
-    () => new Response(registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }),
+    async () => new Response(await registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }),
     {
       response: { 200: t.String({ description: "Prometheus text exposition format" }) },
       detail: {

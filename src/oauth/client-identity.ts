@@ -40,7 +40,8 @@ export function clientMetadata(redirectUri: string): Record<string, string | str
 }
 
 /**
- * Client identity in the order of issue #4 / MCP authorization (2025-11-25) §"Client Registration Approaches":
+ * Client identity in the order of MCP authorization (2025-11-25) §"Client Registration Approaches"
+ * (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#client-registration-approaches):
  * the connector's (or preset's) client id → a Client ID Metadata Document when the server supports it and the
  * service has a public https URL → Dynamic Client Registration (RFC 7591), reused per issuer → a clear error.
  */
@@ -62,12 +63,12 @@ export async function resolveClient(
     return { client_id: `${publicUrl}${CLIENT_METADATA_PATH}`, client_secret: null, token_endpoint_auth_method: "none" };
   }
   if (as.registration_endpoint) {
-    const known = deps.repository.findClient(as.issuer, redirectUri);
+    const known = await deps.repository.findClient(as.issuer, redirectUri);
     if (known) {
       return {
         client_id: known.client_id,
         client_secret: known.client_secret ? deps.sealer.open(known.client_secret, sealContext(as.issuer, redirectUri)) : null,
-        token_endpoint_auth_method: known.token_endpoint_auth_method as TokenEndpointAuthMethod,
+        token_endpoint_auth_method: known.token_endpoint_auth_method,
       };
     }
     const metadata = clientMetadata(redirectUri);
@@ -77,7 +78,7 @@ export async function resolveClient(
     const registered = await oauth.processDynamicClientRegistrationResponse(await withSecretExpiry(response));
     const method = (registered.token_endpoint_auth_method as TokenEndpointAuthMethod | undefined) ?? (metadata.token_endpoint_auth_method as TokenEndpointAuthMethod);
     const secret = typeof registered.client_secret === "string" ? registered.client_secret : null;
-    deps.repository.saveClient({
+    await deps.repository.saveClient({
       issuer: as.issuer,
       redirect_uri: redirectUri,
       client_id: registered.client_id,

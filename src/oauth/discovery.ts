@@ -31,7 +31,7 @@ export async function discoverResource(serverUrl: URL, metadataUrl: URL | undefi
     : [wellKnown(serverUrl, "oauth-protected-resource", serverUrl.pathname), wellKnown(serverUrl, "oauth-protected-resource", "/")];
   const failures: string[] = [];
   for (const candidate of [...new Map(candidates.map((c) => [c.href, c])).values()]) {
-    const response = await http.fetch(candidate, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(15_000) });
+    const response = await http.fetch(candidate, { headers: { accept: "application/json" } });
     if (!response.ok) {
       failures.push(`${candidate.href} answered ${response.status}`);
       continue;
@@ -80,7 +80,7 @@ export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp, 
     : [new URL("/.well-known/oauth-authorization-server", issuer.origin), new URL("/.well-known/openid-configuration", issuer.origin)];
   const failures: string[] = [];
   for (const candidate of candidates) {
-    const response = await http.fetch(candidate, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(15_000) });
+    const response = await http.fetch(candidate, { headers: { accept: "application/json" } });
     if (!response.ok) {
       failures.push(`${candidate.pathname} ${response.status}`);
       continue;

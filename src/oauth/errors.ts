@@ -1,14 +1,18 @@
 import * as oauth from "oauth4webapi";
-import { UnsafeUrl, UnresolvableHost } from "../security/url-guard";
-import { describeFetchError } from "../proxy/forward";
-import { DiscoveryFailed } from "./discovery";
+import { AppError, OAuthClientRequired, OAuthDiscoveryFailed, OAuthRequestRejected, OAuthServerUnreachable } from "../http-errors/errors";
+import { classifyFetchFailure, UPSTREAM_CALL_TIMEOUT_MS } from "../http/fetch";
 import { NoClientIdentity } from "./client-identity";
+import { DiscoveryFailed } from "./discovery";
 
-/** RFC 6749 §5.2 errors after which retrying the same grant cannot succeed. */
+/** RFC 6749 §5.2 (https://www.rfc-editor.org/rfc/rfc6749#section-5.2): errors after which retrying the same grant cannot succeed. */
 const PERMANENT = new Set(["invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
 
-/** `client`: no client identity can be had; the user must supply a client_id. */
-export type OAuthFailure = { reason: string; permanent: boolean; kind: "config" | "client" | "upstream" | "rejected" };
+/**
+ * What went wrong in an OAuth step. `discovery`: the server's metadata is missing, unsafe or unusable; `client`:
+ * no client identity can be had (the user must supply a client_id); `unreachable`: the network or a timeout;
+ * `rejected`: the authorization server answered with an OAuth error.
+ */
+export type OAuthFailure = { reason: string; permanent: boolean; kind: "discovery" | "client" | "unreachable" | "rejected" };
 
 /**
  * The single point where errors of an OAuth step (oauth4webapi's, the URL guard's, the network's) become
@@ -27,15 +31,34 @@ export function describeOAuthError(e: unknown): OAuthFailure {
     return { reason: `the authorization server refused the request (HTTP ${e.status})`, permanent: true, kind: "rejected" };
   }
   if (e instanceof NoClientIdentity) return { reason: e.message, permanent: true, kind: "client" };
-  if (e instanceof DiscoveryFailed) return { reason: e.message, permanent: true, kind: "config" };
-  if (e instanceof UnsafeUrl) return { reason: `refused to follow ${e.message}`, permanent: true, kind: "config" };
-  if (e instanceof UnresolvableHost) return { reason: e.message, permanent: false, kind: "upstream" };
+  if (e instanceof DiscoveryFailed) return { reason: e.message, permanent: true, kind: "discovery" };
   if (e instanceof oauth.OperationProcessingError) {
     const status = (e.cause as { status?: number } | undefined)?.status;
-    return { reason: `the authorization server's answer was not valid OAuth (${e.message})`, permanent: status !== undefined && status < 500, kind: "upstream" };
+    return { reason: `the authorization server's answer was not valid OAuth (${e.message})`, permanent: status !== undefined && status < 500, kind: "unreachable" };
   }
-  if (e instanceof DOMException && (e.name === "TimeoutError" || e.name === "AbortError")) {
-    return { reason: "the authorization server did not answer in time", permanent: false, kind: "upstream" };
+  const failure = classifyFetchFailure(e, UPSTREAM_CALL_TIMEOUT_MS);
+  switch (failure.kind) {
+    case "unsafe":
+      return { reason: `refused to follow ${failure.detail}`, permanent: true, kind: "discovery" };
+    case "unresolvable":
+      return { reason: failure.detail, permanent: false, kind: "unreachable" };
+    case "timeout":
+      return { reason: `the authorization server did not answer in time (${failure.detail})`, permanent: false, kind: "unreachable" };
+    case "unreachable":
+      return { reason: `the authorization server could not be reached (${failure.detail})`, permanent: false, kind: "unreachable" };
   }
-  return { reason: `the authorization server could not be reached (${describeFetchError(e)})`, permanent: false, kind: "upstream" };
+}
+
+/** The problem a client gets when an authorization cannot start; each kind has its own stable type. */
+export function oauthProblem(failure: OAuthFailure, detail: string): AppError {
+  switch (failure.kind) {
+    case "client":
+      return new OAuthClientRequired(detail, [{ field: "client_id", detail: failure.reason }]);
+    case "discovery":
+      return new OAuthDiscoveryFailed(detail);
+    case "unreachable":
+      return new OAuthServerUnreachable(detail);
+    case "rejected":
+      return new OAuthRequestRejected(detail);
+  }
 }

@@ -1,6 +1,5 @@
 import * as oauth from "oauth4webapi";
-import type { FetchLike } from "../app";
-import { UnsafeUrl } from "../security/url-guard";
+import { UnsafeUrl, UPSTREAM_CALL_TIMEOUT_MS, type FetchLike } from "../http/fetch";
 
 /** RFC 8252 §8.3 / loopback: the only hosts plain http may be used with, and only on a self-hosted VM. */
 const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
@@ -18,15 +17,16 @@ export function assertSecureUrl(url: URL, blockPrivate: boolean): void {
 
 export type OAuthHttp = {
   /** Options for every oauth4webapi request: the guarded fetch, and http allowed where assertSecureUrl allows it. */
-  options(url: URL | string): { [oauth.customFetch]: FetchLike; [oauth.allowInsecureRequests]: boolean; signal: AbortSignal };
+  options(url: URL | string): { [oauth.customFetch]: FetchLike; [oauth.allowInsecureRequests]: boolean };
+  /** The guarded fetch for server-chosen URLs: https (see assertSecureUrl), no redirects, UPSTREAM_CALL_TIMEOUT_MS. */
   fetch: FetchLike;
   blockPrivate: boolean;
 };
 
-export function createOAuthHttp(guardedFetch: FetchLike, blockPrivate: boolean, timeoutMs = 15_000): OAuthHttp {
+export function createOAuthHttp(guardedFetch: FetchLike, blockPrivate: boolean): OAuthHttp {
   const fetch: FetchLike = async (input, init) => {
     assertSecureUrl(new URL(input instanceof Request ? input.url : input), blockPrivate);
-    return guardedFetch(input, { ...init, redirect: "manual" });
+    return guardedFetch(input, { ...init, redirect: "manual", signal: init?.signal ?? AbortSignal.timeout(UPSTREAM_CALL_TIMEOUT_MS) });
   };
   return {
     fetch,
@@ -37,7 +37,6 @@ export function createOAuthHttp(guardedFetch: FetchLike, blockPrivate: boolean, 
       return {
         [oauth.customFetch]: fetch,
         [oauth.allowInsecureRequests]: target.protocol === "http:",
-        signal: AbortSignal.timeout(timeoutMs),
       };
     },
   };

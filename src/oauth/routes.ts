@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import type { ConnectionService } from "../connectors/connection";
+import type { Authorization } from "./authorization";
 import { clientMetadata } from "./client-identity";
 import { CALLBACK_PATH, CLIENT_METADATA_PATH } from "./model";
 import { errorPage, successPage } from "./pages";
@@ -7,12 +7,13 @@ import { errorPage, successPage } from "./pages";
 const html = (body: string, status: number) =>
   new Response(body, { status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
 
-export function oauthRoutes(connections: ConnectionService, publicUrl: () => string) {
+/** The OAuth client's two public routes: the authorization callback and the Client ID Metadata Document. */
+export function oauthRoutes(authorization: Authorization, publicUrl: () => string) {
   return new Elysia({ detail: { tags: ["OAuth"] } })
     .get(
       CALLBACK_PATH,
       async ({ request }) => {
-        const outcome = await connections.completeAuthorization(new URL(request.url).searchParams);
+        const outcome = await authorization.complete(new URL(request.url).searchParams);
         if (outcome.redirect_url) {
           const target = new URL(outcome.redirect_url);
           if (!outcome.ok) {

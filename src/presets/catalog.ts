@@ -1,4 +1,4 @@
-import { normaliseUrl, parseConnectorUrl } from "../connectors/url";
+import { normaliseUrl, parseConnectorUrl } from "../urls/server-url";
 import type { Preset, PresetView } from "./model";
 
 export type PresetCatalog = {

@@ -1,5 +1,5 @@
 import { Value } from "@sinclair/typebox/value";
-import { normaliseUrl, parseConnectorUrl } from "../connectors/url";
+import { normaliseUrl, parseConnectorUrl } from "../urls/server-url";
 import { Preset } from "./model";
 
 /**

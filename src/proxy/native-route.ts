@@ -1,5 +1,5 @@
-import { errorResponse } from "../http-errors/plugin";
-import type { RequestIds } from "../http/server";
+import { errorResponse } from "../http-errors/problem";
+import type { RequestIds } from "../http/request-id";
 import type { Logger } from "../observability/logger";
 import type { Authenticator } from "../users/authenticate";
 import type { ProxyService } from "./service";
@@ -19,7 +19,7 @@ export function proxyNativeRoute(proxy: ProxyService, authenticate: Authenticato
       const principal = await authenticate(request.headers.get("authorization"));
       return await proxy.handle(principal, request.params.id ?? "", request);
     } catch (error) {
-      return errorResponse(error, request, log, requestIds);
+      return errorResponse(error, log, requestIds.get(request));
     }
   };
   return { [PROXY_ROUTE]: { POST: handle, GET: handle, DELETE: handle } };

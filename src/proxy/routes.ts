@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { Problem } from "../http-errors/model";
 import type { AuthPlugin } from "../users/auth-plugin";
-import { IdParams } from "../users/model";
+import { IdParams } from "../http/params";
 import type { ProxyService } from "./service";
 
 const detail = (summary: string, description: string) => ({

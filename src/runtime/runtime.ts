@@ -1,4 +1,4 @@
-import type { FetchLike } from "../app";
+import type { FetchLike } from "../http/fetch";
 import type { Preset } from "../presets/model";
 
 /** What a managed stdio connector runs: its preset's stdio configuration and the connect request's token. */

@@ -1,4 +1,4 @@
-import type { FetchLike } from "../app";
+import type { FetchLike } from "../http/fetch";
 import type { UrlGuard } from "./url-guard";
 
 /** A fetch that refuses URLs the guard refuses, checked at every call (so after every resolution). */

@@ -1,9 +1,7 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { UnresolvableHost, UnsafeUrl } from "../http/fetch";
 import { checkAddress, checkHostName } from "./addresses";
-
-export class UnsafeUrl extends Error {}
-export class UnresolvableHost extends Error {}
 
 export type UrlGuard = {
   /** Resolves the URL's host and throws UnsafeUrl when any address it resolves to is refused. */

@@ -1,22 +1,22 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { FetchLike } from "../app";
-import { UnsafeUrl, UnresolvableHost } from "../security/url-guard";
+import { AppError, UpstreamFailed, UpstreamRejectedCredentials, UpstreamTimeout, invalidField } from "../http-errors/errors";
+import { classifyFetchFailure, UPSTREAM_CALL_TIMEOUT_MS, type FetchLike } from "../http/fetch";
 import { VERSION } from "../version";
-import { describeFetchError } from "../proxy/forward";
 
 export type HandshakeResult =
   | { ok: true; protocolVersion: string | undefined; serverName: string | undefined }
   | { ok: false; kind: "unauthorized"; status: number; wwwAuthenticate: string | null }
   | { ok: false; kind: "unreachable" | "timeout" | "unsafe" | "http" | "protocol"; detail: string };
 
-export type HandshakeOptions = { fetch: FetchLike; headers: Record<string, string>; timeoutMs: number };
+export type HandshakeOptions = { fetch: FetchLike; headers: Record<string, string>; timeoutMs?: number };
 
 /**
  * Verifies that `url` is an MCP server that accepts `headers`: the MCP lifecycle's initialize request and
- * initialized notification (MCP 2025-11-25 basic/lifecycle), run by the SDK client, then the session is ended.
+ * initialized notification (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#initialization),
+ * run by the SDK client, then the session is ended.
  */
-export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs }: HandshakeOptions): Promise<HandshakeResult> {
+export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTREAM_CALL_TIMEOUT_MS }: HandshakeOptions): Promise<HandshakeResult> {
   let last: { status: number; wwwAuthenticate: string | null; redirect: string | null } | undefined;
   let cause: unknown;
   const recording: FetchLike = async (input, init) => {
@@ -37,9 +37,9 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs }: Hand
     await client.connect(transport, { timeout: timeoutMs });
     return { ok: true, protocolVersion: transport.protocolVersion, serverName: client.getServerVersion()?.name };
   } catch (e) {
-    if (cause instanceof UnsafeUrl || cause instanceof UnresolvableHost) {
-      return { ok: false, kind: cause instanceof UnsafeUrl ? "unsafe" : "unreachable", detail: cause.message };
-    }
+    const failure = cause === undefined ? undefined : classifyFetchFailure(cause, timeoutMs);
+    if (failure?.kind === "unsafe") return { ok: false, kind: "unsafe", detail: failure.detail };
+    if (failure?.kind === "unresolvable") return { ok: false, kind: "unreachable", detail: failure.detail };
     if (last && (last.status === 401 || last.status === 403)) {
       return { ok: false, kind: "unauthorized", status: last.status, wwwAuthenticate: last.wwwAuthenticate };
     }
@@ -47,7 +47,7 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs }: Hand
       return { ok: false, kind: "http", detail: `answered ${last.status} redirecting to ${last.redirect ?? "nowhere"}: use that URL for the connector` };
     }
     if (last && last.status >= 400) return { ok: false, kind: "http", detail: `answered HTTP ${last.status} to initialize` };
-    if (cause) return { ok: false, kind: "unreachable", detail: describeFetchError(cause) };
+    if (failure) return { ok: false, kind: failure.kind === "timeout" ? "timeout" : "unreachable", detail: failure.detail };
     if (/timed? ?out/i.test((e as Error).message)) {
       return { ok: false, kind: "timeout", detail: `no answer to initialize within ${timeoutMs / 1000} s` };
     }
@@ -55,5 +55,23 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs }: Hand
   } finally {
     await transport.terminateSession().catch(() => undefined);
     await client.close().catch(() => undefined);
+  }
+}
+
+/** What a failed connect-time handshake leaves as `disconnect_reason`, and the problem connect answers with. */
+export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>): { reason: string; error: AppError } {
+  switch (result.kind) {
+    case "unauthorized": {
+      const reason = `The MCP server refused the supplied headers (HTTP ${result.status} ${result.status === 401 ? "Unauthorized" : "Forbidden"})`;
+      return { reason, error: new UpstreamRejectedCredentials(`${reason}; the connector is disconnected`) };
+    }
+    case "unsafe":
+      return { reason: `The MCP server URL is refused: ${result.detail}`, error: invalidField("url", result.detail) };
+    case "timeout":
+      return { reason: `The MCP server did not answer: ${result.detail}`, error: new UpstreamTimeout(`The MCP server did not answer: ${result.detail}`) };
+    case "unreachable":
+      return { reason: `Could not reach the MCP server: ${result.detail}`, error: new UpstreamFailed(`Could not reach the MCP server: ${result.detail}`) };
+    default:
+      return { reason: `The MCP server ${result.detail}`, error: new UpstreamFailed(`The MCP server ${result.detail}`) };
   }
 }

@@ -31,14 +31,14 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     const now = clock();
     const hit = remembered.get(key);
     if (hit && hit.until > now) {
-      const user = users.findById(hit.userId);
+      const user = await users.findById(hit.userId);
       if (user && safeEqual(user.password_hash, hit.passwordHash)) return principal(user);
       remembered.delete(key);
     }
     const decoded = Buffer.from(credentials, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
     if (colon < 0) throw new Unauthorized("The Basic credentials are not of the form username:password");
-    const user = users.findByUsername(decoded.slice(0, colon));
+    const user = await users.findByUsername(decoded.slice(0, colon));
     const ok = await Bun.password.verify(decoded.slice(colon + 1), user?.password_hash ?? (await decoy));
     if (!user || !ok) throw new Unauthorized("Wrong username or password");
     if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);
@@ -46,10 +46,10 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     return principal(user);
   }
 
-  function bearer(token: string): Principal {
+  async function bearer(token: string): Promise<Principal> {
     if (!token.startsWith(TOKEN_PREFIX)) throw new Unauthorized("The bearer token is not an API token of this service");
     const digest = digestToken(token);
-    const found = users.findTokenByDigest(digest);
+    const found = await users.findTokenByDigest(digest);
     if (!found || !safeEqual(found.token_digest, digest)) throw new Unauthorized("Unknown or revoked API token");
     if (found.expires_at !== null && found.expires_at <= clock()) throw new Unauthorized("The API token has expired");
     return principal(found);

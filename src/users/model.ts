@@ -1,7 +1,8 @@
 import { t } from "elysia";
 
 export const USERNAME_PATTERN = "^[A-Za-z0-9._@-]{1,64}$";
-export const Role = t.Union([t.Literal("admin"), t.Literal("user")]);
+export const ROLES = ["admin", "user"] as const;
+export const Role = t.UnionEnum(ROLES);
 export type Role = typeof Role.static;
 
 export const CreateUserBody = t.Object(
@@ -46,9 +47,6 @@ export const CreatedToken = t.Composite([
   t.Object({ token: t.String({ description: "The bearer token. Shown only in this response." }) }),
 ]);
 export type CreatedToken = typeof CreatedToken.static;
-
-/** Ids are looked up as given: an id that is not one of ours is simply unknown (404). */
-export const IdParams = t.Object({ id: t.String({ maxLength: 100 }) });
 
 /** The authenticated caller, as services see it. */
 export type Principal = { id: string; username: string; role: Role };

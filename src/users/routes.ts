@@ -1,16 +1,17 @@
 import { Elysia, t } from "elysia";
 import { Problem } from "../http-errors/model";
-import { parseJsonBody } from "../http/json-body";
+import type { JsonBodyPlugin } from "../http/json-body";
+import { IdParams } from "../http/params";
 import type { AuthPlugin } from "./auth-plugin";
-import { CreatedToken, CreateTokenBody, CreateUserBody, IdParams, TokenList, UserList, UserView } from "./model";
+import { CreatedToken, CreateTokenBody, CreateUserBody, TokenList, UserList, UserView } from "./model";
 import type { UserService } from "./service";
 
 const problems = { 401: Problem, 403: Problem, 404: Problem, 409: Problem, 422: Problem };
 
-export function userRoutes(users: UserService, auth: AuthPlugin) {
+export function userRoutes(users: UserService, auth: AuthPlugin, jsonBody: JsonBodyPlugin) {
   return new Elysia({ prefix: "/api/v1", detail: { tags: ["Users"] } })
     .use(auth)
-    .onParse(parseJsonBody)
+    .use(jsonBody)
     .post(
       "/users",
       async ({ principal, body, set }) => {
@@ -38,8 +39,8 @@ export function userRoutes(users: UserService, auth: AuthPlugin) {
     })
     .post(
       "/tokens",
-      ({ principal, body, set }) => {
-        const token = users.createToken(principal, body);
+      async ({ principal, body, set }) => {
+        const token = await users.createToken(principal, body);
         set.status = 201;
         set.headers.location = `/api/v1/tokens/${token.id}`;
         return token;
@@ -61,8 +62,8 @@ export function userRoutes(users: UserService, auth: AuthPlugin) {
     })
     .delete(
       "/tokens/:id",
-      ({ principal, params, set }) => {
-        users.deleteToken(principal, params.id);
+      async ({ principal, params, set }) => {
+        await users.deleteToken(principal, params.id);
         set.status = 204;
       },
       {

@@ -40,7 +40,7 @@ export function createUserService({ users, clock, newId }: UserServiceDeps) {
       created_at: now,
       updated_at: now,
     };
-    return users.insert(row) ? row : undefined;
+    return (await users.insert(row)) ? row : undefined;
   }
 
   return {
@@ -51,13 +51,13 @@ export function createUserService({ users, clock, newId }: UserServiceDeps) {
       return userView(row);
     },
 
-    listUsers(caller: Principal): { items: UserView[] } {
+    async listUsers(caller: Principal): Promise<{ items: UserView[] }> {
       requireAdmin(caller);
-      return { items: users.list().map(userView) };
+      return { items: (await users.list()).map(userView) };
     },
 
-    me(caller: Principal): UserView {
-      const row = users.findById(caller.id);
+    async me(caller: Principal): Promise<UserView> {
+      const row = await users.findById(caller.id);
       if (!row) throw new NotFound("The authenticated user no longer exists");
       return userView(row);
     },
@@ -67,10 +67,10 @@ export function createUserService({ users, clock, newId }: UserServiceDeps) {
      * administrator's password is brought in line with it. Returns the generated password, if one was made.
      */
     async ensureAdmin(username: string, password: string | undefined): Promise<{ generated?: string }> {
-      const existing = users.findByUsername(username);
+      const existing = await users.findByUsername(username);
       if (existing) {
         if (password !== undefined && !(await Bun.password.verify(password, existing.password_hash))) {
-          users.updatePassword(existing.id, await Bun.password.hash(password, "argon2id"), clock());
+          await users.updatePassword(existing.id, await Bun.password.hash(password, "argon2id"), clock());
         }
         return {};
       }
@@ -79,7 +79,7 @@ export function createUserService({ users, clock, newId }: UserServiceDeps) {
       return generated ? { generated } : {};
     },
 
-    createToken(caller: Principal, body: CreateTokenBody): CreatedToken {
+    async createToken(caller: Principal, body: CreateTokenBody): Promise<CreatedToken> {
       const now = clock();
       const token = `${TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
       const row: TokenRow = {
@@ -90,14 +90,14 @@ export function createUserService({ users, clock, newId }: UserServiceDeps) {
         expires_at: body.expires_in_days ? now + body.expires_in_days * DAY_MS : null,
         created_at: now,
       };
-      users.insertToken(row);
+      await users.insertToken(row);
       return { ...tokenView(row), token };
     },
 
-    listTokens: (caller: Principal) => ({ items: users.listTokens(caller.id).map(tokenView) }),
+    listTokens: async (caller: Principal) => ({ items: (await users.listTokens(caller.id)).map(tokenView) }),
 
-    deleteToken(caller: Principal, id: string): void {
-      if (!users.deleteToken(caller.id, id)) throw new NotFound(`No API token ${id}`);
+    async deleteToken(caller: Principal, id: string): Promise<void> {
+      if (!(await users.deleteToken(caller.id, id))) throw new NotFound(`No API token ${id}`);
     },
   };
 }

@@ -26,27 +26,28 @@ describe("when to refresh", () => {
 });
 
 describe("leases", () => {
-  test("only one process at a time holds a grant's refresh lease; an expired lease can be taken over; stale states go", () => {
+  test("only one process at a time holds a grant's refresh lease; an expired lease can be taken over; stale states go", async () => {
     const { db, close } = openDatabase(":memory:");
     db.$client.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)").run();
     db.$client.query("INSERT INTO connectors (id, owner_id, url, state, created_at, updated_at) VALUES ('c', 'u', 'https://x', 'connected', 0, 0)").run();
     const repository = createOAuthRepository(db);
-    repository.saveGrant({ connector_id: "c", context: {}, secrets: "s", expires_at: 100, refresh_at: 50, failures: 0, lease_owner: null, lease_until: null, updated_at: 0 });
-    expect(repository.dueGrants(60, 10)).toEqual([{ connector_id: "c" }]);
-    expect(repository.lease("c", "process-a", 60, 90)).toBe(true);
-    expect(repository.lease("c", "process-b", 61, 91)).toBe(false);
-    expect(repository.dueGrants(61, 10)).toEqual([]);
-    expect(repository.lease("c", "process-b", 95, 125)).toBe(true); // process-a's lease ran out
-    repository.release("c", "process-a"); // not its lease any more: nothing happens
-    expect(repository.lease("c", "process-a", 96, 126)).toBe(false);
-    repository.release("c", "process-b");
-    expect(repository.lease("c", "process-a", 97, 127)).toBe(true);
+    const context = { as: { issuer: "https://as.example" }, client_id: "c", token_endpoint_auth_method: "none" as const, resource: "https://x", scope: null, redirect_uri: "https://cs/cb" };
+    await repository.saveGrant({ connector_id: "c", context, secrets: "s", expires_at: 100, refresh_at: 50, failures: 0, lease_owner: null, lease_until: null, updated_at: 0 });
+    expect(await repository.dueGrants(60, 10)).toEqual(["c"]);
+    expect(await repository.lease("c", "process-a", 60, 90)).toBe(true);
+    expect(await repository.lease("c", "process-b", 61, 91)).toBe(false);
+    expect(await repository.dueGrants(61, 10)).toEqual([]);
+    expect(await repository.lease("c", "process-b", 95, 125)).toBe(true); // process-a's lease ran out
+    await repository.release("c", "process-a"); // not its lease any more: nothing happens
+    expect(await repository.lease("c", "process-a", 96, 126)).toBe(false);
+    await repository.release("c", "process-b");
+    expect(await repository.lease("c", "process-a", 97, 127)).toBe(true);
 
     // Stale pending authorizations are removed by the same loop.
-    repository.saveState({ state_digest: "d", connector_id: "c", secrets: "s", context: {}, expires_at: 600_000, created_at: 0 });
-    expect(repository.deleteExpiredStates(599_999)).toBe(0);
-    expect(repository.deleteExpiredStates(600_000)).toBe(1);
-    expect(repository.takeState("d")).toBeUndefined();
+    await repository.saveState({ state_digest: "d", connector_id: "c", secrets: "s", context: { ...context, redirect_url: null }, expires_at: 600_000, created_at: 0 });
+    expect(await repository.deleteExpiredStates(599_999)).toBe(0);
+    expect(await repository.deleteExpiredStates(600_000)).toBe(1);
+    expect(await repository.takeState("d")).toBeUndefined();
     close();
   });
 });

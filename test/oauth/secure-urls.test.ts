@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { assertSecureUrl } from "../../src/oauth/http";
-import { UnsafeUrl } from "../../src/security/url-guard";
+import { UnsafeUrl } from "../../src/http/fetch";
 
 test("server-chosen URLs must be https, except loopback while private networks are allowed", () => {
   for (const ok of ["https://as.example/token", "http://127.0.0.1:9000/token", "http://localhost:8080/authorize", "http://[::1]:80/x"]) {

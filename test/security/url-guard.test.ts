@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { checkAddress } from "../../src/security/addresses";
-import { createUrlGuard, UnsafeUrl } from "../../src/security/url-guard";
+import { UnsafeUrl } from "../../src/http/fetch";
+import { createUrlGuard } from "../../src/security/url-guard";
 import { startBearerServer, type BearerServer } from "../peers/bearer-server";
 import { connectedConnector } from "../support/mcp";
 import { expectProblem, startTestService, type TestService } from "../support/service";

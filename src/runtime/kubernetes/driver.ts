@@ -1,4 +1,4 @@
-import type { FetchLike } from "../../app";
+import type { FetchLike } from "../../http/fetch";
 import type { Logger } from "../../observability/logger";
 import { DeploymentFailed, READINESS_TIMEOUT_MS, type DeploymentState, type Runtime } from "../runtime";
 import { buildManifests, CONNECTOR_LABEL, GATEWAY_PORT, MANAGED_BY, objectName, tokenSecretName } from "./manifests";

@@ -18,11 +18,13 @@ export class OAuthFlowFailed extends Error {
   }
 }
 
-export type OAuthServiceDeps = {
+export type OAuthClientDeps = {
   repository: OAuthRepository;
   sealer: Sealer;
   http: OAuthHttp;
   clock: () => number;
+  /** Waits while another process holds a grant's refresh lease (injectable, so tests can step it). */
+  sleep: (ms: number) => Promise<void>;
   publicUrl: () => string;
   /** Identifies this process in refresh leases. */
   processId: string;
@@ -51,10 +53,18 @@ const digest = (state: string) => createHash("sha256").update(state).digest("hex
 const stateSeal = (stateDigest: string) => `oauth_states/${stateDigest}`;
 const grantSeal = (connectorId: string) => `oauth_grants/${connectorId}`;
 const LEASE_MS = 30_000;
+/** How long to wait for another process's refresh of the same grant before using what it stored. */
+const LEASE_WAIT_MS = 500;
 /** The client as oauth4webapi takes it, from what a state or grant recorded. */
 const clientOf = (context: GrantContext): oauth.Client => ({ client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method });
 
-export function createOAuthService(deps: OAuthServiceDeps) {
+/**
+ * The service as an OAuth 2.1 client of MCP servers' authorization servers (MCP authorization 2025-11-25, client
+ * side), every protocol step through oauth4webapi: the authorization request, the code exchange, refresh with a
+ * lease so one process refreshes a grant at a time, and revocation. It knows grants by connector id, nothing
+ * more of connectors: authorization.ts ties it to their state.
+ */
+export function createOAuthClient(deps: OAuthClientDeps) {
   const { repository, sealer, http, clock } = deps;
   const identityDeps: ClientIdentityDeps = { http, repository, sealer, clock, publicUrl: deps.publicUrl };
   const redirectUri = () => `${deps.publicUrl()}${CALLBACK_PATH}`;
@@ -64,15 +74,15 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     opened(row.secrets, () => JSON.parse(sealer.open(row.secrets, grantSeal(row.connector_id))) as GrantSecrets);
 
   /** Stores the tokens of a token response (RFC 6749 §5.1) for the connector, sealed, with the next refresh time. */
-  function storeTokens(connectorId: string, context: GrantContext, tokens: oauth.TokenEndpointResponse, previous: GrantSecrets | null, clientSecret: string | null) {
+  async function storeTokens(connectorId: string, context: GrantContext, tokens: oauth.TokenEndpointResponse, previous: GrantSecrets | null, clientSecret: string | null) {
     const now = clock();
     const expiresAt = typeof tokens.expires_in === "number" ? now + tokens.expires_in * 1000 : null;
     // RFC 6749 §6: a refresh response may omit the refresh token; the old one then stays valid.
     const refreshToken = tokens.refresh_token ?? previous?.refresh_token ?? null;
     const secrets: GrantSecrets = { access_token: tokens.access_token, refresh_token: refreshToken, client_secret: clientSecret };
-    repository.saveGrant({
+    await repository.saveGrant({
       connector_id: connectorId,
-      context: { ...context, scope: tokens.scope ?? context.scope } as unknown as Record<string, unknown>,
+      context: { ...context, scope: tokens.scope ?? context.scope },
       secrets: sealer.seal(JSON.stringify(secrets), grantSeal(connectorId)),
       expires_at: expiresAt,
       // Without a refresh token the grant is looked at again when it expires, to disconnect it with a reason.
@@ -86,17 +96,17 @@ export function createOAuthService(deps: OAuthServiceDeps) {
 
   async function doRefresh(connectorId: string): Promise<RefreshOutcome> {
     const now = clock();
-    if (!repository.lease(connectorId, deps.processId, now, now + LEASE_MS)) {
+    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS))) {
       // Another process holds the lease and is refreshing: use what it stores.
-      await Bun.sleep(500);
-      const row = repository.findGrant(connectorId);
+      await deps.sleep(LEASE_WAIT_MS);
+      const row = await repository.findGrant(connectorId);
       if (row && (row.expires_at === null || row.expires_at > clock())) return { ok: true, accessToken: openGrant(row).access_token };
-      return { ok: false, failure: { reason: "another process is refreshing the token", permanent: false, kind: "upstream" }, expired: false };
+      return { ok: false, failure: { reason: "another process is refreshing the token", permanent: false, kind: "unreachable" }, expired: false };
     }
     try {
-      const row = repository.findGrant(connectorId);
-      if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "config" }, expired: true };
-      const context = row.context as unknown as GrantContext;
+      const row = await repository.findGrant(connectorId);
+      if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true };
+      const context = row.context;
       const secrets = openGrant(row);
       const expired = row.expires_at !== null && row.expires_at <= clock();
       if (!secrets.refresh_token) {
@@ -110,12 +120,12 @@ export function createOAuthService(deps: OAuthServiceDeps) {
           ...http.options(context.as.token_endpoint!),
         });
         const tokens = await oauth.processRefreshTokenResponse(context.as, client, response);
-        storeTokens(connectorId, context, tokens, secrets, secrets.client_secret);
+        await storeTokens(connectorId, context, tokens, secrets, secrets.client_secret);
         return { ok: true, accessToken: tokens.access_token };
       } catch (e) {
         const failure = describeOAuthError(e);
         const failures = row.failures + 1;
-        repository.updateGrant(connectorId, {
+        await repository.updateGrant(connectorId, {
           failures,
           refresh_at: failure.permanent ? null : retryAt(clock(), failures, row.expires_at),
           updated_at: clock(),
@@ -123,7 +133,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         return { ok: false, failure, expired };
       }
     } finally {
-      repository.release(connectorId, deps.processId);
+      await repository.release(connectorId, deps.processId);
     }
   }
 
@@ -159,11 +169,11 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         const secrets: StateSecrets = { code_verifier: verifier, client_secret: identity.client_secret };
         const now = clock();
         const stateDigest = digest(state);
-        repository.saveState({
+        await repository.saveState({
           state_digest: stateDigest,
           connector_id: input.connectorId,
           secrets: sealer.seal(JSON.stringify(secrets), stateSeal(stateDigest)),
-          context: context as unknown as Record<string, unknown>,
+          context,
           expires_at: now + STATE_TTL_MS,
           created_at: now,
         });
@@ -187,7 +197,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     /** The callback (RFC 6749 §4.1.2): validates state and iss (RFC 9207), exchanges the code, stores the tokens. */
     async complete(params: URLSearchParams): Promise<CallbackOutcome> {
       const state = params.get("state");
-      const row = state ? repository.takeState(digest(state)) : undefined;
+      const row = state ? await repository.takeState(digest(state)) : undefined;
       if (!row || row.expires_at <= clock()) {
         return {
           ok: false,
@@ -199,7 +209,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
             : "The callback has no state parameter",
         };
       }
-      const context = row.context as unknown as StateContext;
+      const context = row.context;
       const secrets = JSON.parse(sealer.open(row.secrets, stateSeal(row.state_digest))) as StateSecrets;
       const base = { connectorId: row.connector_id, redirect_url: context.redirect_url };
       const client = clientOf(context);
@@ -217,7 +227,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         );
         const tokens = await oauth.processAuthorizationCodeResponse(context.as, client, response);
         const { redirect_url: _, ...grant } = context;
-        storeTokens(row.connector_id, grant, tokens, null, secrets.client_secret);
+        await storeTokens(row.connector_id, grant, tokens, null, secrets.client_secret);
         return { ok: true, ...base };
       } catch (e) {
         if (e instanceof oauth.AuthorizationResponseError) {
@@ -229,8 +239,8 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     },
 
     /** The bearer token for the proxy, or undefined when the connector has no grant. */
-    accessToken(connectorId: string): string | undefined {
-      const row = repository.findGrant(connectorId);
+    async accessToken(connectorId: string): Promise<string | undefined> {
+      const row = await repository.findGrant(connectorId);
       return row ? openGrant(row).access_token : undefined;
     },
 
@@ -244,9 +254,8 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       return running;
     },
 
-    grantedScope(connectorId: string): string | null {
-      const row = repository.findGrant(connectorId);
-      return row ? ((row.context as unknown as GrantContext).scope ?? null) : null;
+    async grantedScope(connectorId: string): Promise<string | null> {
+      return (await repository.findGrant(connectorId))?.context.scope ?? null;
     },
     forget: (connectorId: string) => repository.deleteGrant(connectorId),
 
@@ -255,9 +264,9 @@ export function createOAuthService(deps: OAuthServiceDeps) {
      * when it has a revocation endpoint. Best effort: the caller forgets the tokens whatever the answer.
      */
     async revoke(connectorId: string): Promise<void> {
-      const row = repository.findGrant(connectorId);
+      const row = await repository.findGrant(connectorId);
       if (!row) return;
-      const context = row.context as unknown as GrantContext;
+      const context = row.context;
       const endpoint = context.as.revocation_endpoint;
       if (!endpoint) return;
       const secrets = openGrant(row);
@@ -280,8 +289,8 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         }
       }
     },
-    dueGrants: (limit: number) => repository.dueGrants(clock(), limit).map((r) => r.connector_id),
+    dueGrants: (limit: number) => repository.dueGrants(clock(), limit),
     expireStates: () => repository.deleteExpiredStates(clock()),
   };
 }
-export type OAuthService = ReturnType<typeof createOAuthService>;
+export type OAuthClient = ReturnType<typeof createOAuthClient>;

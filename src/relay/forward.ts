@@ -1,22 +1,40 @@
-import type { FetchLike } from "../app";
 import { bodyTooLarge, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
-import type { Counter, Histogram, UpDown } from "../metrics/registry";
+import { classifyFetchFailure, type FetchLike } from "../http/fetch";
+import type { Counter, Histogram, Registry, UpDown } from "../metrics/registry";
 import { clientResponseHeaders } from "./headers";
 
-export type ProxyMetrics = { requests: Counter; latency: Histogram; openStreams: UpDown };
+export type RelayMetrics = { requests: Counter; latency: Histogram; openStreams: UpDown };
 
 export type ForwardOptions = {
   fetch: FetchLike;
   /** Time allowed until the upstream's response headers; the body may then stream for as long as it lasts. */
   headersTimeoutMs: number;
-  metrics: ProxyMetrics;
+  metrics: RelayMetrics;
   /** Notification streams (GET) that shutdown may end early; returns the function that forgets one. */
   streams: Set<() => void>;
-  /** The largest request body relayed (a declared length is checked before; this counts undeclared ones). */
-  maxBodyBytes?: number;
+  /** The largest request body relayed (PROXY__MAX_BODY_BYTES): a declared length is refused, an undeclared one counted. */
+  maxBodyBytes: number;
   /** What the upstream is, in error messages ("MCP server", "agent"). */
   upstreamName: string;
 };
+
+export type RelaySettings = { fetch: FetchLike; headersTimeoutMs: number; maxBodyBytes: number };
+
+/** Forwarding options and metrics (`<prefix>_proxy_…`) for one relay: the MCP proxy ("mcp") or the A2A one ("a2a"). */
+export function relayOptions(registry: Registry, prefix: string, upstreamName: string, buckets: number[], settings: RelaySettings): ForwardOptions {
+  return {
+    ...settings,
+    streams: new Set(),
+    upstreamName,
+    metrics: {
+      requests: registry.counter(`${prefix}_proxy_requests_total`, `${upstreamName} proxy requests by the status relayed (502/504: upstream failed)`, "status"),
+      latency: registry.histogram(`${prefix}_proxy_upstream_latency_seconds`, `Time from sending a request to the ${upstreamName} to its response headers`, buckets),
+      openStreams: registry.upDown(`${prefix}_proxy_open_streams`, `Event streams from the ${upstreamName} being relayed now`),
+    },
+  };
+}
+
+const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
 
 /** What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. */
 export type Forwarded = { upstream: Response; relay(): Response };
@@ -24,7 +42,7 @@ export type Forwarded = { upstream: Response; relay(): Response };
 /**
  * Sends the client's request to `url` and streams the answer back. No body is buffered: the request
  * body is piped up, and every chunk of the response goes to the client as it arrives. The upstream
- * request is aborted as soon as the client goes away.
+ * request is aborted as soon as the client goes away. The one place the relays' body limit is enforced.
  */
 export async function forward(
   request: Request,
@@ -33,6 +51,11 @@ export async function forward(
   options: ForwardOptions,
   body: ReadableStream<Uint8Array> | null = request.body,
 ): Promise<Forwarded> {
+  const hasBody = request.method === "POST" && body !== null;
+  if (hasBody && Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) {
+    await body!.cancel().catch(() => undefined);
+    throw tooLarge(options);
+  }
   const controller = new AbortController();
   const abort = () => controller.abort();
   request.signal.addEventListener("abort", abort, { once: true });
@@ -42,9 +65,8 @@ export async function forward(
     controller.abort();
   }, options.headersTimeoutMs);
   const started = performance.now();
-  const hasBody = request.method === "POST" && body !== null;
-  let tooLarge = false;
-  if (hasBody && options.maxBodyBytes !== undefined && !request.headers.has("content-length")) {
+  let overLimit = false;
+  if (hasBody && !request.headers.has("content-length")) {
     const limit = options.maxBodyBytes;
     let size = 0;
     body = body!.pipeThrough(
@@ -52,7 +74,7 @@ export async function forward(
         transform(chunk, stream) {
           size += chunk.byteLength;
           if (size > limit) {
-            tooLarge = true;
+            overLimit = true;
             controller.abort();
             stream.error(new Error("request body too large"));
           } else stream.enqueue(chunk);
@@ -74,10 +96,10 @@ export async function forward(
     } as RequestInit);
   } catch (e) {
     request.signal.removeEventListener("abort", abort);
-    if (tooLarge) throw bodyTooLarge(options.maxBodyBytes!, "PROXY__MAX_BODY_BYTES");
+    if (overLimit) throw tooLarge(options);
     options.metrics.requests.inc(timedOut ? "504" : "502");
     if (timedOut) throw new UpstreamTimeout(`The ${options.upstreamName} sent no response within ${options.headersTimeoutMs / 1000} s`);
-    throw new UpstreamFailed(`The ${options.upstreamName} could not be reached: ${describeFetchError(e)}`);
+    throw new UpstreamFailed(`The ${options.upstreamName} could not be reached: ${classifyFetchFailure(e).detail}`);
   } finally {
     clearTimeout(timer);
   }
@@ -156,16 +178,4 @@ function trackEnd(
     },
     { highWaterMark: 0 },
   );
-}
-
-export function describeFetchError(e: unknown): string {
-  const err = e as { code?: string; message?: string; cause?: { code?: string } };
-  const code = err.code ?? err.cause?.code;
-  if (code === "ConnectionRefused" || code === "ECONNREFUSED") return "connection refused";
-  if (code === "ECONNRESET" || code === "ConnectionClosed") return "connection closed by the server";
-  if (code === "FailedToOpenSocket" || code === "ENOTFOUND") return "the host could not be resolved or reached";
-  if (code?.startsWith("ERR_TLS") || code?.includes("CERT") || code === "UNABLE_TO_VERIFY_LEAF_SIGNATURE") {
-    return `TLS failed (${code})`;
-  }
-  return code ?? err.message ?? "network error";
 }

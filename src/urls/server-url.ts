@@ -1,4 +1,4 @@
-/** URL rules shared by connectors and presets (DESIGN.md "Connector resource"). */
+/** MCP server URL rules, shared by connectors and presets (DESIGN.md "Connector resource"). */
 
 export const CONNECTOR_URL_SCHEMES = ["http:", "https:", "mcp+stdio:"] as const;
 

@@ -1,0 +1,14 @@
+import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { timestamps } from "../db/columns";
+import type { AgentCardInput } from "./model";
+
+/** A2A agent providers: the agent's card, as registered or last fetched. */
+export const providers = sqliteTable("providers", {
+  id: text("id").primaryKey(),
+  agent_card_url: text("agent_card_url"),
+  /** The validated card as the agent publishes it (JSON). Not secret. */
+  card: text("card", { mode: "json" }).$type<AgentCardInput>().notNull(),
+  refreshed_at: integer("refreshed_at").notNull(),
+  refresh_error: text("refresh_error"),
+  ...timestamps,
+});

@@ -1,0 +1,50 @@
+import { Elysia, t } from "elysia";
+import { connectorProblems } from "../connectors/routes";
+import { ConnectBody, Connector } from "../connectors/model";
+import { Problem } from "../http-errors/model";
+import type { JsonBodyPlugin } from "../http/json-body";
+import { IdParams } from "../http/params";
+import type { AuthPlugin } from "../users/auth-plugin";
+import type { ConnectionService } from "./service";
+
+/** Connect, disconnect and delete: the routes that change a connector's connection. */
+export function connectionRoutes(connections: ConnectionService, auth: AuthPlugin, jsonBody: JsonBodyPlugin) {
+  return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } })
+    .use(auth)
+    .use(jsonBody)
+    .delete(
+      "/:id",
+      async ({ principal, params, set }) => {
+        await connections.delete(principal, params.id);
+        set.status = 204;
+      },
+      {
+        auth: true,
+        params: IdParams,
+        response: { 204: t.Void(), ...connectorProblems },
+        detail: { summary: "Delete a connector", description: "An OAuth grant is revoked at the authorization server first (RFC 7009); a managed deployment is removed." },
+      },
+    )
+    .post("/:id/connect", ({ principal, params, body }) => connections.connect(principal, params.id, body ?? {}), {
+      auth: true,
+      params: IdParams,
+      body: t.Optional(ConnectBody),
+      response: { 200: Connector, 400: Problem, ...connectorProblems, 502: Problem, 504: Problem },
+      detail: {
+        summary: "Connect a connector",
+        description:
+          "Runs an MCP initialize handshake with the server using `headers` (or none, for an open server). On success the headers are stored sealed, sent with every proxied request, and the connector is `connected`. " +
+          "If the server refuses the headers (401/403) the answer is a 422 problem of type upstream-rejected-credentials and the connector is `disconnected` with the reason; an unreachable server is a 502, a silent one a 504. " +
+          "A server that answers 401 to a connect without headers starts the OAuth flow: the connector is `auth_required` and `auth_request.authorization_url` is the link for the user; when it cannot start, the problem's type says why (oauth-client-required, oauth-discovery-failed, oauth-server-unreachable, oauth-request-rejected). Connecting again starts over.",
+      },
+    })
+    .post("/:id/disconnect", ({ principal, params }) => connections.disconnect(principal, params.id), {
+      auth: true,
+      params: IdParams,
+      response: { 200: Connector, ...connectorProblems },
+      detail: {
+        summary: "Disconnect a connector",
+        description: "Forgets its credentials (an OAuth grant is first revoked at the authorization server, RFC 7009); state becomes disconnected.",
+      },
+    });
+}

@@ -1,0 +1,99 @@
+import { isManaged, connectorView, type ConnectorService } from "../connectors/service";
+import { assertStorableHeaders } from "../connectors/headers";
+import type { ConnectBody, Connector } from "../connectors/model";
+import type { ConnectorRow } from "../connectors/repository";
+import { DISCONNECT_REQUESTED, type Transitions } from "../connectors/transitions";
+import type { Deployments } from "../deployments/service";
+import { Conflict, UpstreamFailed, UpstreamTimeout, invalidField } from "../http-errors/errors";
+import type { FetchLike } from "../http/fetch";
+import type { Authorization } from "../oauth/authorization";
+import type { OAuthClient } from "../oauth/client";
+import { DeploymentFailed } from "../runtime/runtime";
+import { handshakeFailure, mcpHandshake } from "../upstream/handshake";
+import type { Principal } from "../users/model";
+import { assertAllowedRedirect } from "./redirect-url";
+
+export type ConnectionServiceDeps = {
+  connectors: ConnectorService;
+  transitions: Transitions;
+  authorization: Authorization;
+  oauth: OAuthClient;
+  deployments: Deployments;
+  /** A fetch that applies the URL guard to every request to an upstream. */
+  upstreamFetch: FetchLike;
+  /** Origins `redirect_url` may point at (the public URL's and OAUTH__ALLOWED_REDIRECT_ORIGINS). */
+  allowedRedirectOrigins: () => readonly string[];
+};
+
+/**
+ * What a user does to a connector's connection: connect (by handshake with headers, by OAuth, or by deploying a
+ * managed server), disconnect and delete. Each ends in a transition (connectors/transitions.ts).
+ */
+export function createConnectionService(deps: ConnectionServiceDeps) {
+  const { connectors, transitions, authorization, oauth, deployments } = deps;
+
+  /**
+   * Spec part 4 rule 4: connecting a managed stdio connector deploys its preset (replacing any earlier
+   * deployment), waits for readiness (up to 60 s), then proxies to it.
+   */
+  async function connectManaged(row: ConnectorRow, body: ConnectBody, redirectUrl: string | null): Promise<Connector> {
+    if (body.headers !== undefined && Object.keys(body.headers).length > 0) {
+      throw invalidField("body.headers", "headers do not apply to a managed stdio connector (use accessToken)");
+    }
+    try {
+      await deployments.deploy(row, body.accessToken ?? null);
+    } catch (e) {
+      if (!(e instanceof DeploymentFailed)) throw e;
+      const reason = `The managed server could not be started: ${e.message}`;
+      await transitions.disconnected(row, reason);
+      throw e.timedOut ? new UpstreamTimeout(reason) : new UpstreamFailed(reason);
+    }
+    return connectorView(await transitions.connected(row, { method: "none", accessToken: body.accessToken }, redirectUrl));
+  }
+
+  return {
+    /**
+     * Connect starts over from any state (DESIGN.md): the MCP handshake runs with the given headers (or none).
+     * Headers the server accepts are stored; a server that answers 401 to a connect without headers gets the
+     * OAuth flow (MCP authorization 2025-11-25), and the connector waits in `auth_required`.
+     */
+    async connect(caller: Principal, id: string, body: ConnectBody): Promise<Connector> {
+      const row = await connectors.owned(caller, id);
+      const redirectUrl = body.redirect_url === undefined ? null : assertAllowedRedirect(body.redirect_url, deps.allowedRedirectOrigins());
+      const headers = body.headers ?? {};
+      assertStorableHeaders(headers);
+      if (isManaged(row)) return connectManaged(row, body, redirectUrl);
+      await oauth.forget(row.id);
+      const withHeaders = Object.keys(headers).length > 0;
+      const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers });
+      if (!result.ok && result.kind === "unauthorized" && result.status === 401 && !withHeaders) {
+        const challenge = new Response(null, { status: 401, headers: result.wwwAuthenticate ? { "www-authenticate": result.wwwAuthenticate } : {} });
+        return connectorView(await authorization.begin(row, challenge, redirectUrl));
+      }
+      if (!result.ok) {
+        const { reason, error } = handshakeFailure(result);
+        await transitions.disconnected(row, reason);
+        throw error;
+      }
+      const auth = withHeaders ? { method: "headers" as const, headers, accessToken: body.accessToken } : { method: "none" as const, accessToken: body.accessToken };
+      return connectorView(await transitions.connected(row, auth, redirectUrl));
+    },
+
+    /** Disconnect at the user's request: an OAuth grant is revoked at the authorization server first (RFC 7009). */
+    async disconnect(caller: Principal, id: string): Promise<Connector> {
+      const row = await connectors.owned(caller, id);
+      if (row.state === "created") throw new Conflict("The connector was never connected: connect it first");
+      if (row.state === "disconnected") return connectorView(row);
+      if (row.auth_method === "oauth" && row.state === "connected") await oauth.revoke(row.id);
+      return connectorView(await transitions.disconnected(row, DISCONNECT_REQUESTED));
+    },
+
+    /** Delete: the same revocation, then the connector and everything it had go. */
+    async delete(caller: Principal, id: string): Promise<void> {
+      const row = await connectors.owned(caller, id);
+      if (row.auth_method === "oauth") await oauth.revoke(row.id);
+      await transitions.deleted(row);
+    },
+  };
+}
+export type ConnectionService = ReturnType<typeof createConnectionService>;

@@ -1,0 +1,39 @@
+import { sql } from "drizzle-orm";
+import { index, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { timestamps } from "../db/columns";
+import type { Metadata } from "../presets/model";
+import { users } from "../users/table";
+import { AUTH_METHODS, CONNECTOR_STATES } from "./model";
+
+export const connectors = sqliteTable(
+  "connectors",
+  {
+    id: text("id").primaryKey(),
+    owner_id: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    url: text("url").notNull(),
+    state: text("state", { enum: CONNECTOR_STATES }).notNull(),
+    /** How the proxy authenticates to the server once connected: stored headers, an OAuth grant, or nothing. */
+    auth_method: text("auth_method", { enum: AUTH_METHODS }).notNull().default("none"),
+    disconnect_reason: text("disconnect_reason"),
+    metadata: text("metadata", { mode: "json" }).$type<Metadata>().notNull().default(sql`'{}'`),
+    /** URL of the matched preset, as the preset spells it. */
+    preset_url: text("preset_url"),
+    client_id: text("client_id"),
+    /** Sealed (secrets/sealer.ts). */
+    client_secret: text("client_secret"),
+    /** Sealed JSON object of the connect request's headers. */
+    headers: text("headers"),
+    header_names: text("header_names", { mode: "json" }).$type<string[]>(),
+    /** Sealed access token for a managed stdio deployment. */
+    access_token: text("access_token"),
+    authorization_url: text("authorization_url"),
+    redirect_url: text("redirect_url"),
+    ...timestamps,
+  },
+  (table) => [
+    index("connectors_owner_created_idx").on(table.owner_id, table.created_at, table.id),
+    index("connectors_created_idx").on(table.created_at, table.id),
+  ],
+);

@@ -1,0 +1,114 @@
+import { NotFound } from "../http-errors/errors";
+import type { Sealer } from "../secrets/sealer";
+import { sealContext } from "./credentials";
+import type { ConnectionColumns, ConnectorRepository, ConnectorRow } from "./repository";
+
+export type TransitionDeps = {
+  connectors: ConnectorRepository;
+  sealer: Sealer;
+  clock: () => number;
+  /**
+   * A connection ended (the connector is now disconnected, waits for a new authorization, or is deleted): what
+   * lives outside its row goes too, its OAuth grant and its managed deployment. Set by the composition root.
+   */
+  ended(connectorId: string): void;
+};
+
+/** What a connected connector sends to its server: nothing, the stored headers, or the OAuth grant's token. */
+export type ConnectedWith =
+  | { method: "none"; accessToken?: string }
+  | { method: "headers"; headers: Record<string, string>; accessToken?: string }
+  | { method: "oauth" };
+
+export const DISCONNECT_REQUESTED = "Disconnected at the user's request";
+
+/**
+ * The connector state machine (DESIGN.md "Connector resource"; spec part 3), and the only writer of a connector's
+ * state and credential columns. Each transition writes the whole connection: the columns of the new state set,
+ * every other one cleared, so credentials arrive with a connection and leave with it.
+ *
+ *   created ─connect─▶ auth_required ─callback─▶ connected ─disconnect / failure─▶ disconnected
+ *         └──────────────connect (headers, open server, deployment)──▶┘        connect starts over from any state
+ */
+export function createTransitions(deps: TransitionDeps) {
+  const { connectors, sealer, clock } = deps;
+
+  async function write(row: ConnectorRow, columns: ConnectionColumns): Promise<ConnectorRow> {
+    const written = await connectors.writeConnection(row.id, columns, clock());
+    if (!written) throw new NotFound(`No connector ${row.id}`);
+    return written;
+  }
+
+  const seal = (row: ConnectorRow, column: "headers" | "access_token", value: string | undefined) =>
+    value === undefined ? null : sealer.seal(value, sealContext(row.id, column));
+
+  const disconnectedColumns = (reason: string, redirectUrl: string | null): ConnectionColumns => ({
+    state: "disconnected",
+    disconnect_reason: reason,
+    auth_method: "none",
+    headers: null,
+    header_names: null,
+    access_token: null,
+    authorization_url: null,
+    redirect_url: redirectUrl,
+  });
+
+  return {
+    /** Connect succeeded: a handshake with these credentials, a ready deployment, or an OAuth callback. */
+    connected(row: ConnectorRow, auth: ConnectedWith, redirectUrl: string | null): Promise<ConnectorRow> {
+      const headers = auth.method === "headers" ? auth.headers : undefined;
+      return write(row, {
+        state: "connected",
+        disconnect_reason: null,
+        auth_method: auth.method,
+        headers: seal(row, "headers", headers && JSON.stringify(headers)),
+        header_names: headers ? Object.keys(headers) : null,
+        access_token: seal(row, "access_token", auth.method === "oauth" ? undefined : auth.accessToken),
+        authorization_url: null,
+        redirect_url: redirectUrl,
+      });
+    },
+
+    /** The user must open `authorizationUrl`; `reason` says why when the connector was connected before. */
+    async authRequired(row: ConnectorRow, authorizationUrl: string, redirectUrl: string | null, reason: string | null): Promise<ConnectorRow> {
+      const written = await write(row, {
+        state: "auth_required",
+        disconnect_reason: reason,
+        auth_method: "none",
+        headers: null,
+        header_names: null,
+        access_token: null,
+        authorization_url: authorizationUrl,
+        redirect_url: redirectUrl,
+      });
+      deps.ended(row.id);
+      return written;
+    },
+
+    /** Disconnected, with the reason the user will read (spec part 7). */
+    async disconnected(row: ConnectorRow, reason: string): Promise<ConnectorRow> {
+      const written = await write(row, disconnectedColumns(reason, row.redirect_url));
+      deps.ended(row.id);
+      return written;
+    },
+
+    /**
+     * For asynchronous failures (refresh, reconciliation, the proxy): disconnects only a connector that is still
+     * connected, in one conditional write, so a later connect or an earlier disconnect keeps its own reason.
+     */
+    async disconnectIfConnected(id: string, reason: string): Promise<boolean> {
+      const current = await connectors.findById(id);
+      if (current?.state !== "connected") return false;
+      const written = await connectors.writeConnection(id, disconnectedColumns(reason, current.redirect_url), clock(), "connected");
+      if (written) deps.ended(id);
+      return written !== undefined;
+    },
+
+    /** The connector and everything it had go (its grant and pending states by the database's cascade). */
+    async deleted(row: ConnectorRow): Promise<void> {
+      if (!(await connectors.delete(row.id))) throw new NotFound(`No connector ${row.id}`);
+      deps.ended(row.id);
+    },
+  };
+}
+export type Transitions = ReturnType<typeof createTransitions>;

@@ -1,0 +1,95 @@
+import type { ConnectorCredentials } from "../connectors/credentials";
+import type { ConnectorRepository, ConnectorRow } from "../connectors/repository";
+import type { Transitions } from "../connectors/transitions";
+import { Conflict } from "../http-errors/errors";
+import type { Logger } from "../observability/logger";
+import type { PresetCatalog } from "../presets/catalog";
+import { DeploymentFailed, type Runtime } from "../runtime/runtime";
+
+export type DeploymentsDeps = {
+  runtime: Runtime;
+  presets: PresetCatalog;
+  connectors: ConnectorRepository;
+  credentials: ConnectorCredentials;
+  transitions: Transitions;
+  clock: () => number;
+  log: Logger;
+};
+
+/** How long a managed deployment may stop serving before its connector is disconnected (spec part 8's 60 s). */
+export const NOT_READY_GRACE_MS = 60_000;
+
+/**
+ * Managed stdio connectors (`mcp+stdio://`) and the deployments that serve them: one made at connect, and a
+ * reconciliation that keeps the runtime in line with the connectors — every connected managed connector has
+ * a running deployment (after a restart they start again), and no deployment outlives its connection.
+ */
+export function createDeployments(deps: DeploymentsDeps) {
+  const { runtime, transitions } = deps;
+  // Connectors whose deployment a connect is making now: reconciliation leaves them alone.
+  const deploying = new Set<string>();
+  const notReadySince = new Map<string, number>();
+
+  /** The preset a managed connector runs (presets can change between starts). */
+  const stdioOf = (row: ConnectorRow) => deps.presets.match(new URL(row.url))?.stdio;
+
+  async function restart(row: ConnectorRow): Promise<void> {
+    try {
+      const stdio = stdioOf(row);
+      if (!stdio) throw new DeploymentFailed(`no preset with a stdio configuration matches ${row.url} any more`);
+      await runtime.deploy({ connectorId: row.id, stdio, accessToken: deps.credentials.accessToken(row) });
+    } catch (e) {
+      await transitions.disconnectIfConnected(row.id, `The managed server could not be restarted: ${(e as Error).message}`);
+    }
+  }
+
+  /** A deployment that stopped serving (crash loop, evicted, image gone) gets a grace period to come back. */
+  async function checkNotReady(row: ConnectorRow, reason: string): Promise<void> {
+    const since = notReadySince.get(row.id) ?? deps.clock();
+    notReadySince.set(row.id, since);
+    if (deps.clock() - since < NOT_READY_GRACE_MS) return;
+    notReadySince.delete(row.id);
+    await runtime.remove(row.id);
+    await transitions.disconnectIfConnected(row.id, `The managed server stopped serving: ${reason}`);
+  }
+
+  return {
+    /**
+     * Spec part 4 rule 4: deploys the connector's preset (replacing any earlier deployment) and waits for it to
+     * be ready (up to 60 s). Throws DeploymentFailed when it does not become ready.
+     */
+    async deploy(row: ConnectorRow, accessToken: string | null): Promise<void> {
+      const stdio = stdioOf(row);
+      if (!stdio) {
+        throw new Conflict(`No preset with a stdio configuration matches ${row.url} any more: the service's CONNECTOR__PRESETS changed`);
+      }
+      deploying.add(row.id);
+      try {
+        await runtime.deploy({ connectorId: row.id, stdio, accessToken });
+      } finally {
+        deploying.delete(row.id);
+      }
+    },
+
+    /** The scheduler's job, and the start-up's: makes the runtime match the connected managed connectors. */
+    async reconcile(): Promise<void> {
+      const wanted = await deps.connectors.connectedManaged();
+      const wantedIds = new Set(wanted.map((r) => r.id));
+      const existing = await runtime.list();
+      for (const id of existing.keys()) if (!wantedIds.has(id) && !deploying.has(id)) await runtime.remove(id);
+      for (const row of wanted) {
+        if (deploying.has(row.id)) continue;
+        const state = existing.get(row.id);
+        if (state?.ready) notReadySince.delete(row.id);
+        else if (state) await checkNotReady(row, state.reason);
+        else await restart(row);
+      }
+    },
+
+    /** A connection ended: its deployment goes (in the background; a failure is logged, reconciliation retries). */
+    remove(connectorId: string): void {
+      void runtime.remove(connectorId).catch((e) => deps.log.warn("could not remove a deployment", { connector_id: connectorId, error: (e as Error).message }));
+    },
+  };
+}
+export type Deployments = ReturnType<typeof createDeployments>;

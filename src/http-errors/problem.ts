@@ -1,0 +1,41 @@
+import type { Logger } from "../observability/logger";
+import { AppError, Internal } from "./errors";
+import { PROBLEM_CONTENT_TYPE, problemType, type Problem } from "./model";
+
+/**
+ * The one renderer of RFC 9457 problem documents (https://www.rfc-editor.org/rfc/rfc9457#section-3): every error
+ * path ends here — the Elysia routes (through the problem plugin), Bun's native proxy route and the server's
+ * last-resort handler. It knows no framework, so each of them can call it.
+ */
+export function toProblem(error: AppError, requestId?: string): Problem {
+  return {
+    type: problemType(error.type),
+    title: error.title,
+    status: error.status,
+    detail: error.detail,
+    ...(requestId && { instance: `urn:request:${requestId}` }),
+    ...(error.errors && { errors: error.errors }),
+  };
+}
+
+export function problemResponse(error: AppError, requestId?: string): Response {
+  return new Response(JSON.stringify(toProblem(error, requestId)), {
+    status: error.status,
+    headers: { "content-type": PROBLEM_CONTENT_TYPE, ...error.headers },
+  });
+}
+
+/**
+ * Any thrown value as a response: an AppError says what it is; anything else is a defect, logged with the
+ * request id and answered 500 without a word about its cause.
+ */
+export function errorResponse(error: unknown, log: Logger, requestId?: string): Response {
+  if (error instanceof AppError) return problemResponse(error, requestId);
+  log.error("unhandled error", { request_id: requestId, error: describeError(error) });
+  return problemResponse(new Internal(), requestId);
+}
+
+function describeError(error: unknown): Record<string, unknown> {
+  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
+  return { value: String(error) };
+}

@@ -1,0 +1,44 @@
+import { Elysia, ValidationError } from "elysia";
+import { AppError, BadRequest, NotFound, ValidationFailed, type FieldError } from "../http-errors/errors";
+import { errorResponse } from "../http-errors/problem";
+import type { Logger } from "../observability/logger";
+import type { RequestIds } from "./request-id";
+
+/**
+ * Elysia's own errors (validation, parse, no route) as our AppErrors, then the one renderer (problem.ts)
+ * for them and for whatever a route threw.
+ */
+export function problemPlugin(log: Logger, requestIds: RequestIds) {
+  return new Elysia({ name: "problem" }).onError({ as: "global" }, ({ code, error, request }) =>
+    errorResponse(asAppError(code, error, request), log, requestIds.get(request)),
+  );
+}
+
+function asAppError(code: string | number, error: unknown, request: Request): unknown {
+  if (code === "PARSE") {
+    // Elysia wraps what a body parser throws in its ParseError; ours says what is wrong.
+    const cause = (error as Error).cause;
+    return cause instanceof AppError ? cause : new BadRequest("The request body could not be parsed");
+  }
+  if (code === "VALIDATION" && error instanceof ValidationError) {
+    const errors = validationErrors(error);
+    return new ValidationFailed(errors.map((e) => `${e.field}: ${e.detail}`).join("; ") || "The request does not match the schema", errors);
+  }
+  if (code === "NOT_FOUND") return new NotFound(`No route for ${request.method} ${new URL(request.url).pathname}`);
+  return error;
+}
+
+function validationErrors(error: ValidationError): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const e of error.all) {
+    const path = "path" in e && typeof e.path === "string" ? e.path : "";
+    const field = `${error.type}${path.replaceAll("/", ".")}`;
+    const message = "message" in e && typeof e.message === "string" ? e.message : "is not valid";
+    const key = `${field}|${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ field, detail: message });
+  }
+  return out.slice(0, 20);
+}

@@ -1,0 +1,107 @@
+import type { ConnectorCredentials } from "../connectors/credentials";
+import type { ConnectorRepository, ConnectorRow } from "../connectors/repository";
+import type { Transitions } from "../connectors/transitions";
+import type { FetchLike } from "../http/fetch";
+import { mcpHandshake } from "../upstream/handshake";
+import { OAuthFlowFailed, type CallbackOutcome, type OAuthClient, type RefreshOutcome } from "./client";
+import { oauthProblem } from "./errors";
+
+export type AuthorizationDeps = {
+  oauth: OAuthClient;
+  connectors: ConnectorRepository;
+  credentials: ConnectorCredentials;
+  transitions: Transitions;
+  /** A fetch that applies the URL guard to every request to an upstream. */
+  upstreamFetch: FetchLike;
+};
+
+/**
+ * A connector's OAuth authorization: what the OAuth client (client.ts) does, tied to the connector's state —
+ * auth_required while the user is away, connected once the callback's token passes an MCP handshake,
+ * disconnected with the reason when anything fails (spec part 7), including a refresh that cannot succeed.
+ */
+export function createAuthorization(deps: AuthorizationDeps) {
+  const { oauth, transitions } = deps;
+
+  /** The authorization code flow's first half; the connector then waits in auth_required for the user. */
+  async function begin(row: ConnectorRow, challenge: Response, redirectUrl: string | null, scope?: string): Promise<ConnectorRow> {
+    let authorizationUrl: string;
+    try {
+      authorizationUrl = await oauth.begin({
+        connectorId: row.id,
+        serverUrl: new URL(row.url),
+        challenge,
+        client_id: row.client_id,
+        client_secret: deps.credentials.clientSecret(row),
+        redirectUrl,
+        scope,
+      });
+    } catch (e) {
+      if (!(e instanceof OAuthFlowFailed)) throw e;
+      const reason = `OAuth authorization could not start: ${e.failure.reason}`;
+      await transitions.disconnected(row, reason);
+      throw oauthProblem(e.failure, reason);
+    }
+    const why = scope ? `The MCP server needs a wider scope (${scope}): open auth_request.authorization_url to grant it` : null;
+    return transitions.authRequired(row, authorizationUrl, redirectUrl, why);
+  }
+
+  return {
+    begin,
+
+    /**
+     * The OAuth callback: on success the connector is connected once an MCP handshake with the new token
+     * works; any failure leaves it disconnected with the reason (spec part 7).
+     */
+    async complete(params: URLSearchParams): Promise<CallbackOutcome> {
+      const outcome = await oauth.complete(params);
+      const row = outcome.connectorId ? await deps.connectors.findById(outcome.connectorId) : undefined;
+      if (!row) {
+        return outcome.ok
+          ? { ok: false, connectorId: null, redirect_url: outcome.redirect_url, error: "invalid_request", error_description: "The connector no longer exists" }
+          : outcome;
+      }
+      if (!outcome.ok) {
+        await transitions.disconnected(row, `Authorization failed: ${outcome.error}: ${outcome.error_description}`);
+        return outcome;
+      }
+      const token = await oauth.accessToken(row.id);
+      const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers: { authorization: `Bearer ${token}` } });
+      if (!result.ok) {
+        const reason = `The MCP server refused the new access token: ${result.kind === "unauthorized" ? `HTTP ${result.status}` : result.detail}`;
+        await transitions.disconnected(row, reason);
+        return { ok: false, connectorId: row.id, redirect_url: outcome.redirect_url, error: "server_error", error_description: reason };
+      }
+      await transitions.connected(row, { method: "oauth" }, row.redirect_url);
+      return outcome;
+    },
+
+    /**
+     * Refreshes a connector's token (the scheduler, or the proxy after a 401). A permanent failure, or any
+     * failure once the token has expired, disconnects the connector with the reason.
+     */
+    async refresh(connectorId: string): Promise<RefreshOutcome> {
+      const outcome = await oauth.refresh(connectorId);
+      if (!outcome.ok && (outcome.failure.permanent || outcome.expired)) {
+        await transitions.disconnectIfConnected(connectorId, `OAuth token refresh failed: ${outcome.failure.reason}`);
+      }
+      return outcome;
+    },
+
+    /** A connector connected without credentials whose server now answers 401: start the OAuth flow. */
+    async afterChallenge(row: ConnectorRow, challenge: Response): Promise<void> {
+      await begin(row, challenge, row.redirect_url).catch(() => undefined);
+    },
+
+    /**
+     * RFC 6750 §3.1 insufficient_scope (https://www.rfc-editor.org/rfc/rfc6750#section-3.1): a new authorization
+     * asking for the granted scope plus the one the server wants.
+     */
+    async upgradeScope(row: ConnectorRow, challenge: Response, requiredScope: string): Promise<void> {
+      const granted = (await oauth.grantedScope(row.id)) ?? "";
+      const scope = [...new Set([...granted.split(" "), ...requiredScope.split(" ")].filter(Boolean))].join(" ");
+      await begin(row, challenge, row.redirect_url, scope).catch(() => undefined);
+    },
+  };
+}
+export type Authorization = ReturnType<typeof createAuthorization>;
