@@ -1,0 +1,88 @@
+import { describe, expect, test } from "bun:test";
+import { Glob } from "bun";
+import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
+
+/**
+ * The layers of src/, bottom first (README "Layout"). A folder (or top-level file) may import only from the folders
+ * of lower layers — never sideways, never up — so a rule can be changed where it lives without a cycle pulling
+ * in the rest. Type-only imports count: they are dependencies too.
+ */
+const LAYERS: string[][] = [
+  ["version", "observability", "cache", "secrets", "urls", "metrics", "db", "docs"],
+  ["http-errors"],
+  ["http"],
+  ["security", "upstream", "gateway", "health", "scheduler"],
+  ["users", "relay"],
+  ["presets"],
+  ["connectors", "runtime", "config"],
+  ["oauth", "deployments", "a2a"],
+  ["connections", "proxy"],
+  ["app"],
+  ["cli"],
+  ["index"],
+];
+
+const SRC = resolve(import.meta.dir, "../../src");
+const files = [...new Glob("**/*.ts").scanSync(SRC)].filter((f) => !f.endsWith(".d.ts")).sort();
+
+/** Every relative import of every file (static, type-only, re-export and dynamic), as paths under src/. */
+const imports = new Map<string, string[]>();
+for (const file of files) {
+  const { importedFiles } = ts.preProcessFile(await Bun.file(join(SRC, file)).text(), true, true);
+  const local = importedFiles
+    .map((i) => i.fileName)
+    .filter((name) => name.startsWith("."))
+    .map((name) => relative(SRC, resolve(SRC, dirname(file), name)))
+    .filter((path) => !path.startsWith(".."))
+    .map((path) => (path.endsWith(".ts") ? path : `${path}.ts`));
+  imports.set(file, local);
+}
+
+const layerOf = (file: string) => {
+  const unit = file.includes("/") ? file.slice(0, file.indexOf("/")) : file.replace(/\.ts$/, "");
+  return { unit, rank: LAYERS.findIndex((layer) => layer.includes(unit)) };
+};
+
+describe("the import graph of src/", () => {
+  test("was read (the test sees the files it checks)", () => {
+    expect(files.length).toBeGreaterThan(50);
+    expect(imports.get("app.ts")!.length).toBeGreaterThan(20);
+  });
+
+  test("has no cycle between files", () => {
+    const cycles: string[] = [];
+    const state = new Map<string, "open" | "done">();
+    const path: string[] = [];
+    const visit = (file: string) => {
+      state.set(file, "open");
+      path.push(file);
+      for (const next of imports.get(file) ?? []) {
+        if (state.get(next) === "open") cycles.push([...path.slice(path.indexOf(next)), next].join(" → "));
+        else if (!state.has(next)) visit(next);
+      }
+      path.pop();
+      state.set(file, "done");
+    };
+    for (const file of files) if (!state.has(file)) visit(file);
+    expect(cycles).toEqual([]);
+  });
+
+  test("imports only downward, from a lower layer", () => {
+    const wrong: string[] = [];
+    for (const [file, targets] of imports) {
+      const from = layerOf(file);
+      if (from.rank < 0) wrong.push(`${file}: ${from.unit} is in no layer (add it to LAYERS and README "Layout")`);
+      for (const target of targets) {
+        const to = layerOf(target);
+        if (to.unit !== from.unit && !(to.rank >= 0 && to.rank < from.rank)) wrong.push(`${file} imports ${target}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  test("the composition root is imported by the CLI alone", () => {
+    const importers = [...imports].filter(([, targets]) => targets.includes("app.ts")).map(([file]) => file);
+    expect(importers).toEqual(["cli/serve.ts"]);
+  });
+});
