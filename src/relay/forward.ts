@@ -173,7 +173,8 @@ function trackEnd(
       },
       cancel(reason) {
         end();
-        return reader.cancel(reason);
+        // The upstream may have broken off already (its cancel then rejects): the client is gone either way.
+        return reader.cancel(reason).catch(() => undefined);
       },
     },
     { highWaterMark: 0 },

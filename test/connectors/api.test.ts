@@ -1,24 +1,21 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startBearerServer, type BearerServer } from "../peers/bearer-server";
-import { apiClient, createUser, expectProblem, startTestService, type Api, type TestService } from "../support/service";
+import { bearerMcp } from "../peers/bearer-server";
+import { createTestApp, type TestApp } from "../support/app";
+import { expectProblem, type Api } from "../support/service";
 
-let service: TestService;
-let upstream: BearerServer;
-let api: Api;
+// The SDK's MCP server behind an API key, reached through the fake network (no socket).
+const UPSTREAM = "https://bearer.example/mcp";
+let t: TestApp;
 let alice: Api;
 let bob: Api;
 
 beforeAll(async () => {
-  upstream = startBearerServer("sk-live-123");
-  service = await startTestService();
-  api = service.api;
-  alice = apiClient(service.url, await createUser(api, "alice"));
-  bob = apiClient(service.url, await createUser(api, "bob"));
+  t = await createTestApp();
+  t.network.serve(UPSTREAM, bearerMcp("sk-live-123").handler);
+  alice = (await t.user("alice")).api;
+  bob = (await t.user("bob")).api;
 });
-afterAll(async () => {
-  await service.stop();
-  await upstream.stop();
-});
+afterAll(() => t.close());
 
 const create = (as: Api, body: Record<string, unknown>) => as("POST", "/api/v1/connectors", { body });
 
@@ -73,19 +70,34 @@ describe("create", () => {
     expect(res.body.detail).toContain("not valid JSON");
   });
 
-  test("a body over 1 MiB is a 413", async () => {
-    const res = await alice("POST", "/api/v1/connectors", { raw: JSON.stringify({ url: "https://a.example", metadata: { description: "x".repeat(1_100_000) } }) });
-    expectProblem(res, 413);
+  test("a body over API__MAX_BODY_BYTES (1 MiB) is a 413 naming that setting, declared length or not", async () => {
+    const raw = JSON.stringify({ url: "https://a.example", metadata: { description: "x".repeat(1_100_000) } });
+    const declared = await alice("POST", "/api/v1/connectors", { raw });
+    expectProblem(declared, 413);
+    expect(declared.body.detail).toContain("API__MAX_BODY_BYTES");
+    const bytes = new TextEncoder().encode(raw);
+    const streamed = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${t.admin.token}`, "content-type": "application/json" },
+        body: new ReadableStream({
+          start(controller) {
+            for (let i = 0; i < bytes.length; i += 65_536) controller.enqueue(bytes.slice(i, i + 65_536));
+            controller.close();
+          },
+        }),
+      }),
+    );
+    expect(streamed.status).toBe(413);
+    expect((await streamed.json()).detail).toContain("API__MAX_BODY_BYTES");
   });
+
 });
 
 describe("authentication", () => {
   test("no credentials, a wrong password, an unknown user and a garbled header are 401 with a Basic challenge", async () => {
     for (const authorization of [undefined, "Basic " + btoa("alice:wrong"), "Basic " + btoa("nobody:x"), "Basic !!!", "Digest abc", "Bearer not-a-token"]) {
-      const res = await apiClient(service.url)("GET", "/api/v1/connectors", {
-        as: null,
-        headers: authorization ? { authorization } : {},
-      });
+      const res = await alice("GET", "/api/v1/connectors", { as: null, headers: authorization ? { authorization } : {} });
       expectProblem(res, 401);
       expect(res.headers.get("www-authenticate")).toContain('Basic realm="connector-service"');
     }
@@ -106,8 +118,8 @@ describe("ownership", () => {
     }
     const list = await bob("GET", "/api/v1/connectors");
     expect(list.body.items.map((c: { id: string }) => c.id)).not.toContain(mine.id);
-    expect((await api("GET", `/api/v1/connectors/${mine.id}`)).status).toBe(200);
-    const all = await api("GET", "/api/v1/connectors?limit=100");
+    expect((await t.api("GET", `/api/v1/connectors/${mine.id}`)).status).toBe(200);
+    const all = await t.api("GET", "/api/v1/connectors?limit=100");
     expect(all.body.items.map((c: { id: string }) => c.id)).toContain(mine.id);
   });
 
@@ -119,7 +131,7 @@ describe("ownership", () => {
 
 describe("list", () => {
   test("newest first, paginated with limit and cursor, each item once", async () => {
-    const carol = apiClient(service.url, await createUser(api, "carol"));
+    const carol = (await t.user("carol")).api;
     const ids: string[] = [];
     for (let i = 0; i < 7; i++) ids.push((await create(carol, { url: `https://s${i}.example/mcp` })).body.id);
     const seen: string[] = [];
@@ -146,7 +158,7 @@ describe("list", () => {
 
 describe("connect and disconnect", () => {
   test("connect with headers stores them (names only shown) and connects; disconnect says it was requested", async () => {
-    const { body: c } = await create(alice, { url: upstream.url });
+    const { body: c } = await create(alice, { url: UPSTREAM });
     const res = await alice("POST", `/api/v1/connectors/${c.id}/connect`, {
       body: { headers: { Authorization: "Bearer sk-live-123", "X-Api-Key": "k-456" } },
     });
@@ -157,7 +169,7 @@ describe("connect and disconnect", () => {
 
     const off = await alice("POST", `/api/v1/connectors/${c.id}/disconnect`);
     expect(off.status).toBe(200);
-    expect(off.body.state).toBe("disconnected");
+    expect(off.body).toMatchObject({ state: "disconnected", header_names: [] });
     expect(off.body.disconnect_reason).toMatch(/request/i);
     expect((await alice("GET", `/api/v1/connectors/${c.id}`)).body.state).toBe("disconnected");
   });

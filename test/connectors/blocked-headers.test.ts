@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { expectProblem, startTestService, type TestService } from "../support/service";
+import { createTestApp, type TestApp } from "../support/app";
+import { expectProblem } from "../support/service";
 
-let service: TestService;
+let t: TestApp;
 let id: string;
 beforeAll(async () => {
-  service = await startTestService();
-  id = (await service.api("POST", "/api/v1/connectors", { body: { url: "https://headers.example/mcp" } })).body.id;
+  t = await createTestApp();
+  id = (await t.api("POST", "/api/v1/connectors", { body: { url: "https://headers.example/mcp" } })).body.id;
 });
-afterAll(() => service.stop());
+afterAll(() => t.close());
 
 // Spec part 5: hop-by-hop, forwarding, Host and cookie headers are refused.
 const BLOCKED = [
@@ -34,7 +35,7 @@ const casings = (name: string) => [name, name.toLowerCase(), name.toUpperCase(),
 
 test.each(BLOCKED)("%s is refused in every casing with a 422 naming it", async (header) => {
   for (const name of casings(header)) {
-    const res = await service.api("POST", `/api/v1/connectors/${id}/connect`, {
+    const res = await t.api("POST", `/api/v1/connectors/${id}/connect`, {
       body: { headers: { Authorization: "Bearer fine", [name]: "value" } },
     });
     expectProblem(res, 422);
@@ -42,19 +43,19 @@ test.each(BLOCKED)("%s is refused in every casing with a 422 naming it", async (
     expect(res.body.detail).toContain(name);
   }
   // Nothing was stored by the refused requests.
-  const got = await service.api("GET", `/api/v1/connectors/${id}`);
+  const got = await t.api("GET", `/api/v1/connectors/${id}`);
   expect(got.body.state).toBe("created");
   expect(got.body.header_names).toEqual([]);
 });
 
 test("an invalid header name or a value with CR/LF is refused", async () => {
   for (const headers of [{ "Bad Name": "v" }, { "X-Ok": "a\r\nInjected: yes" }, { "": "v" }]) {
-    const res = await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers } });
+    const res = await t.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers } });
     expectProblem(res, 422);
   }
 });
 
 test("a header value that is not a string is refused", async () => {
-  const res = await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers: { "X-Num": 5 } } });
+  const res = await t.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers: { "X-Num": 5 } } });
   expectProblem(res, 422);
 });

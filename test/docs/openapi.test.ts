@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startTestService, type TestService } from "../support/service";
+import { createTestApp, type TestApp } from "../support/app";
 
-let service: TestService;
+let t: TestApp;
 beforeAll(async () => {
-  service = await startTestService();
+  t = await createTestApp();
 });
-afterAll(() => service.stop());
+afterAll(() => t.close());
+const get = (path: string) => t.handle(new Request(`${t.publicUrl}${path}`));
 
 test("OpenAPI 3.1 lists every route with a summary and typed responses", async () => {
-  const res = await fetch(`${service.url}/openapi.json`);
+  const res = await get("/openapi.json");
   expect(res.status).toBe(200);
   const doc = await res.json();
   expect(doc.openapi).toStartWith("3.1");
@@ -51,13 +52,13 @@ test("OpenAPI 3.1 lists every route with a summary and typed responses", async (
 });
 
 test("Swagger UI at /docs loads nothing from another host", async () => {
-  const html = await (await fetch(`${service.url}/docs`)).text();
+  const html = await (await get("/docs")).text();
   expect(html).toContain("swagger-ui");
   const refs = [...html.matchAll(/(?:src|href)\s*=\s*["']([^"']+)["']/g)].map((m) => m[1]!);
   expect(refs.length).toBeGreaterThanOrEqual(2);
   for (const ref of refs) {
     expect(ref).toStartWith("/");
-    const asset = await fetch(`${service.url}${ref}`);
+    const asset = await get(ref);
     expect(asset.status).toBe(200);
     if (ref.endsWith(".css")) {
       const css = await asset.text();
@@ -73,12 +74,12 @@ test("Swagger UI at /docs loads nothing from another host", async () => {
 });
 
 test("unknown routes are problem+json 404s", async () => {
-  const res = await fetch(`${service.url}/nope`);
+  const res = await get("/nope");
   expect(res.status).toBe(404);
   expect(res.headers.get("content-type")).toStartWith("application/problem+json");
 });
 
 test("health and readiness need no credentials", async () => {
-  expect(await (await fetch(`${service.url}/healthz`)).json()).toEqual({ status: "ok" });
-  expect(await (await fetch(`${service.url}/readyz`)).json()).toEqual({ status: "ok" });
+  expect(await (await get("/healthz")).json()).toEqual({ status: "ok" });
+  expect(await (await get("/readyz")).json()).toEqual({ status: "ok" });
 });

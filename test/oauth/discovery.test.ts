@@ -1,51 +1,48 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { expectProblem, startTestService, type TestService } from "../support/service";
+import { createTestApp, type TestApp } from "../support/app";
+import { expectProblem } from "../support/service";
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
 
 /**
- * A loopback MCP server whose authorization metadata the test shapes, to check discovery's order and its
- * refusals. Only discovery documents are served: the flow never gets past them.
+ * An MCP server whose authorization metadata the test shapes, to check discovery's order and its refusals,
+ * served in-process at its own origin. Only discovery documents are served: the flow never gets past them.
  */
 function metadataServer(options: { issuerPath: string; servedAt: string; s256: boolean; registration?: boolean }) {
   const requests: string[] = [];
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(request): Response {
-      const { pathname } = new URL(request.url);
-      requests.push(pathname);
-      const origin: string = `http://127.0.0.1:${server.port}`;
-      if (pathname === "/mcp") {
-        return new Response(null, { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"` } });
-      }
-      if (pathname === "/.well-known/oauth-protected-resource/mcp") {
-        return Response.json({ resource: `${origin}/mcp`, authorization_servers: [`${origin}${options.issuerPath}`] });
-      }
-      if (pathname === options.servedAt) {
-        return Response.json({
-          issuer: `${origin}${options.issuerPath}`,
-          authorization_endpoint: `${origin}${options.issuerPath}/authorize`,
-          token_endpoint: `${origin}${options.issuerPath}/token`,
-          ...(options.registration !== false && { registration_endpoint: `${origin}${options.issuerPath}/register` }),
-          response_types_supported: ["code"],
-          code_challenge_methods_supported: options.s256 ? ["S256"] : ["plain"],
-        });
-      }
-      if (pathname.endsWith("/register")) return Response.json({ client_id: "registered" }, { status: 201 });
-      return new Response("not found", { status: 404 });
-    },
+  const origin = `https://mcp-${crypto.randomUUID().slice(0, 8)}.example`;
+  t.network.serve(origin, (request) => {
+    const { pathname } = new URL(request.url);
+    requests.push(pathname);
+    if (pathname === "/mcp") {
+      return new Response(null, { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"` } });
+    }
+    if (pathname === "/.well-known/oauth-protected-resource/mcp") {
+      return Response.json({ resource: `${origin}/mcp`, authorization_servers: [`${origin}${options.issuerPath}`] });
+    }
+    if (pathname === options.servedAt) {
+      return Response.json({
+        issuer: `${origin}${options.issuerPath}`,
+        authorization_endpoint: `${origin}${options.issuerPath}/authorize`,
+        token_endpoint: `${origin}${options.issuerPath}/token`,
+        ...(options.registration !== false && { registration_endpoint: `${origin}${options.issuerPath}/register` }),
+        response_types_supported: ["code"],
+        code_challenge_methods_supported: options.s256 ? ["S256"] : ["plain"],
+      });
+    }
+    if (pathname.endsWith("/register")) return Response.json({ client_id: "registered" }, { status: 201 });
+    return new Response("not found", { status: 404 });
   });
-  return { url: `http://127.0.0.1:${server.port}/mcp`, requests, stop: () => server.stop(true) };
+  return { url: `${origin}/mcp`, requests, stop: () => t.network.remove(origin) };
 }
 
-let service: TestService;
-beforeAll(async () => {
-  service = await startTestService();
-});
-afterAll(() => service.stop());
-
 async function connect(url: string) {
-  const created = await service.api("POST", "/api/v1/connectors", { body: { url } });
-  return service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
+  const created = await t.api("POST", "/api/v1/connectors", { body: { url } });
+  return t.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
 }
 
 test("authorization server metadata is looked for in the MCP order: RFC 8414 path-inserted, OIDC path-inserted, OIDC path-appended", async () => {
@@ -59,23 +56,25 @@ test("authorization server metadata is looked for in the MCP order: RFC 8414 pat
     "/.well-known/openid-configuration/tenant1",
     "/tenant1/.well-known/openid-configuration",
   ]);
-  await server.stop();
+  server.stop();
 });
 
 test("an authorization server that does not advertise PKCE S256 is refused, and the reason says so", async () => {
   const server = metadataServer({ issuerPath: "", servedAt: "/.well-known/oauth-authorization-server", s256: false });
   const res = await connect(server.url);
   expectProblem(res, 502);
+  expect(res.body.type).toBe("/problems/oauth-discovery-failed");
   expect(res.body.detail).toContain("PKCE S256");
   expect(server.requests).not.toContain("/register");
-  await server.stop();
+  server.stop();
 });
 
 test("no way to get a client identity (no registration, no CIMD, no client_id): a 422 asking for a client_id", async () => {
   const server = metadataServer({ issuerPath: "", servedAt: "/.well-known/oauth-authorization-server", s256: true, registration: false });
   const res = await connect(server.url);
   expectProblem(res, 422);
+  expect(res.body.type).toBe("/problems/oauth-client-required");
   expect(res.body.errors[0].field).toBe("client_id");
   expect(res.body.detail).toContain("Dynamic Client Registration");
-  await server.stop();
+  server.stop();
 });

@@ -2,25 +2,28 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { z } from "zod";
 
-export type BearerServer = {
-  url: string;
+export type BearerMcp = {
+  /** Serves one request: the MCP SDK's own server, behind a bearer check. */
+  handler(request: Request): Promise<Response>;
   /** Headers of every request that reached the MCP handler, lower-cased names. */
   seen: Record<string, string>[];
   setToken(token: string): void;
-  stop(): Promise<void>;
 };
 
 /**
  * A small MCP server (the SDK's own server side) that wants `Authorization: Bearer <token>`, like a
- * hosted server with an API key. Stateless: a server and transport per request, as the SDK shows.
+ * hosted server with an API key. Stateless: a server and transport per request, as the SDK shows. Tool
+ * `whoami` echoes what the server received, so a test sees what the proxy sent.
  */
-export function startBearerServer(initialToken: string): BearerServer {
+export function bearerMcp(initialToken: string): BearerMcp {
   let token = initialToken;
   const seen: Record<string, string>[] = [];
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
+  return {
+    seen,
+    setToken: (t) => {
+      token = t;
+    },
+    async handler(request) {
       const headers = Object.fromEntries(request.headers);
       if (request.headers.get("authorization") !== `Bearer ${token}`) {
         return new Response(JSON.stringify({ error: "invalid_token" }), {
@@ -37,13 +40,14 @@ export function startBearerServer(initialToken: string): BearerServer {
       await mcp.connect(transport);
       return transport.handleRequest(request);
     },
-  });
-  return {
-    url: `http://127.0.0.1:${server.port}/mcp`,
-    seen,
-    setToken: (t) => {
-      token = t;
-    },
-    stop: () => server.stop(true),
   };
+}
+
+export type BearerServer = BearerMcp & { url: string; stop(): Promise<void> };
+
+/** The same server on a loopback port, for the end-to-end tests. */
+export function startBearerServer(initialToken: string): BearerServer {
+  const mcp = bearerMcp(initialToken);
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: mcp.handler });
+  return { ...mcp, url: `http://127.0.0.1:${server.port}/mcp`, stop: () => server.stop(true) };
 }

@@ -4,26 +4,28 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 export type Mode = "mcp" | "stream" | "hang";
 
 export type ScriptedServer = {
-  url: string;
+  handler(request: Request): Promise<Response>;
   mode: Mode;
   /** Event streams the server opened, and how many of them were cancelled by the reader going away. */
   streams: { opened: number; cancelled: number };
-  stop(): Promise<void>;
+  /** Answers the requests left hanging (503), so nothing waits on them after a test. */
+  release(): void;
 };
 
 /**
  * An upstream whose behaviour a test sets: "mcp" answers as an MCP server (the SDK's, stateless, so connect
- * works); "stream" answers every POST with an endless event stream and records when its reader cancels
- * it; "hang" never sends response headers. Used where the test must observe the upstream's side.
+ * works); "stream" answers every POST with an endless event stream (an event every `tickMs`) and records when
+ * its reader cancels it; "hang" never sends response headers. Used where the test must see the upstream's side.
  */
-export function startScriptedServer(): ScriptedServer {
-  const state: ScriptedServer = { url: "", mode: "mcp", streams: { opened: 0, cancelled: 0 }, stop: async () => {} };
+export function scriptedServer(tickMs = 20): ScriptedServer {
   const hung: (() => void)[] = [];
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    async fetch(request) {
+  const state: ScriptedServer = {
+    mode: "mcp",
+    streams: { opened: 0, cancelled: 0 },
+    release() {
+      for (const answer of hung.splice(0)) answer();
+    },
+    async handler(request) {
       if (state.mode === "hang") return new Promise<Response>((resolve) => hung.push(() => resolve(new Response(null, { status: 503 }))));
       // Only POSTs are scripted: a late GET (the SDK client of connect opens one after initialize) is not.
       if (state.mode === "stream" && request.method !== "POST") return new Response(null, { status: 405 });
@@ -33,7 +35,9 @@ export function startScriptedServer(): ScriptedServer {
         let n = 0;
         const body = new ReadableStream<Uint8Array>({
           start(controller) {
-            timer = setInterval(() => controller.enqueue(new TextEncoder().encode(`id: ${++n}\ndata: {"tick":${n}}\n\n`)), 50);
+            const tick = () => controller.enqueue(new TextEncoder().encode(`id: ${++n}\ndata: {"tick":${n}}\n\n`));
+            tick();
+            timer = setInterval(tick, tickMs);
           },
           cancel() {
             clearInterval(timer);
@@ -47,11 +51,6 @@ export function startScriptedServer(): ScriptedServer {
       await mcp.connect(transport);
       return transport.handleRequest(request);
     },
-  });
-  state.url = `http://127.0.0.1:${server.port}/mcp`;
-  state.stop = async () => {
-    for (const release of hung) release();
-    await server.stop(true);
   };
   return state;
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTestService, type TestService } from "../support/service";
+import { createTestApp, type TestApp } from "../support/app";
 
 const CUSTOM = [
   {
@@ -22,11 +22,11 @@ const CUSTOM = [
 ];
 
 describe("built-in presets", () => {
-  let service: TestService;
+  let service: TestApp;
   beforeAll(async () => {
-    service = await startTestService();
+    service = await createTestApp();
   });
-  afterAll(() => service.stop());
+  afterAll(() => service.close());
 
   test("lists Stripe, Box and GitHub with names and descriptions", async () => {
     const res = await service.api("GET", "/api/v1/connectors/presets");
@@ -66,11 +66,11 @@ describe("built-in presets", () => {
 });
 
 describe("CONNECTOR__PRESETS", () => {
-  let service: TestService;
+  let service: TestApp;
   beforeAll(async () => {
-    service = await startTestService({ CONNECTOR__PRESETS: JSON.stringify(CUSTOM) });
+    service = await createTestApp({ env: { CONNECTOR__PRESETS: JSON.stringify(CUSTOM) } });
   });
-  afterAll(() => service.stop());
+  afterAll(() => service.close());
 
   const connectorRow = (id: string) =>
     service.deps.db.$client.query("SELECT client_id, client_secret FROM connectors WHERE id = ?").get(id) as {

@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { checkAddress } from "../../src/security/addresses";
 import { UnsafeUrl } from "../../src/http/fetch";
 import { createUrlGuard } from "../../src/security/url-guard";
-import { startBearerServer, type BearerServer } from "../peers/bearer-server";
+import { bearerMcp } from "../peers/bearer-server";
+import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
-import { expectProblem, startTestService, type TestService } from "../support/service";
+import { expectProblem } from "../support/service";
 
 describe("address classes", () => {
   test.each([
@@ -55,18 +56,18 @@ describe("resolution", () => {
 });
 
 describe("in the service", () => {
-  let service: TestService;
-  let strict: TestService;
-  let upstream: BearerServer;
+  // A server on a loopback address, reached through the fake network: the guard checks the address, not a socket.
+  const upstream = { url: "http://127.0.0.1:4321/mcp" };
+  let service: TestApp;
+  let strict: TestApp;
   beforeAll(async () => {
-    upstream = startBearerServer("k");
-    service = await startTestService();
-    strict = await startTestService({ SECURITY__BLOCK_PRIVATE_NETWORKS: "true" });
+    service = await createTestApp();
+    strict = await createTestApp({ env: { SECURITY__BLOCK_PRIVATE_NETWORKS: "true" } });
+    service.network.serve(upstream.url, bearerMcp("k").handler);
   });
-  afterAll(async () => {
-    await service.stop();
-    await strict.stop();
-    await upstream.stop();
+  afterAll(() => {
+    service.close();
+    strict.close();
   });
 
   test.each(["http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/", "http://[::ffff:169.254.169.254]/mcp", "http://metadata.google.internal/"])(

@@ -6,10 +6,14 @@ import { authHeader, ADMIN, startTestService, type Api, type Credentials, type T
 
 export const proxyUrl = (service: TestService, id: string) => `${service.url}/api/v1/connectors/${id}/mcp`;
 
-/** An MCP SDK client pointed at `url`, authenticating to the service as `as`. */
-export async function mcpClient(url: string, as: Credentials | null = ADMIN) {
+/**
+ * An MCP SDK client pointed at `url`, authenticating to the service as `as`. With `handle` (an app's), its
+ * requests go to that function instead of a socket: the whole exchange stays in the test's process.
+ */
+export async function mcpClient(url: string, as: Credentials | null = ADMIN, handle?: (request: Request) => Promise<Response>) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: as ? { headers: { authorization: authHeader(as) } } : {},
+    ...(handle && { fetch: (input: string | URL | Request, init?: RequestInit) => handle(new Request(input, init)) }),
   });
   const client = new Client({ name: "connector-service-tests", version: "1.0.0" });
   await client.connect(transport);

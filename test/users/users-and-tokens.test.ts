@@ -1,81 +1,91 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { apiClient, createUser, expectProblem, startTestService, type TestService } from "../support/service";
+import { createTestApp, type TestApp } from "../support/app";
+import { expectProblem } from "../support/service";
 
-let service: TestService;
+let t: TestApp;
 beforeAll(async () => {
-  service = await startTestService();
+  t = await createTestApp();
 });
-afterAll(() => service.stop());
+afterAll(() => t.close());
+
+/** A user made through the API (argon2id and all), as an administrator makes one; its API authenticates with Basic. */
+async function createUser(username: string) {
+  const password = `${username}-password`;
+  const res = await t.api("POST", "/api/v1/users", { body: { username, password, role: "user" } });
+  if (res.status !== 201) throw new Error(`creating ${username}: ${res.status} ${res.text}`);
+  return { username, password, id: res.body.id as string, api: t.apiOf({ username, password }) };
+}
 
 describe("users", () => {
-  test("the bootstrap admin creates users; a user cannot", async () => {
-    const res = await service.api("POST", "/api/v1/users", { body: { username: "dave", password: "dave-password", role: "user" } });
+  test("an administrator creates users; a user cannot", async () => {
+    const res = await t.api("POST", "/api/v1/users", { body: { username: "dave", password: "dave-password", role: "user" } });
     expect(res.status).toBe(201);
     expect(res.headers.get("location")).toBe(`/api/v1/users/${res.body.id}`);
     expect(res.body).toMatchObject({ username: "dave", role: "user" });
     expect(res.text).not.toContain("dave-password");
-    const dave = apiClient(service.url, { username: "dave", password: "dave-password" });
+    const dave = t.apiOf({ username: "dave", password: "dave-password" });
     expect((await dave("GET", "/api/v1/users/me")).body.username).toBe("dave");
     expectProblem(await dave("POST", "/api/v1/users", { body: { username: "eve", password: "eve-password" } }), 403);
     expectProblem(await dave("GET", "/api/v1/users"), 403);
   });
 
-  test("a taken username is a 409; a short password or bad name a 422", async () => {
-    await createUser(service.api, "frank");
-    expectProblem(await service.api("POST", "/api/v1/users", { body: { username: "frank", password: "other-password" } }), 409);
-    expectProblem(await service.api("POST", "/api/v1/users", { body: { username: "gina", password: "short" } }), 422);
-    expectProblem(await service.api("POST", "/api/v1/users", { body: { username: "has space", password: "long-enough" } }), 422);
-    expectProblem(await service.api("POST", "/api/v1/users", { body: { username: "hal", password: "long-enough", role: "root" } }), 422);
+  test("a taken username is a 409; a short password, a bad name or an unknown role a 422", async () => {
+    await createUser("frank");
+    expectProblem(await t.api("POST", "/api/v1/users", { body: { username: "frank", password: "other-password" } }), 409);
+    expectProblem(await t.api("POST", "/api/v1/users", { body: { username: "gina", password: "short" } }), 422);
+    expectProblem(await t.api("POST", "/api/v1/users", { body: { username: "has space", password: "long-enough" } }), 422);
+    expectProblem(await t.api("POST", "/api/v1/users", { body: { username: "hal", password: "long-enough", role: "root" } }), 422);
   });
 });
 
 describe("API tokens", () => {
   test("are shown once, authenticate as Bearer, are listed without the secret and can be revoked", async () => {
-    const ivan = apiClient(service.url, await createUser(service.api, "ivan"));
+    const ivan = (await t.user("ivan")).api;
     const created = await ivan("POST", "/api/v1/tokens", { body: { name: "ci" } });
     expect(created.status).toBe(201);
     expect(created.body.token).toStartWith("cst_");
-    const bearer = apiClient(service.url, { token: created.body.token });
-    const me = await bearer("GET", "/api/v1/users/me");
-    expect(me.body.username).toBe("ivan");
+    const bearer = t.apiOf({ token: created.body.token });
+    expect((await bearer("GET", "/api/v1/users/me")).body.username).toBe("ivan");
 
     const list = await ivan("GET", "/api/v1/tokens");
-    expect(list.body.items).toEqual([{ id: created.body.id, name: "ci", created_at: created.body.created_at, expires_at: null }]);
+    expect(list.body.items).toContainEqual({ id: created.body.id, name: "ci", created_at: created.body.created_at, expires_at: null });
     expect(list.text).not.toContain(created.body.token);
 
     // Another user cannot revoke it.
-    const judy = apiClient(service.url, await createUser(service.api, "judy"));
+    const judy = (await t.user("judy")).api;
     expectProblem(await judy("DELETE", `/api/v1/tokens/${created.body.id}`), 404);
 
     expect((await ivan("DELETE", `/api/v1/tokens/${created.body.id}`)).status).toBe(204);
     expectProblem(await bearer("GET", "/api/v1/users/me"), 401);
   });
 
-  test("a connector made with a token belongs to the token's user", async () => {
-    const kim = apiClient(service.url, await createUser(service.api, "kim"));
+  test("a token expires after expires_in_days; a connector made with a token belongs to the token's user", async () => {
+    const kim = (await t.user("kim")).api;
     const token = (await kim("POST", "/api/v1/tokens", { body: { name: "agent", expires_in_days: 1 } })).body;
     expect(Date.parse(token.expires_at) - Date.parse(token.created_at)).toBe(86_400_000);
-    const viaToken = apiClient(service.url, { token: token.token });
+    const viaToken = t.apiOf({ token: token.token });
     const c = await viaToken("POST", "/api/v1/connectors", { body: { url: "https://kim.example/mcp" } });
     expect((await kim("GET", `/api/v1/connectors/${c.body.id}`)).status).toBe(200);
+    t.clock.advance(86_400_000);
+    const late = await viaToken("GET", "/api/v1/users/me");
+    expectProblem(late, 401);
+    expect(late.body.detail).toContain("expired");
   });
 
   test("the database holds only a digest of the token", async () => {
-    const token = (await service.api("POST", "/api/v1/tokens", { body: { name: "digest" } })).body.token as string;
-    const rows = service.deps.db.$client.query("SELECT token_digest FROM api_tokens").all() as { token_digest: string }[];
+    const token = (await t.api("POST", "/api/v1/tokens", { body: { name: "digest" } })).body.token as string;
+    const rows = t.deps.db.$client.query("SELECT token_digest FROM api_tokens").all() as { token_digest: string }[];
     expect(rows.length).toBeGreaterThan(0);
     for (const row of rows) expect(row.token_digest).not.toContain(token.slice(4, 20));
   });
 
   test("a password change is honoured at once, even for a remembered credential", async () => {
-    const lee = await createUser(service.api, "lee");
-    const client = apiClient(service.url, lee);
-    expect((await client("GET", "/api/v1/users/me")).status).toBe(200);
+    const lee = await createUser("lee");
+    expect((await lee.api("GET", "/api/v1/users/me")).status).toBe(200);
     // Change the password directly: the remembered Basic credential must stop working.
-    const id = (await client("GET", "/api/v1/users/me")).body.id;
     const hash = await Bun.password.hash("a-new-password", "argon2id");
-    service.deps.db.$client.query("UPDATE users SET password_hash = ? WHERE id = ?").run(hash, id);
-    expectProblem(await client("GET", "/api/v1/users/me"), 401);
-    expect((await apiClient(service.url, { username: "lee", password: "a-new-password" })("GET", "/api/v1/users/me")).status).toBe(200);
+    t.deps.db.$client.query("UPDATE users SET password_hash = ? WHERE id = ?").run(hash, lee.id);
+    expectProblem(await lee.api("GET", "/api/v1/users/me"), 401);
+    expect((await t.apiOf({ username: "lee", password: "a-new-password" })("GET", "/api/v1/users/me")).status).toBe(200);
   });
 });
