@@ -1,19 +1,24 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { decodeJwt } from "jose";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
+import { steppedClock } from "../support/app";
 import { mcpClient, proxyUrl } from "../support/mcp";
-import { storedGrant, waitFor } from "../support/oauth";
+import { storedGrant } from "../support/oauth";
 import { expectProblem, startTestService, type TestService } from "../support/service";
 
 // Real peers, no mocks of OAuth: oidc-provider as the authorization server, an MCP server checking its JWTs.
+// The service's clock is stepped, so "an hour later" takes no time; the scheduler's jobs run when the test says.
 let op: OidcPeer;
 let server: OAuthMcpServer;
 let service: TestService;
+const clock = steppedClock(Date.now());
+const HOUR = 3_600_000;
 
 beforeAll(async () => {
-  op = await startOidcProvider({ accessTokenTtl: 4 });
+  op = await startOidcProvider({ accessTokenTtl: 3600 });
   server = startOAuthMcpServer(op.issuer);
-  service = await startTestService({ SCHEDULER__INTERVAL_SECONDS: "0.3" });
+  service = await startTestService({}, { clock: clock.now });
 });
 afterAll(async () => {
   await service.stop();
@@ -36,8 +41,15 @@ const whoami = async (id: string) => {
   const { client, close } = await mcpClient(proxyUrl(service, id));
   const result = await client.callTool({ name: "whoami", arguments: {} });
   await close();
-  return JSON.parse((result.content as { text: string }[])[0]!.text) as { sub: string; aud: string; scope: string };
+  return JSON.parse((result.content as { text: string }[])[0]!.text) as { sub: string; aud: string; scope: string; jti: string };
 };
+
+/** The client id the service registered at the provider for this connector's grant. */
+const clientIdOf = (connectorId: string) =>
+  (JSON.parse((service.deps.db.$client.query("SELECT context FROM oauth_grants WHERE connector_id = ?").get(connectorId) as { context: string }).context) as { client_id: string })
+    .client_id;
+
+const connector = async (id: string) => (await service.api("GET", `/api/v1/connectors/${id}`)).body;
 
 describe("the authorization code flow against oidc-provider", () => {
   test("connect asks for authorization with PKCE S256, the resource and the discovered scope", async () => {
@@ -55,11 +67,11 @@ describe("the authorization code flow against oidc-provider", () => {
     expect(url.searchParams.get("state")!.length).toBeGreaterThanOrEqual(32);
   });
 
-  test("approve → connected → tools through the proxy with a token for this server → refreshed before it expires → revoked: disconnected with a reason", async () => {
+  test("approve → connected → tools through the proxy with a token for this server → refreshed before it expires, and the new token used", async () => {
     const { id, landed } = await authorize();
     expect(landed.status).toBe(200);
     expect(await landed.text()).toContain("Connected");
-    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body).toMatchObject({ state: "connected", auth_request: null, disconnect_reason: null });
+    expect(await connector(id)).toMatchObject({ state: "connected", auth_request: null, disconnect_reason: null });
 
     const first = storedGrant(service, id)!;
     expect(first.refresh_token).toBeString();
@@ -67,18 +79,26 @@ describe("the authorization code flow against oidc-provider", () => {
     // RFC 8707: the token's audience is this MCP server.
     expect(me.aud).toBe(server.url);
     expect(me.scope.split(" ")).toContain("mcp:tools");
+    expect(me.jti).toBe(decodeJwt(first.access_token).jti as string);
 
-    // 4 s tokens: the scheduler refreshes at half-life, before expiry; oidc-provider rotates the refresh token.
-    const refreshed = await waitFor("a refresh", () => {
-      const now = storedGrant(service, id)!;
-      return now.access_token !== first.access_token && now;
-    }, 15_000);
+    // Not yet due: a tick before 80 % of the hour refreshes nothing.
+    clock.advance(0.7 * HOUR);
+    await service.runJobs();
+    expect(storedGrant(service, id)!.access_token).toBe(first.access_token);
+    // Due (80 % of the lifetime): the tick refreshes; oidc-provider rotates the refresh token.
+    clock.advance(0.11 * HOUR);
+    await service.runJobs();
+    const refreshed = storedGrant(service, id)!;
+    expect(refreshed.access_token).not.toBe(first.access_token);
     expect(refreshed.refresh_token).not.toBe(first.refresh_token);
     expect(refreshed.expires_at!).toBeGreaterThan(first.expires_at!);
-    await Bun.sleep(4_500); // past the first token's lifetime
-    expect((await whoami(id)).sub).toBe(me.sub);
+    const after = await whoami(id);
+    expect(after.sub).toBe(me.sub);
+    expect(after.jti).toBe(decodeJwt(refreshed.access_token).jti as string);
+  });
 
-    // Revoke at the provider (RFC 7009): the grant goes, the next refresh gets invalid_grant.
+  test("a refresh token revoked at the authorization server: the next refresh gets invalid_grant and the connector says so", async () => {
+    const { id } = await authorize();
     const current = storedGrant(service, id)!;
     const revoke = await fetch(`${op.issuer}/token/revocation`, {
       method: "POST",
@@ -86,64 +106,67 @@ describe("the authorization code flow against oidc-provider", () => {
       body: new URLSearchParams({ token: current.refresh_token!, token_type_hint: "refresh_token", client_id: clientIdOf(id) }),
     });
     expect(revoke.status).toBe(200);
-    const after = await waitFor("the disconnect", async () => {
-      const c = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
-      return c.state === "disconnected" && c;
-    }, 15_000);
+    clock.advance(0.81 * HOUR);
+    await service.runJobs();
+    const after = await connector(id);
+    expect(after.state).toBe("disconnected");
     expect(after.disconnect_reason).toContain("refresh failed");
     expect(after.disconnect_reason).toContain("invalid_grant");
     expect(storedGrant(service, id)).toBeUndefined();
     expectProblem(await service.api("POST", `/api/v1/connectors/${id}/mcp`, { body: {} }), 409);
-  }, 60_000);
+  });
 
   test("a rejected token is refreshed once and the request replayed, invisibly to the client", async () => {
     const { id } = await authorize();
     const before = storedGrant(service, id)!;
-    // The server stops accepting every token issued so far.
-    const rejectedBefore = server.rejected.count;
-    server.rejectTokensIssuedBefore(Math.floor(Date.now() / 1000) + 1);
-    await Bun.sleep(1_100);
-    expect((await whoami(id)).aud).toBe(server.url);
-    // The server did refuse a request, and the client never saw it: the proxy refreshed and replayed.
+    const [rejectedBefore, refreshesBefore] = [server.rejected.count, op.refreshed.count];
+    server.rejectTokensSeenSoFar();
+    const me = await whoami(id);
+    expect(me.aud).toBe(server.url);
+    // The server did refuse the old token, and the client never saw it: the proxy refreshed once and replayed.
     expect(server.rejected.count).toBeGreaterThan(rejectedBefore);
-    expect(storedGrant(service, id)!.access_token).not.toBe(before.access_token);
-    server.rejectTokensIssuedBefore(0);
-  }, 30_000);
+    expect(op.refreshed.count).toBe(refreshesBefore + 1);
+    const after = storedGrant(service, id)!;
+    expect(after.access_token).not.toBe(before.access_token);
+    expect(me.jti).toBe(decodeJwt(after.access_token).jti as string);
+  });
 
   test("concurrent requests share one refresh (a second use of a rotated refresh token would revoke the grant)", async () => {
     const { id } = await authorize();
-    const rejectedBefore = server.rejected.count;
-    server.rejectTokensIssuedBefore(Math.floor(Date.now() / 1000) + 1);
-    await Bun.sleep(1_100);
+    const [rejectedBefore, refreshesBefore] = [server.rejected.count, op.refreshed.count];
+    server.rejectTokensSeenSoFar();
     const results = await Promise.all([whoami(id), whoami(id), whoami(id), whoami(id)]);
-    for (const r of results) expect(r.aud).toBe(server.url);
-    expect(server.rejected.count).toBeGreaterThan(rejectedBefore);
-    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
-    server.rejectTokensIssuedBefore(0);
-  }, 30_000);
+    expect(server.rejected.count).toBeGreaterThanOrEqual(rejectedBefore + 2);
+    expect(op.refreshed.count).toBe(refreshesBefore + 1);
+    // Every request went out again with the one new token.
+    expect(new Set(results.map((r) => r.jti)).size).toBe(1);
+    expect((await connector(id)).state).toBe("connected");
+  });
 
   test("disconnect revokes the grant at the authorization server (RFC 7009) before forgetting it", async () => {
     const { id } = await authorize();
     const { refresh_token } = storedGrant(service, id)!;
-    const refreshWith = (token: string) =>
-      fetch(`${op.issuer}/token`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: token, client_id: clientIdOf(id) }),
-      });
+    const clientId = clientIdOf(id);
     const destroyedBefore = op.destroyed.refreshTokens;
     const off = await service.api("POST", `/api/v1/connectors/${id}/disconnect`);
     expect(off.body).toMatchObject({ state: "disconnected" });
     // oidc-provider destroyed the refresh token on the revocation request (its JWT access tokens cannot be revoked).
-    expect(op.destroyed.refreshTokens).toBeGreaterThan(destroyedBefore);
+    expect(op.destroyed.refreshTokens).toBe(destroyedBefore + 1);
     expect(storedGrant(service, id)).toBeUndefined();
-    const attempt = await refreshWith(refresh_token!);
+    const attempt = await fetch(`${op.issuer}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refresh_token!, client_id: clientId }),
+    });
     expect(attempt.status).toBe(400);
     expect((await attempt.json()).error).toBe("invalid_grant");
   });
 
-  test("the registered client is reused for the same authorization server", () => {
-    const clients = service.deps.db.$client.query("SELECT issuer FROM oauth_clients").all() as { issuer: string }[];
+  test("the client registered at an authorization server is reused for its next connector", async () => {
+    const first = await authorize();
+    const second = await authorize();
+    expect(clientIdOf(second.id)).toBe(clientIdOf(first.id));
+    const clients = service.deps.db.$client.query("SELECT issuer FROM oauth_clients").all();
     expect(clients).toEqual([{ issuer: op.issuer }]);
   });
 
@@ -152,23 +175,18 @@ describe("the authorization code flow against oidc-provider", () => {
     const { client, close } = await mcpClient(proxyUrl(service, id));
     await expect(client.callTool({ name: "admin-report", arguments: {} })).rejects.toThrow(/403|scope/);
     await close();
-    const connector = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
-    expect(connector.state).toBe("auth_required");
-    expect(connector.disconnect_reason).toContain("wider scope");
-    const scope = new URL(connector.auth_request.authorization_url).searchParams.get("scope")!.split(" ");
+    const pending = await connector(id);
+    expect(pending.state).toBe("auth_required");
+    expect(pending.disconnect_reason).toContain("wider scope");
+    const scope = new URL(pending.auth_request.authorization_url).searchParams.get("scope")!.split(" ");
     expect(scope).toContain("mcp:admin");
     expect(scope).toContain("mcp:tools");
     // Approving the wider scope connects it again, and the tool works.
-    const callback = await authorizeInBrowser(connector.auth_request.authorization_url, op.issuer);
+    const callback = await authorizeInBrowser(pending.auth_request.authorization_url, op.issuer);
     expect((await fetch(callback, { redirect: "manual" })).status).toBe(200);
     const again = await mcpClient(proxyUrl(service, id));
     const report = await again.client.callTool({ name: "admin-report", arguments: {} });
     expect(JSON.stringify(report)).toContain("admin ok");
     await again.close();
-  }, 30_000);
+  });
 });
-
-function clientIdOf(connectorId: string): string {
-  void connectorId;
-  return (service.deps.db.$client.query("SELECT client_id FROM oauth_clients").get() as { client_id: string }).client_id;
-}

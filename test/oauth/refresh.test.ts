@@ -4,7 +4,8 @@ import { refreshAt, retryAt } from "../../src/oauth/refresh-plan";
 import { createOAuthRepository } from "../../src/oauth/repository";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
-import { storedGrant, waitFor } from "../support/oauth";
+import { steppedClock } from "../support/app";
+import { storedGrant } from "../support/oauth";
 import { startTestService, type TestService } from "../support/service";
 
 describe("when to refresh", () => {
@@ -53,20 +54,22 @@ describe("leases", () => {
 });
 
 describe("the authorization server goes away", () => {
+  // oidc-provider for the authorization, then stopped; the service's clock is stepped through the token's hour.
+  const clock = steppedClock(Date.now());
   let op: OidcPeer;
   let server: OAuthMcpServer;
   let service: TestService;
   beforeAll(async () => {
-    op = await startOidcProvider({ accessTokenTtl: 6 });
+    op = await startOidcProvider({ accessTokenTtl: 3600 });
     server = startOAuthMcpServer(op.issuer);
-    service = await startTestService({ SCHEDULER__INTERVAL_SECONDS: "0.3" });
+    service = await startTestService({}, { clock: clock.now });
   });
   afterAll(async () => {
     await service.stop();
     await server.stop();
   });
 
-  test("refresh failures retry while the token is valid, and end in disconnected with the reason once it expires", async () => {
+  test("refresh failures retry with backoff while the token is valid, and end in disconnected with the reason once it expires", async () => {
     const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
     const connect = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
     await fetch(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), { redirect: "manual" });
@@ -75,17 +78,24 @@ describe("the authorization server goes away", () => {
     const expiresAt = storedGrant(service, id)!.expires_at!;
     await op.stop();
 
-    // Refreshes fail (transient: the server is unreachable), and are retried; the connector stays usable meanwhile.
-    await waitFor("a failed refresh", () => storedGrant(service, id)!.failures > 0, 10_000);
-    expect(Date.now()).toBeLessThan(expiresAt);
+    // Due at 80 % of the hour: the refresh fails (the server is unreachable: transient) and is retried later.
+    clock.advance(0.81 * 3_600_000);
+    await service.runJobs();
+    expect(storedGrant(service, id)!.failures).toBe(1);
+    await service.runJobs(); // not due again yet: 5 s of backoff
+    expect(storedGrant(service, id)!.failures).toBe(1);
+    clock.advance(5_000);
+    await service.runJobs();
+    expect(storedGrant(service, id)!.failures).toBe(2);
+    expect(clock.now()).toBeLessThan(expiresAt);
     expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
 
-    const after = await waitFor("the disconnect", async () => {
-      const c = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
-      return c.state === "disconnected" && c;
-    }, 20_000);
-    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt);
+    // Once the token has expired, a failed refresh disconnects, saying why.
+    clock.advance(expiresAt - clock.now());
+    await service.runJobs();
+    const after = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+    expect(after.state).toBe("disconnected");
     expect(after.disconnect_reason).toContain("OAuth token refresh failed");
     expect(after.disconnect_reason).toContain("could not be reached");
-  }, 40_000);
+  });
 });

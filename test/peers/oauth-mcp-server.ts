@@ -7,10 +7,10 @@ export type OAuthMcpServer = {
   url: string;
   resourceMetadataUrl: string;
   accepted: JWTPayload[];
-  /** How many requests were refused with 401 for a token issued too early. */
+  /** How many requests were refused with 401 for a token it no longer accepts. */
   rejected: { count: number };
-  /** From now on, refuse tokens issued before this moment (as a server does after rotating its keys). */
-  rejectTokensIssuedBefore(epochSeconds: number): void;
+  /** From now on, refuse every token seen so far (as a server does after rotating its keys); newer ones pass. */
+  rejectTokensSeenSoFar(): void;
   stop(): Promise<void>;
 };
 
@@ -22,7 +22,7 @@ export type OAuthMcpServer = {
  */
 export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
   const accepted: JWTPayload[] = [];
-  let notBefore = 0;
+  const refused = new Set<string>();
   const rejected = { count: 0 };
   const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`));
   let resource = "";
@@ -49,7 +49,7 @@ export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
       } catch {
         return challenge(401, ', error="invalid_token"');
       }
-      if ((claims.iat ?? 0) < notBefore) {
+      if (refused.has(String(claims.jti))) {
         rejected.count++;
         return challenge(401, ', error="invalid_token"');
       }
@@ -64,7 +64,7 @@ export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
       accepted.push(claims);
       const mcp = new McpServer({ name: "oauth-test-server", version: "1.0.0" });
       mcp.registerTool("whoami", { description: "Who the token says the caller is", inputSchema: { note: z.string().optional() } }, async () => ({
-        content: [{ type: "text", text: JSON.stringify({ sub: claims.sub, aud: claims.aud, scope: claims.scope }) }],
+        content: [{ type: "text", text: JSON.stringify({ sub: claims.sub, aud: claims.aud, scope: claims.scope, jti: claims.jti }) }],
       }));
       mcp.registerTool("admin-report", { description: "Needs mcp:admin", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "admin ok" }] }));
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -79,8 +79,8 @@ export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
     resourceMetadataUrl: metadataUrl,
     accepted,
     rejected,
-    rejectTokensIssuedBefore: (epochSeconds) => {
-      notBefore = epochSeconds;
+    rejectTokensSeenSoFar: () => {
+      for (const claims of accepted) refused.add(String(claims.jti));
     },
     stop: () => server.stop(true),
   };

@@ -2,7 +2,14 @@ import { createServer, type Server } from "node:http";
 import Provider from "oidc-provider";
 import { freePort } from "./ports";
 
-export type OidcPeer = { issuer: string; provider: Provider; destroyed: { refreshTokens: number; grants: number }; stop(): Promise<void> };
+export type OidcPeer = {
+  issuer: string;
+  provider: Provider;
+  destroyed: { refreshTokens: number; grants: number };
+  /** Successful refresh_token grants at the token endpoint. */
+  refreshed: { count: number };
+  stop(): Promise<void>;
+};
 
 export type OidcOptions = {
   /** Access token lifetime in seconds (short, so the scheduler's refresh shows in a test). */
@@ -50,12 +57,17 @@ export async function startOidcProvider(options: OidcOptions = {}): Promise<Oidc
   const destroyed = { refreshTokens: 0, grants: 0 };
   provider.on("refresh_token.destroyed", () => void destroyed.refreshTokens++);
   provider.on("grant.destroyed", () => void destroyed.grants++);
+  const refreshed = { count: 0 };
+  provider.on("grant.success", (ctx: { oidc: { params?: { grant_type?: unknown } } }) => {
+    if (ctx.oidc.params?.grant_type === "refresh_token") refreshed.count++;
+  });
   const server: Server = createServer(provider.callback());
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   return {
     issuer,
     provider,
     destroyed,
+    refreshed,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -33,9 +33,17 @@ export function apiClient(baseUrl: string, defaultAs: Credentials = ADMIN): Api 
   };
 }
 
-export type TestService = RunningService & { api: Api; logs: string[] };
+export type TestService = RunningService & {
+  api: Api;
+  logs: string[];
+  /** One tick of the scheduler: every job once, in order (the loop itself ticks once an hour unless told). */
+  runJobs(): Promise<void>;
+};
 
-/** The whole service in this process on 127.0.0.1 with a free port and an in-memory database. */
+/**
+ * The whole service in this process on 127.0.0.1 with a free port and an in-memory database: for end-to-end
+ * tests with real peers over real sockets. `clock` is what the services read (a test steps it instead of waiting).
+ */
 export async function startTestService(env: Record<string, string> = {}, options: { clock?: () => number } = {}): Promise<TestService> {
   const logs: string[] = [];
   const service = await startService(
@@ -46,11 +54,19 @@ export async function startTestService(env: Record<string, string> = {}, options
       AUTH__ADMIN_PASSWORD: ADMIN.password,
       LOG__LEVEL: "debug",
       SERVER__SHUTDOWN_TIMEOUT_SECONDS: "2",
+      SCHEDULER__INTERVAL_SECONDS: "3600",
       ...env,
     },
     { writeLog: (line) => logs.push(line), ...options },
   );
-  return { ...service, api: apiClient(service.url), logs };
+  return {
+    ...service,
+    api: apiClient(service.url),
+    logs,
+    async runJobs() {
+      for (const job of service.services.jobs) await job.run();
+    },
+  };
 }
 
 /** Creates a user with role `user` and returns its credentials. */
