@@ -3,15 +3,16 @@
  * server, kind, k3s or container engine can run on the machines this project is built and tested on. The fake
  * implements the calls the driver makes, with the real API's paths, codes and Status bodies, and records them.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { createLogger } from "../../src/observability/logger";
 import { createKubernetesRuntime } from "../../src/runtime/kubernetes/driver";
 import { buildManifests, objectName, tokenSecretName } from "../../src/runtime/kubernetes/manifests";
 import { DeploymentFailed, type DeploymentSpec } from "../../src/runtime/runtime";
 import { startEverything, type Peer } from "../peers/everything";
 import { startFakeKube, type FakeKube } from "../peers/fake-kube-api";
-import { mcpClient, proxyUrl } from "../support/mcp";
-import { startTestService, type TestService } from "../support/service";
+import { createTestApp, steppedClock, type TestApp } from "../support/app";
+import { mcpClient } from "../support/mcp";
+import { waitFor } from "../support/wait";
 
 const ID = "01a20000-0000-7000-8000-000000000001";
 const spec = (accessToken: string | null = "tok-123"): DeploymentSpec => ({
@@ -77,12 +78,17 @@ describe("the driver against the fake API server", () => {
     process.env.KUBECONFIG = kube.kubeconfig;
   });
   afterAll(() => kube.stop());
+  // Each test starts from an empty namespace and a Deployment that is ready at its second read.
+  beforeEach(() => {
+    kube.objects.clear();
+    kube.requests.length = 0;
+    kube.readyAfterReads = 2;
+  });
 
   const runtime = (extra: Partial<Parameters<typeof createKubernetesRuntime>[0]> = {}) =>
     createKubernetesRuntime({ namespace: "mcp", gatewayImage: "g:1", access: "dns", log: silent, pollMs: 1, ...extra });
 
   test("deploy creates Secret, Deployment and Service, waits for a ready replica, and names the Service's DNS endpoint", async () => {
-    kube.readyAfterReads = 2;
     const driver = await runtime();
     await driver.deploy(spec());
     expect([...kube.objects.keys()].sort()).toEqual([`deployments/mcp/${objectName(ID)}`, `secrets/mcp/${tokenSecretName(ID)}`, `services/mcp/${objectName(ID)}`]);
@@ -93,6 +99,7 @@ describe("the driver against the fake API server", () => {
 
   test("connecting again replaces cleanly: the same three objects, updated, no duplicates", async () => {
     const driver = await runtime();
+    await driver.deploy(spec());
     const before = kube.objects.get(`deployments/mcp/${objectName(ID)}`)!.metadata.resourceVersion;
     await driver.deploy({ ...spec("tok-456") });
     expect(kube.objects.size).toBe(3);
@@ -114,7 +121,6 @@ describe("the driver against the fake API server", () => {
     expect(now).toBeGreaterThanOrEqual(60_000);
     expect(now).toBeLessThan(70_000);
     expect(kube.objects.size).toBe(0);
-    kube.readyAfterReads = 2;
   });
 
   test("remove deletes everything it created; a second remove is a no-op", async () => {
@@ -130,8 +136,8 @@ describe("the driver against the fake API server", () => {
 describe("the service with RUNTIME__DRIVER=kubernetes", () => {
   let kube: FakeKube;
   let upstream: Peer;
-  let service: TestService;
-  let offset = 0;
+  let t: TestApp;
+  const clock = steppedClock();
   const PRESETS = JSON.stringify([
     { url: "mcp+stdio://everything", metadata: { name: "Everything" }, stdio: { image: "example/everything:1", command: ["node", "dist/index.js", "stdio"], access_token_env_name: "TOKEN" } },
   ]);
@@ -139,77 +145,69 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
     kube = startFakeKube();
     process.env.KUBECONFIG = kube.kubeconfig;
     upstream = await startEverything();
-    service = await startTestService({
-      RUNTIME__DRIVER: "kubernetes",
-      KUBERNETES__NAMESPACE: "mcp",
-      KUBERNETES__GATEWAY_IMAGE: "registry.example/connector-service:1",
-      KUBERNETES__SERVICE_ACCESS: "proxy",
-      CONNECTOR__PRESETS: PRESETS,
-      SCHEDULER__INTERVAL_SECONDS: "0.3",
-    }, { clock: () => Date.now() + offset });
+    // The driver reaches the fake API server over a real socket, with the service's (stepped) clock for its waits.
+    const runtime = await createKubernetesRuntime({ namespace: "mcp", gatewayImage: "registry.example/connector-service:1", access: "proxy", log: silent, pollMs: 1, clock: clock.now, sleep: async (ms) => clock.advance(ms) });
+    t = await createTestApp({ env: { CONNECTOR__PRESETS: PRESETS }, clock, runtime });
   });
   afterAll(async () => {
-    await service.stop();
+    t.close();
     await upstream.stop();
     await kube.stop();
   });
 
-  test("connect deploys, the proxy reaches the Service through the API server's service proxy, disconnect and delete clean up", async () => {
-    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
+  const objectsOf = (id: string) => [...kube.objects.keys()].filter((k) => k.includes(objectName(id)));
+  async function connectManaged(body: Record<string, unknown> = {}): Promise<string> {
+    const created = await t.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
     const id = created.body.id as string;
     // The fake's service proxy sends this Service's traffic to a real MCP server (standing in for the pod).
     kube.serviceBackends.set(`mcp/${objectName(id)}`, upstream.url.replace(/\/mcp$/, ""));
-    const connect = await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: { accessToken: "secret-token" } });
+    const connect = await t.api("POST", `/api/v1/connectors/${id}/connect`, { body });
     expect(connect.body.state).toBe("connected");
+    return id;
+  }
+
+  test("connect deploys, the proxy reaches the Service through the API server's service proxy, disconnect and delete clean up", async () => {
+    const id = await connectManaged({ accessToken: "secret-token" });
     expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);
     expect(JSON.stringify(kube.objects.get(`deployments/mcp/${objectName(id)}`)).includes("secret-token")).toBe(false);
 
-    const { client, close } = await mcpClient(proxyUrl(service, id));
+    const { client, close } = await mcpClient(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, { token: t.admin.token }, t.handle);
     expect(JSON.stringify(await client.callTool({ name: "echo", arguments: { message: "via the cluster" } }))).toContain("Echo: via the cluster");
     await close();
     expect(kube.requests.some((r) => r.path.startsWith(`/api/v1/namespaces/mcp/services/${objectName(id)}:mcp/proxy/mcp`) && r.authorization === "Bearer fake-token")).toBe(true);
 
-    await service.api("POST", `/api/v1/connectors/${id}/disconnect`);
-    await Bun.sleep(200);
-    expect([...kube.objects.keys()].filter((k) => k.includes(objectName(id)))).toEqual([]);
+    await t.api("POST", `/api/v1/connectors/${id}/disconnect`);
+    await waitFor("the objects to go", () => objectsOf(id).length === 0, 5_000);
 
-    await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+    await t.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
     expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);
-    expect((await service.api("DELETE", `/api/v1/connectors/${id}`)).status).toBe(204);
-    await Bun.sleep(200);
-    expect([...kube.objects.keys()].filter((k) => k.includes(objectName(id)))).toEqual([]);
+    expect((await t.api("DELETE", `/api/v1/connectors/${id}`)).status).toBe(204);
+    await waitFor("the objects to go", () => objectsOf(id).length === 0, 5_000);
   });
 
   test("reconciliation: a deployment deleted behind the service's back is made again; one of no connector is removed", async () => {
-    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
-    const id = created.body.id as string;
-    await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+    const id = await connectManaged();
     kube.objects.delete(`deployments/mcp/${objectName(id)}`);
     const orphan = "01a20000-0000-7000-8000-00000000dead";
     kube.objects.set(`deployments/mcp/${objectName(orphan)}`, {
       metadata: { name: objectName(orphan), resourceVersion: "1", labels: { "app.kubernetes.io/managed-by": "connector-service", "connector-service/connector-id": orphan } },
     });
-    const until = Date.now() + 5_000;
-    while ((!kube.objects.has(`deployments/mcp/${objectName(id)}`) || kube.objects.has(`deployments/mcp/${objectName(orphan)}`)) && Date.now() < until) await Bun.sleep(100);
+    await t.runJobs();
     expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);
     expect(kube.objects.has(`deployments/mcp/${objectName(orphan)}`)).toBe(false);
-    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    expect((await t.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
   });
 
   test("a deployment that stops serving gets 60 s to recover, then its connector is disconnected with the reason", async () => {
-    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
-    const id = created.body.id as string;
-    await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+    const id = await connectManaged();
     kube.crashing.add(objectName(id));
-    await Bun.sleep(1_000); // several reconcile ticks: within the grace period, still connected
-    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
-    offset += 61_000; // the service's clock moves past the grace period
-    const until = Date.now() + 5_000;
-    let connector = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
-    while (connector.state === "connected" && Date.now() < until) {
-      await Bun.sleep(100);
-      connector = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
-    }
+    await t.runJobs();
+    clock.advance(59_000);
+    await t.runJobs();
+    expect((await t.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    clock.advance(2_000);
+    await t.runJobs();
+    const connector = (await t.api("GET", `/api/v1/connectors/${id}`)).body;
     expect(connector.state).toBe("disconnected");
     expect(connector.disconnect_reason).toContain("The managed server stopped serving");
     expect(connector.disconnect_reason).toContain("CrashLoopBackOff");

@@ -8,7 +8,7 @@ import { createLocalRuntime } from "../../src/runtime/local";
 import { DeploymentFailed } from "../../src/runtime/runtime";
 import { EVERYTHING } from "../peers/everything";
 import { mcpClient, proxyUrl, toolText as text } from "../support/mcp";
-import { waitFor } from "../support/oauth";
+import { waitFor } from "../support/wait";
 import { expectProblem, startTestService, type TestService } from "../support/service";
 
 const PRESETS = JSON.stringify([

@@ -31,6 +31,8 @@ export type TestAppOptions = {
   /** Changes to the loaded settings that no variable allows, such as waits shorter than a second. */
   configure?: (config: Config) => void;
   network?: FakeNetwork;
+  /** The clock the services read, when the test needs it before the app exists (to give it to a runtime). */
+  clock?: SteppedClock;
   runtime?: Runtime;
   publicUrl?: string;
 };
@@ -43,7 +45,7 @@ export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
  * deterministic; the end-to-end tests with real peers use test/support/service.ts instead.
  */
 export async function createTestApp(options: TestAppOptions = {}) {
-  const clock = steppedClock();
+  const clock = options.clock ?? steppedClock();
   const network = options.network ?? fakeNetwork();
   const config = loadConfig({ DATABASE__PATH: ":memory:", SCHEDULER__INTERVAL_SECONDS: "3600", ...options.env });
   options.configure?.(config);

@@ -10,13 +10,3 @@ export function storedGrant(service: TestService, connectorId: string): (GrantSe
   if (!row) return undefined;
   return { ...(JSON.parse(service.deps.sealer.open(row.secrets, `oauth_grants/${connectorId}`)) as GrantSecrets), expires_at: row.expires_at, failures: row.failures };
 }
-
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
