@@ -16,7 +16,7 @@ const problems = { 401: Problem, 403: Problem, 404: Problem, 409: Problem, 422: 
 /** Request headers the A2A proxy passes on (A2A 0.3.0 JSON-RPC over HTTP); never the caller's Authorization. */
 const A2A_REQUEST_HEADERS = ["accept", "content-type", "accept-encoding", "x-a2a-extensions"];
 
-/** RFC 9110 §13.1.2: If-None-Match matches when any listed entity tag (weak or not) is the current one. */
+/** [RFC 9110 §13.1.2](https://www.rfc-editor.org/rfc/rfc9110#section-13.1.2): If-None-Match matches when any listed entity tag (weak or not) is the current one. */
 function matches(ifNoneMatch: string | null, etag: string): boolean {
   if (!ifNoneMatch) return false;
   if (ifNoneMatch.trim() === "*") return true;

@@ -137,7 +137,7 @@ export function createProviderService(deps: ProviderServiceDeps) {
       for (const id of await providers.stale(clock() - deps.refreshAfterMs)) await refresh(id).catch(() => undefined);
     },
 
-    /** The served card and its ETag (RFC 9110 §8.8.3), computed once per card version. */
+    /** The served card and its ETag ([RFC 9110 §8.8.3](https://www.rfc-editor.org/rfc/rfc9110#section-8.8.3)), computed once per card version. */
     async card(id: string): Promise<ServedCard> {
       const row = await found(id);
       const cached = servedCache.get(id);

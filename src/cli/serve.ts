@@ -54,7 +54,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     log,
     clock: options.clock ?? Date.now,
     sleep: Bun.sleep,
-    // UUIDv7 (RFC 9562 §5.7): time-ordered and monotonic, so "newest first" has no ties to break at random.
+    // UUIDv7 ([RFC 9562 §5.7](https://www.rfc-editor.org/rfc/rfc9562#section-5.7)): time-ordered and monotonic, so "newest first" has no ties to break at random.
     newId: () => Bun.randomUUIDv7(),
     fetch: globalThis.fetch,
     publicUrl: () => publicUrl,

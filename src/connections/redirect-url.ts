@@ -2,7 +2,7 @@ import { invalidField } from "../http-errors/errors";
 
 /**
  * `redirect_url` may only lead to an allowed origin: the service's public URL or one of
- * OAUTH__ALLOWED_REDIRECT_ORIGINS (no open redirect, RFC 6749 §10.15).
+ * OAUTH__ALLOWED_REDIRECT_ORIGINS (no open redirect, [RFC 6749 §10.15](https://www.rfc-editor.org/rfc/rfc6749#section-10.15)).
  */
 export function assertAllowedRedirect(raw: string, allowedOrigins: readonly string[]): string {
   let url: URL;

@@ -2,13 +2,13 @@ import { invalidField } from "../http-errors/errors";
 import { HOP_BY_HOP_HEADERS } from "../http/hop-by-hop";
 import { MAX_HEADERS } from "./model";
 
-/** RFC 9110 §5.1: a field name is a token. */
+/** [RFC 9110 §5.1](https://www.rfc-editor.org/rfc/rfc9110#section-5.1): a field name is a token. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** RFC 9110 §5.5: CR, LF and NUL are never allowed in a field value. */
+/** [RFC 9110 §5.5](https://www.rfc-editor.org/rfc/rfc9110#section-5.5): CR, LF and NUL are never allowed in a field value. */
 const FORBIDDEN_VALUE_CHARS = /[\r\n\0]/;
 
 /**
- * Headers a connect request may not store (spec part 5). Hop-by-hop headers (RFC 9110 §7.6.1),
+ * Headers a connect request may not store (spec part 5). Hop-by-hop headers ([RFC 9110 §7.6.1](https://www.rfc-editor.org/rfc/rfc9110#section-7.6.1)),
  * forwarding headers (RFC 7239, X-Forwarded-*, Via), Host and cookies; plus the framing and MCP
  * transport headers the proxy owns, since a stored copy would corrupt every request.
  */

@@ -44,7 +44,7 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
     const id = request.headers.get("mcp-session-id");
     if (id) {
       const session = sessions.get(id);
-      // MCP 2025-11-25 transports §"Session Management": an unknown session is a 404, so the client starts over.
+      // [MCP 2025-11-25 transports §"Session Management"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management): an unknown session is a 404, so the client starts over.
       if (!session) return sessionNotFound();
       session.lastActive = Date.now();
       return session.transport.handleRequest(request);

@@ -8,7 +8,7 @@ export const SESSION_NOT_FOUND = -32001;
 /** Any other refusal of the gateway (no session header, too many sessions, the server did not start). */
 export const GATEWAY_ERROR = -32000;
 
-/** A JSON-RPC error answer that belongs to no request (JSON-RPC 2.0 §5: `id` null). */
+/** A JSON-RPC error answer that belongs to no request ([JSON-RPC 2.0 §5](https://www.jsonrpc.org/specification#response_object): `id` null). */
 export const jsonRpcError = (status: number, message: string, code = GATEWAY_ERROR) =>
   Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
 

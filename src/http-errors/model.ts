@@ -1,6 +1,6 @@
 import { t } from "elysia";
 
-/** RFC 9457 §3 problem details, plus `errors` naming the offending fields of a 4xx. */
+/** [RFC 9457 §3](https://www.rfc-editor.org/rfc/rfc9457#section-3) problem details, plus `errors` naming the offending fields of a 4xx. */
 export const Problem = t.Object(
   {
     type: t.String({ description: "URI reference identifying the problem type" }),
@@ -16,5 +16,5 @@ export type Problem = typeof Problem.static;
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
-/** Problem types are relative URIs under the service (RFC 9457 §3.1.1 allows relative references). */
+/** Problem types are relative URIs under the service ([RFC 9457 §3.1.1](https://www.rfc-editor.org/rfc/rfc9457#section-3.1.1) allows relative references). */
 export const problemType = (slug: string) => `/problems/${slug}`;

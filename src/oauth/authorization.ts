@@ -94,7 +94,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
     },
 
     /**
-     * RFC 6750 §3.1 insufficient_scope (https://www.rfc-editor.org/rfc/rfc6750#section-3.1): a new authorization
+     * [RFC 6750 §3.1](https://www.rfc-editor.org/rfc/rfc6750#section-3.1) insufficient_scope: a new authorization
      * asking for the granted scope plus the one the server wants.
      */
     async upgradeScope(row: ConnectorRow, challenge: Response, requiredScope: string): Promise<void> {

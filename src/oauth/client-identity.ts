@@ -18,7 +18,7 @@ export type ClientIdentityDeps = {
 
 const sealContext = (issuer: string, redirectUri: string) => `oauth_clients/${issuer}/${redirectUri}`;
 
-/** The client's token endpoint authentication: a secret goes the way the server prefers (RFC 8414 §2). */
+/** The client's token endpoint authentication: a secret goes the way the server prefers ([RFC 8414 §2](https://www.rfc-editor.org/rfc/rfc8414#section-2)). */
 function secretMethod(as: oauth.AuthorizationServer): TokenEndpointAuthMethod {
   const supported = as.token_endpoint_auth_methods_supported;
   if (!supported || supported.includes("client_secret_basic")) return "client_secret_basic";
@@ -27,7 +27,7 @@ function secretMethod(as: oauth.AuthorizationServer): TokenEndpointAuthMethod {
 
 export const CLIENT_NAME = "connector-service";
 
-/** Client metadata the service registers (RFC 7591 §2) or publishes as its Client ID Metadata Document. */
+/** Client metadata the service registers ([RFC 7591 §2](https://www.rfc-editor.org/rfc/rfc7591#section-2)) or publishes as its Client ID Metadata Document. */
 export function clientMetadata(redirectUri: string): Record<string, string | string[]> {
   return {
     client_name: CLIENT_NAME,
@@ -40,7 +40,7 @@ export function clientMetadata(redirectUri: string): Record<string, string | str
 }
 
 /**
- * Client identity in the order of MCP authorization (2025-11-25) §"Client Registration Approaches"
+ * Client identity in the order of [MCP authorization (2025-11-25) §"Client Registration Approaches"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#client-registration-approaches)
  * (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#client-registration-approaches):
  * the connector's (or preset's) client id → a Client ID Metadata Document when the server supports it and the
  * service has a public https URL → Dynamic Client Registration (RFC 7591), reused per issuer → a clear error.
@@ -94,7 +94,7 @@ export async function resolveClient(
 }
 
 /**
- * RFC 7591 §3.2.1 requires `client_secret_expires_at` with a secret; servers that omit it mean "never"
+ * [RFC 7591 §3.2.1](https://www.rfc-editor.org/rfc/rfc7591#section-3.2.1) requires `client_secret_expires_at` with a secret; servers that omit it mean "never"
  * (the MCP SDKs read it that way). Supplied as 0 so oauth4webapi's checks of everything else still apply.
  */
 async function withSecretExpiry(response: Response): Promise<Response> {
@@ -104,11 +104,11 @@ async function withSecretExpiry(response: Response): Promise<Response> {
   return new Response(JSON.stringify({ ...body, client_secret_expires_at: 0 }), { status: response.status, headers: response.headers });
 }
 
-/** application/x-www-form-urlencoded (WHATWG URL §5.2): what RFC 6749 §2.3.1 asks for before Base64. */
+/** application/x-www-form-urlencoded ([WHATWG URL §5.2](https://url.spec.whatwg.org/#application/x-www-form-urlencoded)): what [RFC 6749 §2.3.1](https://www.rfc-editor.org/rfc/rfc6749#section-2.3.1) asks for before Base64. */
 const formEncode = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
 
 /**
- * client_secret_basic (RFC 6749 §2.3.1). oauth4webapi's own also escapes unreserved characters such as
+ * client_secret_basic ([RFC 6749 §2.3.1](https://www.rfc-editor.org/rfc/rfc6749#section-2.3.1)). oauth4webapi's own also escapes unreserved characters such as
  * "-", which servers that do not decode the credentials (several MCP servers) then refuse.
  */
 const clientSecretBasic =
@@ -117,7 +117,7 @@ const clientSecretBasic =
     headers.set("authorization", `Basic ${btoa(`${formEncode(client.client_id)}:${formEncode(secret)}`)}`);
   };
 
-/** The client authentication of a token request (RFC 6749 §2.3), as oauth4webapi takes it. */
+/** The client authentication of a token request ([RFC 6749 §2.3](https://www.rfc-editor.org/rfc/rfc6749#section-2.3)), as oauth4webapi takes it. */
 export function clientAuth(identity: { token_endpoint_auth_method: TokenEndpointAuthMethod }, secret: string | null): oauth.ClientAuth {
   if (identity.token_endpoint_auth_method === "client_secret_post" && secret) return oauth.ClientSecretPost(secret);
   if (identity.token_endpoint_auth_method === "client_secret_basic" && secret) return clientSecretBasic(secret);

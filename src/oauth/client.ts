@@ -73,11 +73,11 @@ export function createOAuthClient(deps: OAuthClientDeps) {
   const openGrant = (row: OAuthGrantRow): GrantSecrets =>
     opened(row.secrets, () => JSON.parse(sealer.open(row.secrets, grantSeal(row.connector_id))) as GrantSecrets);
 
-  /** Stores the tokens of a token response (RFC 6749 §5.1) for the connector, sealed, with the next refresh time. */
+  /** Stores the tokens of a token response ([RFC 6749 §5.1](https://www.rfc-editor.org/rfc/rfc6749#section-5.1)) for the connector, sealed, with the next refresh time. */
   async function storeTokens(connectorId: string, context: GrantContext, tokens: oauth.TokenEndpointResponse, previous: GrantSecrets | null, clientSecret: string | null) {
     const now = clock();
     const expiresAt = typeof tokens.expires_in === "number" ? now + tokens.expires_in * 1000 : null;
-    // RFC 6749 §6: a refresh response may omit the refresh token; the old one then stays valid.
+    // [RFC 6749 §6](https://www.rfc-editor.org/rfc/rfc6749#section-6): a refresh response may omit the refresh token; the old one then stays valid.
     const refreshToken = tokens.refresh_token ?? previous?.refresh_token ?? null;
     const secrets: GrantSecrets = { access_token: tokens.access_token, refresh_token: refreshToken, client_secret: clientSecret };
     await repository.saveGrant({
@@ -114,7 +114,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
       }
       try {
         const client = clientOf(context);
-        // RFC 8707 §2.2: the resource goes with the refresh request too, so the new token keeps its audience.
+        // [RFC 8707 §2.2](https://www.rfc-editor.org/rfc/rfc8707#section-2.2): the resource goes with the refresh request too, so the new token keeps its audience.
         const response = await oauth.refreshTokenGrantRequest(context.as, client, clientAuth(context, secrets.client_secret), secrets.refresh_token, {
           additionalParameters: { resource: context.resource },
           ...http.options(context.as.token_endpoint!),
@@ -139,7 +139,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
 
   return {
     /**
-     * Starts the authorization code flow with PKCE (RFC 6749 §4.1, RFC 7636, OAuth 2.1) for a connector whose
+     * Starts the authorization code flow with PKCE ([RFC 6749 §4.1](https://www.rfc-editor.org/rfc/rfc6749#section-4.1), RFC 7636, OAuth 2.1) for a connector whose
      * MCP server answered 401: discovery, client identity, then the authorization URL the user opens.
      */
     async begin(input: BeginInput): Promise<string> {
@@ -149,7 +149,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
         const as = await discoverAuthorizationServer(resource.authorizationServer, http, resource.legacy);
         const callback = redirectUri();
         const identity = await resolveClient(as, { client_id: input.client_id, client_secret: input.client_secret }, callback, identityDeps);
-        // Scope (MCP authorization §"Scope Selection Strategy"): the challenge's, else the resource's scopes_supported, else none;
+        // Scope ([MCP authorization §"Scope Selection Strategy"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#scope-selection-strategy)): the challenge's, else the resource's scopes_supported, else none;
         // offline_access when the server offers it, so that a refresh token is issued.
         const scopes = new Set((input.scope ?? challenge.scope ?? resource.scopesSupported.join(" ")).split(" ").filter(Boolean));
         if (as.scopes_supported?.includes("offline_access")) scopes.add("offline_access");
@@ -185,7 +185,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
         url.searchParams.set("state", state);
         url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(verifier));
         url.searchParams.set("code_challenge_method", "S256");
-        // RFC 8707 §2.1: the MCP server this token is for.
+        // [RFC 8707 §2.1](https://www.rfc-editor.org/rfc/rfc8707#section-2.1): the MCP server this token is for.
         url.searchParams.set("resource", context.resource);
         if (scope) url.searchParams.set("scope", scope);
         return url.href;
@@ -194,7 +194,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
       }
     },
 
-    /** The callback (RFC 6749 §4.1.2): validates state and iss (RFC 9207), exchanges the code, stores the tokens. */
+    /** The callback ([RFC 6749 §4.1.2](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2)): validates state and iss (RFC 9207), exchanges the code, stores the tokens. */
     async complete(params: URLSearchParams): Promise<CallbackOutcome> {
       const state = params.get("state");
       const row = state ? await repository.takeState(digest(state)) : undefined;
@@ -214,7 +214,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
       const base = { connectorId: row.connector_id, redirect_url: context.redirect_url };
       const client = clientOf(context);
       try {
-        // Checks state, and iss against the issuer when the server sends it or says it will (RFC 9207 §2.4).
+        // Checks state, and iss against the issuer when the server sends it or says it will ([RFC 9207 §2.4](https://www.rfc-editor.org/rfc/rfc9207#section-2.4)).
         const validated = oauth.validateAuthResponse(context.as, client, params, state!);
         const response = await oauth.authorizationCodeGrantRequest(
           context.as,
@@ -283,7 +283,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
           });
           await oauth.processRevocationResponse(response);
         } catch (e) {
-          // RFC 7009 §2.2.1: unsupported_token_type is a normal answer (e.g. self-contained JWT access tokens).
+          // [RFC 7009 §2.2.1](https://www.rfc-editor.org/rfc/rfc7009#section-2.2.1): unsupported_token_type is a normal answer (e.g. self-contained JWT access tokens).
           const expected = e instanceof oauth.ResponseBodyError && e.error === "unsupported_token_type";
           deps.log?.[expected ? "debug" : "warn"]("token revocation failed", { connector_id: connectorId, kind: hint, reason: describeOAuthError(e).reason });
         }

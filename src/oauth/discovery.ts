@@ -3,7 +3,7 @@ import type { OAuthHttp } from "./http";
 
 export class DiscoveryFailed extends Error {}
 
-/** The canonical MCP server URL, used as the RFC 8707 resource (MCP 2025-11-25 authorization §"Canonical Server URI"). */
+/** The canonical MCP server URL, used as the RFC 8707 resource ([MCP 2025-11-25 authorization §"Canonical Server URI"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#canonical-server-uri)). */
 export function canonicalResource(serverUrl: URL): string {
   const url = new URL(serverUrl.href);
   url.hash = "";
@@ -18,12 +18,12 @@ export type ResourceDiscovery = {
   legacy: boolean;
 };
 
-/** RFC 9728 §3.1: the well-known URL inserted between host and path. */
+/** [RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1): the well-known URL inserted between host and path. */
 const wellKnown = (base: URL, name: string, path: string) => new URL(`/.well-known/${name}${path === "/" ? "" : path}`, base.origin);
 
 /**
- * MCP authorization (2025-11-25) §"Protected Resource Metadata Discovery": the `resource_metadata` of the
- * 401's WWW-Authenticate if given, else the path-inserted well-known URL, then the root one (RFC 9728 §3).
+ * [MCP authorization (2025-11-25) §"Protected Resource Metadata Discovery Requirements"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements): the `resource_metadata` of the
+ * 401's WWW-Authenticate if given, else the path-inserted well-known URL, then the root one ([RFC 9728 §3](https://www.rfc-editor.org/rfc/rfc9728#section-3)).
  */
 export async function discoverResource(serverUrl: URL, metadataUrl: URL | undefined, http: OAuthHttp): Promise<ResourceDiscovery> {
   const candidates = metadataUrl
@@ -37,7 +37,7 @@ export async function discoverResource(serverUrl: URL, metadataUrl: URL | undefi
       continue;
     }
     const claimed = (await response.clone().json().catch(() => ({}))) as { resource?: unknown };
-    // RFC 9728 §3.3 wants `resource` to equal the resource the metadata was looked up for. MCP servers often
+    // [RFC 9728 §3.3](https://www.rfc-editor.org/rfc/rfc9728#section-3.3) wants `resource` to equal the resource the metadata was looked up for. MCP servers often
     // name their origin or a parent path; accept a same-origin prefix of the server URL, as the MCP SDKs do.
     if (typeof claimed.resource !== "string" || !isResourceFor(claimed.resource, serverUrl)) {
       throw new DiscoveryFailed(`the protected resource metadata at ${candidate.href} is for ${String(claimed.resource)}, not ${canonicalResource(serverUrl)}`);
@@ -47,7 +47,7 @@ export async function discoverResource(serverUrl: URL, metadataUrl: URL | undefi
     if (!server) throw new DiscoveryFailed(`the protected resource metadata at ${candidate.href} names no authorization server`);
     return { authorizationServer: new URL(server), scopesSupported: metadata.scopes_supported ?? [], legacy: false };
   }
-  // MCP 2025-03-26 §2.3.2: servers from before RFC 9728 are their own authorization server, at their origin.
+  // [MCP 2025-03-26 §2.3.2](https://modelcontextprotocol.io/specification/2025-03-26/basic/authorization#authorization-base-url): servers from before RFC 9728 are their own authorization server, at their origin.
   if (!metadataUrl) return { authorizationServer: new URL(serverUrl.origin), scopesSupported: [], legacy: true };
   throw new DiscoveryFailed(`no protected resource metadata (RFC 9728): ${failures.join("; ")}`);
 }
@@ -67,7 +67,7 @@ function isResourceFor(resource: string, serverUrl: URL): boolean {
 /**
  * Authorization server metadata in the order of MCP authorization (2025-11-25) §"Authorization Server Metadata
  * Discovery": RFC 8414 path-inserted, OIDC path-inserted, OIDC path-appended; for an issuer without a path, the
- * RFC 8414 and OIDC root forms. oauth4webapi checks each answer (issuer must equal the one asked for, RFC 8414 §3.3).
+ * RFC 8414 and OIDC root forms. oauth4webapi checks each answer (issuer must equal the one asked for, [RFC 8414 §3.3](https://www.rfc-editor.org/rfc/rfc8414#section-3.3)).
  */
 export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp, legacy = false): Promise<oauth.AuthorizationServer> {
   const path = issuer.pathname.replace(/\/$/, "");
@@ -85,12 +85,12 @@ export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp, 
       failures.push(`${candidate.pathname} ${response.status}`);
       continue;
     }
-    // RFC 8414 §3.3: the metadata's issuer must be the one asked for. A 2025-03-26 server publishes its metadata at
+    // [RFC 8414 §3.3](https://www.rfc-editor.org/rfc/rfc8414#section-3.3): the metadata's issuer must be the one asked for. A 2025-03-26 server publishes its metadata at
     // its own origin and may name a sub-path issuer there; it is its own authorization server, so that issuer stands.
     const claimed = legacy ? ((await response.clone().json().catch(() => ({}))) as { issuer?: unknown }).issuer : undefined;
     const expected = typeof claimed === "string" && URL.canParse(claimed) && new URL(claimed).origin === issuer.origin ? new URL(claimed) : issuer;
     const as = await oauth.processDiscoveryResponse(expected, response);
-    // OAuth 2.1 §4.1.1 / MCP authorization: PKCE with S256 is required; a server that does not say so is refused.
+    // [OAuth 2.1 §4.1.1](https://datatracker.ietf.org/doc/html/draft-ietf-oauth-v2-1-13#section-4.1.1) / MCP authorization: PKCE with S256 is required; a server that does not say so is refused.
     if (!as.code_challenge_methods_supported?.includes("S256")) {
       throw new DiscoveryFailed(`the authorization server ${as.issuer} does not advertise PKCE S256 (code_challenge_methods_supported), which MCP requires`);
     }
@@ -99,7 +99,7 @@ export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp, 
     }
     return as;
   }
-  // MCP 2025-03-26 §2.3.3: without metadata, the default endpoints at the server's origin (PKCE is mandatory there).
+  // [MCP 2025-03-26 §2.3.3](https://modelcontextprotocol.io/specification/2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery): without metadata, the default endpoints at the server's origin (PKCE is mandatory there).
   if (legacy) {
     return {
       issuer: issuer.origin,

@@ -4,7 +4,7 @@ import { classifyFetchFailure, UPSTREAM_CALL_TIMEOUT_MS } from "../http/fetch";
 import { NoClientIdentity } from "./client-identity";
 import { DiscoveryFailed } from "./discovery";
 
-/** RFC 6749 §5.2 (https://www.rfc-editor.org/rfc/rfc6749#section-5.2): errors after which retrying the same grant cannot succeed. */
+/** [RFC 6749 §5.2](https://www.rfc-editor.org/rfc/rfc6749#section-5.2): errors after which retrying the same grant cannot succeed. */
 const PERMANENT = new Set(["invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
 
 /**

@@ -1,7 +1,7 @@
 import * as oauth from "oauth4webapi";
 import { UnsafeUrl, UPSTREAM_CALL_TIMEOUT_MS, type FetchLike } from "../http/fetch";
 
-/** RFC 8252 §8.3 / loopback: the only hosts plain http may be used with, and only on a self-hosted VM. */
+/** [RFC 8252 §8.3](https://www.rfc-editor.org/rfc/rfc8252#section-8.3) / loopback: the only hosts plain http may be used with, and only on a self-hosted VM. */
 const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
 /**

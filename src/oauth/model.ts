@@ -20,7 +20,7 @@ export type StateSecrets = { code_verifier: string; client_secret: string | null
 
 export type GrantSecrets = { access_token: string; refresh_token: string | null; client_secret: string | null };
 
-/** A pending authorization lives 10 minutes (issue #4; RFC 6749 §10.12 wants `state` short-lived). */
+/** A pending authorization lives 10 minutes ([RFC 6749 §10.12](https://www.rfc-editor.org/rfc/rfc6749#section-10.12) wants `state` short-lived). */
 export const STATE_TTL_MS = 10 * 60 * 1000;
 
 /** The callback path (DESIGN.md). */

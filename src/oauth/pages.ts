@@ -15,7 +15,7 @@ export function successPage(): string {
   return page("Connected", `<h1>Connected</h1><p>The connector is authorized and ready. You can close this window.</p>`);
 }
 
-/** RFC 6749 §4.1.2.1: the error code and its description, shown to the user. */
+/** [RFC 6749 §4.1.2.1](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2.1): the error code and its description, shown to the user. */
 export function errorPage(error: string, description: string): string {
   return page(
     "Authorization failed",

@@ -1,5 +1,5 @@
 /**
- * When to refresh a token (issue #4): at 80 % of its lifetime or 60 s before it expires, whichever comes
+ * When to refresh a token: at 80 % of its lifetime or 60 s before it expires, whichever comes
  * first — but not before half its lifetime, or a token living under 75 s would be refreshed as soon as it
  * arrives, forever. Pure, so the rule has one home and its tests need no clock.
  */

@@ -20,7 +20,7 @@ export const oauth_clients = sqliteTable(
   (table) => [primaryKey({ columns: [table.issuer, table.redirect_uri] })],
 );
 
-/** A pending authorization (RFC 6749 §4.1): found by the digest of its single-use `state`. */
+/** A pending authorization ([RFC 6749 §4.1](https://www.rfc-editor.org/rfc/rfc6749#section-4.1)): found by the digest of its single-use `state`. */
 export const oauth_states = sqliteTable(
   "oauth_states",
   {

@@ -29,8 +29,7 @@ export function createProxyService({ connectors, transitions, authorization, tar
 
   /**
    * An OAuth connector's 401: refresh once (single flight per connector) and replay the request with the new
-   * token — the body was teed, so a POST can be sent again. MCP authorization (2025-11-25) §"Token Handling"
-   * (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#token-handling).
+   * token — the body was teed, so a POST can be sent again. [MCP authorization (2025-11-25) §"Token Handling"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#token-handling).
    */
   async function retryAfterRefresh(request: Request, row: ConnectorRow, url: URL, headers: Headers, options: ForwardOptions, spare: ReadableStream<Uint8Array> | null): Promise<Forwarded> {
     const refreshed = await authorization.refresh(row.id);

@@ -5,7 +5,7 @@ export type Job = { name: string; run(): Promise<void> | void };
 export type Scheduler = { running(): boolean; stop(): Promise<void> };
 
 /**
- * One in-process loop (issue #4): every `intervalMs` (± 20 % jitter, so processes sharing a database drift
+ * One in-process loop: every `intervalMs` (± 20 % jitter, so processes sharing a database drift
  * apart) it runs each job in turn. A job that throws is logged and the loop goes on.
  */
 export function startScheduler(jobs: Job[], log: Logger, intervalMs = 5_000): Scheduler {

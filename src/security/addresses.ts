@@ -1,7 +1,7 @@
 import { BlockList, isIP } from "node:net";
 
 /**
- * Address classes for the URL safety check (issue: SSRF). Link-local and cloud metadata addresses are
+ * Address classes for the URL safety check against server-side request forgery. Link-local and cloud metadata addresses are
  * never reachable through the service; loopback and private ranges only when SECURITY__BLOCK_PRIVATE_NETWORKS
  * is false (a self-hosted VM talks to its own servers).
  */
@@ -31,7 +31,7 @@ const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata.goog", "me
 
 export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
 
-/** The IPv4 address inside an IPv4-mapped or -compatible IPv6 address (RFC 4291 §2.5.5), if any. */
+/** The IPv4 address inside an IPv4-mapped or -compatible IPv6 address ([RFC 4291 §2.5.5](https://www.rfc-editor.org/rfc/rfc4291#section-2.5.5)), if any. */
 function embeddedIpv4(address: string): string | undefined {
   const match = /^(?:0{0,4}:){0,5}(?:ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address.replace(/^::/, ""));
   if (match) return match[1];

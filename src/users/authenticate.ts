@@ -17,7 +17,7 @@ export type AuthenticatorOptions = {
 };
 
 /**
- * HTTP Basic (RFC 7617) and Bearer API tokens (RFC 6750 §2.1). argon2id runs only for a Basic
+ * HTTP Basic (RFC 7617) and Bearer API tokens ([RFC 6750 §2.1](https://www.rfc-editor.org/rfc/rfc6750#section-2.1)). argon2id runs only for a Basic
  * credential new to the process; a verified one is remembered, keyed by a digest of the header, and
  * forgotten as soon as the user's password hash changes.
  */
