@@ -26,10 +26,13 @@ const LAYERS: string[][] = [
 const SRC = resolve(import.meta.dir, "../../src");
 const files = [...new Glob("**/*.ts").scanSync(SRC)].filter((f) => !f.endsWith(".d.ts")).sort();
 
+const sources: Record<string, string> = {};
+for (const file of files) sources[file] = await Bun.file(join(SRC, file)).text();
+
 /** Every relative import of every file (static, type-only, re-export and dynamic), as paths under src/. */
 const imports = new Map<string, string[]>();
 for (const file of files) {
-  const { importedFiles } = ts.preProcessFile(await Bun.file(join(SRC, file)).text(), true, true);
+  const { importedFiles } = ts.preProcessFile(sources[file]!, true, true);
   const local = importedFiles
     .map((i) => i.fileName)
     .filter((name) => name.startsWith("."))
@@ -84,5 +87,21 @@ describe("the import graph of src/", () => {
   test("the composition root is imported by the CLI alone", () => {
     const importers = [...imports].filter(([, targets]) => targets.includes("app.ts")).map(([file]) => file);
     expect(importers).toEqual(["cli/serve.ts"]);
+  });
+});
+
+describe("one place per rule", () => {
+  const using = (pattern: RegExp) => files.filter((file) => pattern.test(sources[file]!));
+
+  test("a connector's state and credentials are written by connectors/transitions.ts alone", () => {
+    expect(using(/\.writeConnection\(/)).toEqual(["connectors/transitions.ts"]);
+    // The repository's only UPDATE of the connectors table is writeConnection's.
+    expect(sources["connectors/repository.ts"]!.match(/\.update\(connectors\)/g)).toHaveLength(1);
+    expect(using(/\.update\(connectors\)/)).toEqual(["connectors/repository.ts"]);
+  });
+
+  test("problem documents are rendered by http-errors/problem.ts alone", () => {
+    expect(using(/application\/problem\+json/)).toEqual(["http-errors/model.ts"]);
+    expect(using(/\bnew Response\([^)]*toProblem|JSON\.stringify\(toProblem/)).toEqual(["http-errors/problem.ts"]);
   });
 });
