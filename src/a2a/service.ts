@@ -28,7 +28,8 @@ const requireAdmin = (caller: Principal) => {
 export function createProviderService(deps: ProviderServiceDeps) {
   const { providers, clock } = deps;
   const base = (id: string) => `${deps.publicUrl()}/api/v1/a2a/${id}`;
-  const servedCache = new Map<string, ServedCard & { updated_at: number }>();
+  // The last served card per provider: its ETag is hashed again only when the body changed.
+  const servedCache = new Map<string, ServedCard>();
 
   function view(row: ProviderRow): Provider {
     const card = row.card;
@@ -137,13 +138,15 @@ export function createProviderService(deps: ProviderServiceDeps) {
       for (const id of await providers.stale(clock() - deps.refreshAfterMs)) await refresh(id).catch(() => undefined);
     },
 
-    /** The served card and its ETag ([RFC 9110 §8.8.3](https://www.rfc-editor.org/rfc/rfc9110#section-8.8.3)), computed once per card version. */
+    /**
+     * The served card and its ETag ([RFC 9110 §8.8.3](https://www.rfc-editor.org/rfc/rfc9110#section-8.8.3)): a
+     * digest of the body, so it changes with every change of the card, however close together two changes come.
+     */
     async card(id: string): Promise<ServedCard> {
-      const row = await found(id);
+      const body = JSON.stringify(servedCard((await found(id)).card, `${base(id)}/`));
       const cached = servedCache.get(id);
-      if (cached && cached.updated_at === row.updated_at) return cached;
-      const body = JSON.stringify(servedCard(row.card, `${base(id)}/`));
-      const served = { body, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 32)}"`, updated_at: row.updated_at };
+      if (cached?.body === body) return cached;
+      const served = { body, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 32)}"` };
       servedCache.set(id, served);
       return served;
     },

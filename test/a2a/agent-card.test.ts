@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import type { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk";
 import Ajv from "ajv";
-import { startA2AAgent, type A2AAgent } from "../peers/a2a-agent";
-import { ADMIN, apiClient, authHeader, createUser, expectProblem, startTestService, type TestService } from "../support/service";
+import { a2aAgent, type A2AAgentHandler } from "../peers/a2a-agent";
+import { createTestApp, type TestApp } from "../support/app";
+import { authHeader, expectProblem } from "../support/service";
 
 // The official A2A 0.3.0 JSON schema (a copy of shared/spec/a2a-v0.3.0.schema.json, so the repository tests alone).
 const schema = await Bun.file(new URL("../fixtures/a2a-v0.3.0.schema.json", import.meta.url)).json();
@@ -11,22 +12,25 @@ const ajv = new Ajv({ strict: false, allErrors: true });
 ajv.addSchema(schema, "a2a");
 const validateCard = ajv.compile({ $ref: "a2a#/definitions/AgentCard" });
 
-let agent: A2AAgent;
-let service: TestService;
-const basic = (u: { username: string; password: string }) => authHeader(u);
+// The A2A SDK's own agent, in-process at its origin; the service through app.handle.
+let agent: A2AAgentHandler;
+let service: TestApp;
+let adminBasic: string;
 
 beforeAll(async () => {
-  agent = startA2AAgent();
-  service = await startTestService();
+  service = await createTestApp();
+  agent = a2aAgent("https://agent.example");
+  service.network.serve("https://agent.example", agent.handler);
+  adminBasic = authHeader(service.admin.basic);
 });
-afterAll(async () => {
-  await service.stop();
-  await agent.stop();
-});
+afterAll(() => service.close());
 
 const register = (body: unknown) => service.api("POST", "/api/v1/providers", { body });
 const cardPath = (id: string) => `/api/v1/a2a/${id}/.well-known/agent-card.json`;
-const getCard = (id: string, headers: Record<string, string> = { authorization: basic(ADMIN) }) => fetch(`${service.url}${cardPath(id)}`, { headers });
+const getCard = (id: string, headers: Record<string, string> = { authorization: adminBasic }) =>
+  service.handle(new Request(`${service.publicUrl}${cardPath(id)}`, { headers }));
+/** A fetch into the service, for the A2A SDK's client. */
+const fetchService = ((input: RequestInfo | URL, init?: RequestInit) => service.handle(new Request(input, init))) as typeof fetch;
 
 /** Every card the endpoint serves: valid against the official schema, and what the A2A TCK asks of cards. */
 function assertServable(card: Record<string, any>) {
@@ -41,7 +45,7 @@ function assertServable(card: Record<string, any>) {
   }
   const text = JSON.stringify(card);
   expect(text).not.toContain("null");
-  for (const secret of [ADMIN.password, service.config.secrets.key!]) expect(text.includes(secret)).toBe(false);
+  expect(text.includes(service.admin.basic.password)).toBe(false);
 }
 
 describe("registering providers", () => {
@@ -52,7 +56,7 @@ describe("registering providers", () => {
     expect(res.body).toMatchObject({ name: "Echo agent", agent_card_url: agent.cardUrl, agent_url: agent.url, refresh_error: null });
     const card = await (await getCard(res.body.id)).json();
     assertServable(card);
-    expect(card.url).toBe(`${service.url}/api/v1/a2a/${res.body.id}/`);
+    expect(card.url).toBe(`${service.publicUrl}/api/v1/a2a/${res.body.id}/`);
     expect(card.securitySchemes).toEqual({ basic: { type: "http", scheme: "basic", description: expect.any(String) } });
     expect(card.security).toEqual([{ basic: [] }]);
     expect(card.additionalInterfaces).toEqual([{ transport: "JSONRPC", url: card.url }]);
@@ -78,12 +82,15 @@ describe("registering providers", () => {
   });
 
   test("only administrators register, refresh or remove providers; users list and read them", async () => {
-    const user = apiClient(service.url, await createUser(service.api, "carla"));
+    const registered = (await register({ agent_card_url: agent.cardUrl })).body;
+    const user = (await service.user("carla")).api;
     expectProblem(await user("POST", "/api/v1/providers", { body: { agent_card_url: agent.cardUrl } }), 403);
     const list = await user("GET", "/api/v1/providers");
     expect(list.status).toBe(200);
-    expect(list.body.items.length).toBeGreaterThan(0);
-    expectProblem(await user("DELETE", `/api/v1/providers/${list.body.items[0].id}`), 403);
+    expect(list.body.items.map((p: { id: string }) => p.id)).toContain(registered.id);
+    expect((await user("GET", `/api/v1/providers/${registered.id}`)).body.name).toBe("Echo agent");
+    expectProblem(await user("POST", `/api/v1/providers/${registered.id}/refresh`), 403);
+    expectProblem(await user("DELETE", `/api/v1/providers/${registered.id}`), 403);
   });
 
   test.each([
@@ -104,18 +111,15 @@ describe("registering providers", () => {
   });
 
   test("an oversized card and a card that is not A2A are refused with a 422 that says why", async () => {
-    const big = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: (r) => (r.url.endsWith("/big") ? Response.json({ ...validCard(), description: "x".repeat(300_000) }) : Response.json({ hello: "world" })),
-    });
-    const tooBig = await register({ agent_card_url: `http://127.0.0.1:${big.port}/big` });
+    service.network.serve("https://cards.example", (r) =>
+      r.url.endsWith("/big") ? Response.json({ ...validCard(), description: "x".repeat(300_000) }) : Response.json({ hello: "world" }),
+    );
+    const tooBig = await register({ agent_card_url: "https://cards.example/big" });
     expectProblem(tooBig, 422);
     expect(tooBig.body.detail).toContain("larger than");
-    const notACard = await register({ agent_card_url: `http://127.0.0.1:${big.port}/other` });
+    const notACard = await register({ agent_card_url: "https://cards.example/other" });
     expectProblem(notACard, 422);
     expect(notACard.body.detail).toContain("not a valid A2A 0.3.0 agent card");
-    await big.stop(true);
   });
 });
 
@@ -156,17 +160,22 @@ describe("the agent card endpoint", () => {
     const etag = first.headers.get("etag")!;
     expect(etag).toMatch(/^".+"$/);
     expect(first.headers.get("cache-control")).toContain("private");
-    const again = await getCard(id, { authorization: basic(ADMIN), "if-none-match": etag });
+    const again = await getCard(id, { authorization: adminBasic, "if-none-match": etag });
     expect(again.status).toBe(304);
     expect(await again.text()).toBe("");
 
+    const before = agent.card.description;
     agent.card.description = "Echoes what it is told, now refreshed";
-    const refreshed = await service.api("POST", `/api/v1/providers/${id}/refresh`);
-    expect(refreshed.status).toBe(200);
-    const changed = await getCard(id, { authorization: basic(ADMIN), "if-none-match": etag });
-    expect(changed.status).toBe(200);
-    expect(changed.headers.get("etag")).not.toBe(etag);
-    expect((await changed.json()).description).toBe("Echoes what it is told, now refreshed");
+    try {
+      const refreshed = await service.api("POST", `/api/v1/providers/${id}/refresh`);
+      expect(refreshed.status).toBe(200);
+      const changed = await getCard(id, { authorization: adminBasic, "if-none-match": etag });
+      expect(changed.status).toBe(200);
+      expect(changed.headers.get("etag")).not.toBe(etag);
+      expect((await changed.json()).description).toBe("Echoes what it is told, now refreshed");
+    } finally {
+      agent.card.description = before;
+    }
   });
 });
 
@@ -180,8 +189,8 @@ describe("A2A clients through the service", () => {
   async function sdkClient() {
     const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) => {
       const headers = new Headers(init?.headers);
-      headers.set("authorization", basic(ADMIN));
-      return fetch(input, { ...init, headers });
+      headers.set("authorization", adminBasic);
+      return fetchService(input, { ...init, headers });
     }) as typeof fetch;
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
@@ -189,7 +198,7 @@ describe("A2A clients through the service", () => {
         cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
       }),
     );
-    return factory.createFromUrl(`${service.url}/api/v1/a2a/${id}/`);
+    return factory.createFromUrl(`${service.publicUrl}/api/v1/a2a/${id}/`);
   }
 
   const message = (text: string): Message => ({ kind: "message", role: "user", messageId: crypto.randomUUID(), parts: [{ kind: "text", text }] });
@@ -222,17 +231,18 @@ describe("A2A clients through the service", () => {
   });
 
   test("the agent gone: a refresh is a 502 that keeps the last card and records why; a call is a 502", async () => {
-    const own = startA2AAgent({ name: "Short-lived" });
+    const own = a2aAgent("https://short-lived.example", { name: "Short-lived" });
+    service.network.serve("https://short-lived.example", own.handler);
     const ownId = (await register({ agent_card_url: own.cardUrl })).body.id;
-    await own.stop();
+    service.network.remove("https://short-lived.example");
     const refresh = await service.api("POST", `/api/v1/providers/${ownId}/refresh`);
     expectProblem(refresh, 502);
     const provider = (await service.api("GET", `/api/v1/providers/${ownId}`)).body;
     expect(provider.refresh_error).toContain("connection refused");
     expect((await (await getCard(ownId)).json()).name).toBe("Short-lived");
-    const call = await fetch(`${service.url}/api/v1/a2a/${ownId}/`, {
+    const call = await fetchService(`${service.publicUrl}/api/v1/a2a/${ownId}/`, {
       method: "POST",
-      headers: { authorization: basic(ADMIN), "content-type": "application/json" },
+      headers: { authorization: adminBasic, "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: message("anyone?") } }),
     });
     expect(call.status).toBe(502);

@@ -28,19 +28,20 @@ describe("defaults", () => {
 
 describe("a bad value names the variable", () => {
   test.each([
-    [{ SERVER__PORT: "abc" }, "SERVER__PORT: must be an integer from 0 to 65535"],
-    [{ SERVER__PORT: "70000" }, "SERVER__PORT"],
-    [{ RUNTIME__DRIVER: "nomad" }, "RUNTIME__DRIVER: must be local or kubernetes"],
-    [{ LOG__LEVEL: "loud" }, "LOG__LEVEL"],
-    [{ SECURITY__BLOCK_PRIVATE_NETWORKS: "maybe" }, "SECURITY__BLOCK_PRIVATE_NETWORKS: must be true or false"],
-    [{ SERVER__PUBLIC_URL: "ftp://x" }, "SERVER__PUBLIC_URL"],
-    [{ SECRETS__KEY: "c2hvcnQ=" }, "SECRETS__KEY: must be the base64 encoding of exactly 32 bytes"],
-    [{ OAUTH__ALLOWED_REDIRECT_ORIGINS: "https://a.example/path" }, "OAUTH__ALLOWED_REDIRECT_ORIGINS"],
-    [{ SERVER__PROT: "8000" }, "SERVER__PROT: unknown setting"],
-    [{ RUNTIME__DRIVER: "kubernetes" }, "KUBERNETES__GATEWAY_IMAGE: must be set when RUNTIME__DRIVER=kubernetes"],
-    [{ KUBERNETES__SERVICE_ACCESS: "tunnel" }, "KUBERNETES__SERVICE_ACCESS: must be dns or proxy"],
-  ])("%p", (env, message) => {
-    expect(error(env)).toContain(message);
+    ["SERVER__PORT", "abc", "SERVER__PORT: must be an integer from 0 to 65535"],
+    ["SERVER__PORT", "70000", "SERVER__PORT"],
+    ["RUNTIME__DRIVER", "nomad", "RUNTIME__DRIVER: must be local or kubernetes"],
+    ["LOG__LEVEL", "loud", "LOG__LEVEL"],
+    ["SECURITY__BLOCK_PRIVATE_NETWORKS", "maybe", "SECURITY__BLOCK_PRIVATE_NETWORKS: must be true or false"],
+    ["SERVER__PUBLIC_URL", "ftp://x", "SERVER__PUBLIC_URL"],
+    ["SECRETS__KEY", "c2hvcnQ=", "SECRETS__KEY: must be the base64 encoding of exactly 32 bytes"],
+    ["OAUTH__ALLOWED_REDIRECT_ORIGINS", "https://a.example/path", "OAUTH__ALLOWED_REDIRECT_ORIGINS"],
+    ["SERVER__PROT", "8000", "SERVER__PROT: unknown setting"],
+    ["RUNTIME__DRIVER", "kubernetes", "KUBERNETES__GATEWAY_IMAGE: must be set when RUNTIME__DRIVER=kubernetes"],
+    ["KUBERNETES__SERVICE_ACCESS", "tunnel", "KUBERNETES__SERVICE_ACCESS: must be dns or proxy"],
+    ["API__MAX_BODY_BYTES", "12", "API__MAX_BODY_BYTES: must be an integer of at least 1024"],
+  ])("%s=%p is refused with %p", (name, value, message) => {
+    expect(error({ [name]: value })).toContain(message);
   });
 });
 

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { resolve } from "node:path";
 import { EVERYTHING } from "../peers/everything";
 import { freePort, waitForHttp } from "../peers/ports";
+import { SESSION_NOT_FOUND } from "../../src/gateway/json-rpc";
 import { expectIsolatedSessions, mcpClient, toolText as text } from "../support/mcp";
+import { waitFor } from "../support/wait";
 
 // The real subcommand, run from source as the binary runs it: `connector-service gateway -- <stdio server>`.
 const ENTRY = resolve(import.meta.dir, "../../src/index.ts");
@@ -43,15 +45,24 @@ test("the MCP SDK client uses a stdio server through the gateway", async () => {
 
 test("two concurrent sessions each get only their own results and progress", () => expectIsolatedSessions(url));
 
-test("an unknown session is a 404; the server's stderr reaches the log, tagged", async () => {
+test("an unknown session is a 404 with the MCP SDK's session-not-found code", async () => {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": "nope" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
   });
   expect(res.status).toBe(404);
-  const stderr = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "stdio server stderr");
-  expect(stderr.length).toBeGreaterThan(0);
+  expect(await res.json()).toEqual({ jsonrpc: "2.0", error: { code: SESSION_NOT_FOUND, message: "Session not found" }, id: null });
+  expect(SESSION_NOT_FOUND).toBe(-32001);
+});
+
+test("a session's server process writes its stderr to the log, tagged with the gateway and its pid", async () => {
+  const { close } = await mcpClient(url, null);
+  await close();
+  const stderr = await waitFor("a stderr line", () => {
+    const found = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "stdio server stderr");
+    return found.length > 0 && found;
+  });
   expect(stderr[0]).toMatchObject({ component: "gateway" });
   expect(stderr[0].pid).toBeNumber();
 });

@@ -3,13 +3,14 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { SESSION_NOT_FOUND } from "../../src/gateway/json-rpc";
 import { createSharedGateway } from "../../src/gateway/shared";
 import { createLogger } from "../../src/observability/logger";
 import { EVERYTHING } from "../peers/everything";
 import { freePort, waitForHttp } from "../peers/ports";
 import { expectIsolatedSessions, mcpClient } from "../support/mcp";
 
-test("one shared server process: ids and progress tokens are rewritten, so concurrent sessions do not interfere", async () => {
+test("one shared server process: ids and progress tokens are rewritten, so concurrent sessions do not interfere; an unknown session is a 404 with the same code", async () => {
   const log = createLogger({ level: "error", write: () => {} });
   const server = new StdioClientTransport({ command: "node", args: [EVERYTHING, "stdio"], stderr: "ignore" });
   const gateway = createSharedGateway({ server, log });
@@ -21,6 +22,14 @@ test("one shared server process: ids and progress tokens are rewritten, so concu
   await close();
   await expectIsolatedSessions(url);
   expect((await fetch(`http://127.0.0.1:${http.port}/healthz`)).status).toBe(200);
+  // The same answer to an unknown session as the per-session gateway's (and the MCP SDK's own transport).
+  const unknown = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": "nope" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  });
+  expect(unknown.status).toBe(404);
+  expect((await unknown.json()).error.code).toBe(SESSION_NOT_FOUND);
   await gateway.close();
   await http.stop(true);
 });

@@ -8,13 +8,22 @@ import {
   type RequestContext,
 } from "@a2a-js/sdk/server";
 
-export type A2AAgent = { url: string; cardUrl: string; card: AgentCard; requests: Headers[]; stop(): Promise<void> };
+export type A2AAgentHandler = {
+  url: string;
+  cardUrl: string;
+  card: AgentCard;
+  /** Headers of every JSON-RPC request that reached the agent. */
+  requests: Headers[];
+  handler(request: Request): Promise<Response>;
+};
+export type A2AAgent = Omit<A2AAgentHandler, "handler"> & { stop(): Promise<void> };
 
 /**
- * A small A2A 0.3 agent built with @a2a-js/sdk's own server side: it echoes the text it is sent, and for
- * message/stream publishes "working" updates 150 ms apart before the final answer.
+ * A small A2A 0.3 agent built with @a2a-js/sdk's own server side, at `origin`: it echoes the text it is sent,
+ * and for message/stream publishes "working" updates 150 ms apart before the final answer. Its card is at
+ * /.well-known/agent-card.json, its JSON-RPC endpoint at /a2a.
  */
-export function startA2AAgent(extraCard: Partial<AgentCard> = {}): A2AAgent {
+export function a2aAgent(origin: string, extraCard: Partial<AgentCard> = {}): A2AAgentHandler {
   const requests: Headers[] = [];
   const executor: AgentExecutor = {
     async execute(context: RequestContext, bus: ExecutionEventBus) {
@@ -47,11 +56,29 @@ export function startA2AAgent(extraCard: Partial<AgentCard> = {}): A2AAgent {
     },
     async cancelTask() {},
   };
-  let card: AgentCard;
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request): Promise<Response> {
+  const url = `${origin}/a2a`;
+  const card: AgentCard = {
+    protocolVersion: "0.3.0",
+    name: "Echo agent",
+    description: "Echoes what it is told",
+    url,
+    preferredTransport: "JSONRPC",
+    version: "1.0.0",
+    capabilities: { streaming: true, pushNotifications: false },
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: [{ id: "echo", name: "Echo", description: "Repeats the message", tags: ["echo", "test"], examples: ["hello"] }],
+    securitySchemes: { agentKey: { type: "apiKey", in: "header", name: "X-Agent-Key" } },
+    security: [{ agentKey: [] }],
+    ...extraCard,
+  };
+  const transport = new JsonRpcTransportHandler(new DefaultRequestHandler(card, new InMemoryTaskStore(), executor));
+  return {
+    url,
+    cardUrl: `${origin}/.well-known/agent-card.json`,
+    card,
+    requests,
+    async handler(request: Request): Promise<Response> {
       const { pathname } = new URL(request.url);
       if (pathname === "/.well-known/agent-card.json") return Response.json(card);
       if (pathname !== "/a2a" || request.method !== "POST") return new Response("not found", { status: 404 });
@@ -70,23 +97,14 @@ export function startA2AAgent(extraCard: Partial<AgentCard> = {}): A2AAgent {
       }
       return Response.json(result);
     },
-  });
-  const url = `http://127.0.0.1:${server.port}/a2a`;
-  card = {
-    protocolVersion: "0.3.0",
-    name: "Echo agent",
-    description: "Echoes what it is told",
-    url,
-    preferredTransport: "JSONRPC",
-    version: "1.0.0",
-    capabilities: { streaming: true, pushNotifications: false },
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
-    skills: [{ id: "echo", name: "Echo", description: "Repeats the message", tags: ["echo", "test"], examples: ["hello"] }],
-    securitySchemes: { agentKey: { type: "apiKey", in: "header", name: "X-Agent-Key" } },
-    security: [{ agentKey: [] }],
-    ...extraCard,
   };
-  const transport = new JsonRpcTransportHandler(new DefaultRequestHandler(card, new InMemoryTaskStore(), executor));
-  return { url, cardUrl: `http://127.0.0.1:${server.port}/.well-known/agent-card.json`, card, requests, stop: () => server.stop(true) };
+}
+
+/** The same agent on a loopback port, for the end-to-end tests. */
+export function startA2AAgent(extraCard: Partial<AgentCard> = {}): A2AAgent {
+  let agent: A2AAgentHandler | undefined;
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => agent!.handler(request) });
+  agent = a2aAgent(`http://127.0.0.1:${server.port}`, extraCard);
+  const { handler: _, ...rest } = agent;
+  return { ...rest, stop: () => server.stop(true) };
 }
