@@ -4,24 +4,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
+import { mcpClient, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
 import { expectProblem, startTestService, type TestService } from "../support/service";
 
 let op: OidcPeer;
 let server: OAuthMcpServer;
 let service: TestService;
-const dir = mkdtempSync(join(tmpdir(), "cs-oauth-"));
 const APP = "http://127.0.0.1:5999";
 
 beforeAll(async () => {
   op = await startOidcProvider();
   server = startOAuthMcpServer(op.issuer);
-  service = await startTestService({ DATABASE__PATH: join(dir, "cs.db"), OAUTH__ALLOWED_REDIRECT_ORIGINS: APP });
+  service = await startTestService({ OAUTH__ALLOWED_REDIRECT_ORIGINS: APP });
 });
 afterAll(async () => {
+  await service.stop();
   await server.stop();
   await op.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 async function pending(body: Record<string, unknown> = {}) {
@@ -91,11 +91,19 @@ test("a redirect_url outside the allowed origins is refused at connect (no open 
 });
 
 test("tokens are sealed at rest; no code, state or token reaches the log", async () => {
+  // A service of its own, on a database file, stopped at the end so that every byte it wrote is on disk.
+  const dir = mkdtempSync(join(tmpdir(), "cs-oauth-"));
+  const service = await startTestService({ DATABASE__PATH: join(dir, "cs.db") });
+  const pending = async () => {
+    const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
+    const connect = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
+    return { id: created.body.id as string, url: connect.body.auth_request.authorization_url as string };
+  };
   const { id, url } = await pending();
   const callback = await authorizeInBrowser(url, op.issuer);
   await fetch(callback, { redirect: "manual" });
   const grant = storedGrant(service, id)!;
-  const { client, close } = await import("../support/mcp").then((m) => m.mcpClient(m.proxyUrl(service, id)));
+  const { client, close } = await mcpClient(proxyUrl(service, id));
   await client.callTool({ name: "whoami", arguments: {} });
   await close();
   const pendingState = await pending();
@@ -115,4 +123,5 @@ test("tokens are sealed at rest; no code, state or token reaches the log", async
   const logs = service.logs.join("\n");
   expect(logs).toContain("/api/v1/connectors/oauth/callback");
   for (const secret of [grant.access_token, grant.refresh_token!, code, state]) expect(logs).not.toContain(secret);
+  rmSync(dir, { recursive: true, force: true });
 });

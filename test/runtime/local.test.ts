@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -54,6 +54,19 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** MCP clients a test opened; each test starts with no connector, no client and no managed process. */
+const clients: { close(): Promise<void> }[] = [];
+async function client(id: string) {
+  const opened = await mcpClient(proxyUrl(service, id));
+  clients.push(opened);
+  return opened;
+}
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
+  for (const { id } of (await service.api("GET", "/api/v1/connectors?limit=100")).body.items) await service.api("DELETE", `/api/v1/connectors/${id}`);
+  await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
+});
+
 async function connectManaged(accessToken?: string): Promise<string> {
   const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
   expect(created.body.preset).toBe("mcp+stdio://everything");
@@ -65,22 +78,20 @@ async function connectManaged(accessToken?: string): Promise<string> {
 
 describe("the local driver", () => {
   test("connect runs the preset's command; tools work through the proxy; the token is in its environment and nothing of the service's is", async () => {
-    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
     const id = await connectManaged("token-for-the-server");
-    const { client, close } = await mcpClient(proxyUrl(service, id));
-    expect(text(await client.callTool({ name: "echo", arguments: { message: "managed" } }))).toBe("Echo: managed");
-    const env = JSON.parse(text(await client.callTool({ name: "get-env", arguments: {} })));
+    const { client: mcp } = await client(id);
+    expect(text(await mcp.callTool({ name: "echo", arguments: { message: "managed" } }))).toBe("Echo: managed");
+    const env = JSON.parse(text(await mcp.callTool({ name: "get-env", arguments: {} })));
     expect(env.EVERYTHING_TOKEN).toBe("token-for-the-server");
     expect(env.EVERYTHING_MODE).toBe("managed");
     for (const name of Object.keys(env)) expect(name).not.toMatch(/^(SECRETS|AUTH|DATABASE|CONNECTOR|SERVER)__/);
-    await close();
-    await service.api("DELETE", `/api/v1/connectors/${id}`);
-    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
+    expect((await service.api("DELETE", `/api/v1/connectors/${id}`)).status).toBe(204);
+    await waitFor("no managed process after delete", () => managedProcesses().length === 0, 8_000);
   });
 
   test("two concurrent sessions do not interfere: each has its own server process", async () => {
     const id = await connectManaged();
-    const [a, b] = await Promise.all([mcpClient(proxyUrl(service, id)), mcpClient(proxyUrl(service, id))]);
+    const [a, b] = await Promise.all([client(id), client(id)]);
     await waitFor("one process per session", () => managedProcesses().length === 2, 5_000);
     const [ra, rb] = await Promise.all([
       a.client.callTool({ name: "get-sum", arguments: { a: 2, b: 3 } }),
@@ -88,52 +99,37 @@ describe("the local driver", () => {
     ]);
     expect(text(ra)).toContain("5");
     expect(text(rb)).toContain("50");
-    await a.close();
-    await b.close();
-    await service.api("DELETE", `/api/v1/connectors/${id}`);
-    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
   });
 
   test("a killed server process ends only its session; a new session gets a new process", async () => {
     const id = await connectManaged();
-    const first = await mcpClient(proxyUrl(service, id));
+    const first = await client(id);
     await waitFor("one process", () => managedProcesses().length === 1, 8_000);
     const [pid] = managedProcesses();
     process.kill(pid!, "SIGKILL");
     await waitFor("the session to end", () => managedProcesses().length === 0, 5_000);
     await expect(first.client.callTool({ name: "echo", arguments: { message: "x" } })).rejects.toThrow();
-    const second = await mcpClient(proxyUrl(service, id));
+    const second = await client(id);
     expect(text(await second.client.callTool({ name: "echo", arguments: { message: "again" } }))).toBe("Echo: again");
     expect(managedProcesses()).toHaveLength(1);
     expect(managedProcesses()[0]).not.toBe(pid);
-    await second.close();
-    await first.close().catch(() => undefined);
-    await service.api("DELETE", `/api/v1/connectors/${id}`);
-    await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
   });
 
-  test("disconnect and delete leave no process behind; connecting again replaces cleanly", async () => {
+  test("disconnect leaves no process behind; connecting again replaces the deployment and its sessions", async () => {
     const id = await connectManaged();
-    const { client } = await mcpClient(proxyUrl(service, id));
-    await client.callTool({ name: "echo", arguments: { message: "x" } });
+    const { client: mcp } = await client(id);
+    await mcp.callTool({ name: "echo", arguments: { message: "x" } });
     await waitFor("one process", () => managedProcesses().length === 1, 8_000);
     // Connect again while a session is open: the old deployment goes, the new one serves.
     expect((await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} })).body.state).toBe("connected");
     await waitFor("the old session's process to go", () => managedProcesses().length === 0, 8_000);
-    const again = await mcpClient(proxyUrl(service, id));
+    await client(id);
     await waitFor("one process", () => managedProcesses().length === 1, 8_000);
     const off = await service.api("POST", `/api/v1/connectors/${id}/disconnect`);
     expect(off.body.state).toBe("disconnected");
     await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
     expectProblem(await service.api("POST", `/api/v1/connectors/${id}/mcp`, { body: {} }), 409);
-    await again.close().catch(() => undefined);
-
-    const other = await connectManaged();
-    await mcpClient(proxyUrl(service, other));
-    await waitFor("one process", () => managedProcesses().length === 1, 8_000);
-    expect((await service.api("DELETE", `/api/v1/connectors/${other}`)).status).toBe(204);
-    await waitFor("no managed process after delete", () => managedProcesses().length === 0, 8_000);
-  }, 40_000);
+  });
 
   test("a server that never becomes ready: 502, and the reason says what happened", async () => {
     const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://broken" } });
@@ -151,20 +147,20 @@ describe("the local driver", () => {
     expectProblem(await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: { headers: { "x-key": "v" } } }), 422);
   });
 
-  test("after a restart, connected managed connectors run again", async () => {
+  test("after a restart, connected managed connectors run again, with their token", async () => {
     const id = await connectManaged("persisted-token");
-    await mcpClient(proxyUrl(service, id));
+    await client(id);
     await waitFor("one process", () => managedProcesses().length === 1, 8_000);
+    await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
     await service.stop();
     expect(managedProcesses()).toEqual([]);
     service = await startTestService(env);
     const after = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
     expect({ state: after.state, reason: after.disconnect_reason }).toEqual({ state: "connected", reason: null });
-    const { client, close } = await mcpClient(proxyUrl(service, id));
-    const envOfServer = JSON.parse(text(await client.callTool({ name: "get-env", arguments: {} })));
+    const { client: mcp } = await client(id);
+    const envOfServer = JSON.parse(text(await mcp.callTool({ name: "get-env", arguments: {} })));
     expect(envOfServer.EVERYTHING_TOKEN).toBe("persisted-token");
-    await close();
-  }, 30_000);
+  });
 });
 
 test("an idle session is closed with its process; the client then starts a new one", async () => {
