@@ -9,6 +9,7 @@ import { createLogger } from "../../src/observability/logger";
 import { EVERYTHING } from "../peers/everything";
 import { freePort, waitForHttp } from "../peers/ports";
 import { expectIsolatedSessions, mcpClient } from "../support/mcp";
+import { waitFor } from "../support/wait";
 
 test("one shared server process: ids and progress tokens are rewritten, so concurrent sessions do not interfere; an unknown session is a 404 with the same code", async () => {
   const log = createLogger({ level: "error", write: () => {} });
@@ -57,9 +58,7 @@ afterAll(async () => {
 });
 
 test("the gateway over named pipes: ready once the server answered, sessions isolated; it exits when the server does", async () => {
-  const until = Date.now() + 10_000;
-  while ((await fetch(`http://127.0.0.1:${port}/healthz`)).status !== 200 && Date.now() < until) await Bun.sleep(100);
-  expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+  await waitFor("the gateway to be ready", async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 10_000);
   await expectIsolatedSessions(`http://127.0.0.1:${port}/mcp`);
   server.kill("SIGKILL");
   expect(await gatewayProc.exited).toBe(1);

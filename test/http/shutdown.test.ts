@@ -14,10 +14,11 @@ afterAll(() => upstream.stop());
 test("on shutdown the service stops accepting, finishes the request in flight, then closes the database", async () => {
   const id = await connectedConnector(service.api, upstream.url);
   const { client } = await mcpClient(proxyUrl(service, id));
-  const call = client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1.5, steps: 3 } }, undefined, { timeout: 20_000 });
-  await Bun.sleep(300);
+  let inFlight!: () => void;
+  const started = new Promise<void>((resolve) => (inFlight = resolve));
+  const call = client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } }, undefined, { timeout: 20_000, onprogress: () => inFlight() });
+  await started; // the first progress notification: the request is being served
   const stopped = service.stop();
-  await Bun.sleep(100);
   // No new connections once stopping has begun.
   await expect(fetch(`${service.url}/healthz`)).rejects.toThrow();
   const result = await call;

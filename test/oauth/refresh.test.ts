@@ -4,7 +4,7 @@ import { refreshAt, retryAt } from "../../src/oauth/refresh-plan";
 import { createOAuthRepository } from "../../src/oauth/repository";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
-import { steppedClock } from "../support/app";
+import { createTestApp, steppedClock } from "../support/app";
 import { storedGrant } from "../support/oauth";
 import { startTestService, type TestService } from "../support/service";
 
@@ -50,6 +50,40 @@ describe("leases", () => {
     expect(await repository.deleteExpiredStates(600_000)).toBe(1);
     expect(await repository.takeState("d")).toBeUndefined();
     close();
+  });
+});
+
+describe("two processes, one grant", () => {
+  test("a refresh while another process holds the lease waits for it and uses the token it stored, with no token request of its own", async () => {
+    const t = await createTestApp();
+    try {
+      const id = (await t.api("POST", "/api/v1/connectors", { body: { url: "https://mcp.example/mcp" } })).body.id as string;
+      const grants = createOAuthRepository(t.deps.db);
+      const context = { as: { issuer: "https://as.example", token_endpoint: "https://as.example/token" }, client_id: "c", token_endpoint_auth_method: "none" as const, resource: "https://mcp.example/mcp", scope: null, redirect_uri: `${t.publicUrl}/cb` };
+      const now = t.clock.now();
+      const store = (accessToken: string) =>
+        grants.saveGrant({
+          connector_id: id,
+          context,
+          secrets: t.deps.sealer.seal(JSON.stringify({ access_token: accessToken, refresh_token: "r", client_secret: null }), `oauth_grants/${id}`),
+          expires_at: now + 3_600_000,
+          refresh_at: now,
+          failures: 0,
+          lease_owner: null,
+          lease_until: null,
+          updated_at: now,
+        });
+      await store("old-token");
+      expect(await grants.lease(id, "the-other-process", now, now + 30_000)).toBe(true);
+      // The other process stores its new token while this one waits.
+      const waiting = t.services.authorization.refresh(id);
+      await store("the-other-process-s-token");
+      expect(await waiting).toEqual({ ok: true, accessToken: "the-other-process-s-token" });
+      expect(t.clock.now()).toBe(now + 500);
+      expect(t.network.requests).toEqual([]);
+    } finally {
+      t.close();
+    }
   });
 });
 
