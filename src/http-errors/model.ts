@@ -1,6 +1,10 @@
 import { t } from "elysia";
+import type { ProblemDocument } from "./problem";
 
-/** [RFC 9457 §3](https://www.rfc-editor.org/rfc/rfc9457#section-3) problem details, plus `errors` naming the offending fields of a 4xx. */
+/**
+ * The problem document as OpenAPI shows it (every route's 4xx/5xx responses); problem.ts writes it. Its type is
+ * checked against problem.ts's own below, so the two cannot drift.
+ */
 export const Problem = t.Object(
   {
     type: t.String({ description: "URI reference identifying the problem type" }),
@@ -13,8 +17,5 @@ export const Problem = t.Object(
   { title: "Problem" },
 );
 export type Problem = typeof Problem.static;
-
-export const PROBLEM_CONTENT_TYPE = "application/problem+json";
-
-/** Problem types are relative URIs under the service ([RFC 9457 §3.1.1](https://www.rfc-editor.org/rfc/rfc9457#section-3.1.1) allows relative references). */
-export const problemType = (slug: string) => `/problems/${slug}`;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
+export const PROBLEM_SCHEMA_MATCHES: Same<Problem, ProblemDocument> = true;

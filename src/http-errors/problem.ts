@@ -1,13 +1,20 @@
 import type { Logger } from "../observability/logger";
-import { AppError, Internal } from "./errors";
-import { PROBLEM_CONTENT_TYPE, problemType, type Problem } from "./model";
+import { AppError, Internal, type FieldError } from "./errors";
+
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/** [RFC 9457 §3](https://www.rfc-editor.org/rfc/rfc9457#section-3) problem details, plus `errors` naming the offending fields of a 4xx. */
+export type ProblemDocument = { type: string; title: string; status: number; detail: string; instance?: string; errors?: FieldError[] };
+
+/** Problem types are relative URIs under the service ([RFC 9457 §3.1.1](https://www.rfc-editor.org/rfc/rfc9457#section-3.1.1) allows relative references). */
+export const problemType = (slug: string) => `/problems/${slug}`;
 
 /**
  * The one renderer of RFC 9457 problem documents (https://www.rfc-editor.org/rfc/rfc9457#section-3): every error
  * path ends here — the Elysia routes (through the problem plugin), Bun's native proxy route and the server's
  * last-resort handler. It knows no framework, so each of them can call it.
  */
-export function toProblem(error: AppError, requestId?: string): Problem {
+export function toProblem(error: AppError, requestId?: string): ProblemDocument {
   return {
     type: problemType(error.type),
     title: error.title,

@@ -1,9 +1,9 @@
-import type { TestService } from "./service";
+import type { Deps } from "../../src/app";
 
 export type GrantSecrets = { access_token: string; refresh_token: string | null };
 
 /** The connector's stored tokens, opened with the service's own key (the test's view of the sealed row). */
-export function storedGrant(service: TestService, connectorId: string): (GrantSecrets & { expires_at: number | null; failures: number }) | undefined {
+export function storedGrant(service: { deps: Pick<Deps, "db" | "sealer"> }, connectorId: string): (GrantSecrets & { expires_at: number | null; failures: number }) | undefined {
   const row = service.deps.db.$client.query("SELECT secrets, expires_at, failures FROM oauth_grants WHERE connector_id = ?").get(connectorId) as
     | { secrets: string; expires_at: number | null; failures: number }
     | null;
