@@ -4,7 +4,7 @@ import type { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk";
 import Ajv from "ajv";
 import { a2aAgent, type A2AAgentHandler } from "../peers/a2a-agent";
 import { createTestApp, type TestApp } from "../support/app";
-import { authHeader, expectProblem } from "../support/service";
+import { authHeader, expectProblem } from "../support/api";
 
 // The official A2A 0.3.0 JSON schema (a copy of shared/spec/a2a-v0.3.0.schema.json, so the repository tests alone).
 const schema = await Bun.file(new URL("../fixtures/a2a-v0.3.0.schema.json", import.meta.url)).json();

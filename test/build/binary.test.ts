@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startBearerServer } from "../peers/bearer-server";
 import { mcpClient } from "../support/mcp";
-import { apiClient, type Api } from "../support/service";
+import { apiClient } from "../support/service";
+import { type Api } from "../support/api";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BINARY = join(ROOT, "dist/connector-service");

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ADMIN, authHeader, startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService, type TestService } from "../support/service";
+import { authHeader } from "../support/api";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const CONFORMANCE = join(ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js");

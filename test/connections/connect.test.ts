@@ -3,7 +3,7 @@ import { bearerMcp } from "../peers/bearer-server";
 import { scriptedServer } from "../peers/scripted-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, mcpClient } from "../support/mcp";
-import { expectProblem } from "../support/service";
+import { expectProblem } from "../support/api";
 
 // Connect runs an MCP handshake against the server first; the servers here are the SDK's, in-process.
 const BEARER = "https://keyed.example/mcp";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bearerMcp } from "../peers/bearer-server";
 import { createTestApp, type TestApp } from "../support/app";
-import { expectProblem, type Api } from "../support/service";
+import { expectProblem, type Api } from "../support/api";
 
 // The SDK's MCP server behind an API key, reached through the fake network (no socket).
 const UPSTREAM = "https://bearer.example/mcp";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../support/app";
-import { expectProblem } from "../support/service";
+import { expectProblem } from "../support/api";
 
 let t: TestApp;
 let id: string;

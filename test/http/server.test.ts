@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startBearerServer, type BearerServer } from "../peers/bearer-server";
 import { connectedConnector } from "../support/mcp";
-import { expectProblem, startTestService, type TestService } from "../support/service";
+import { startTestService, type TestService } from "../support/service";
+import { expectProblem } from "../support/api";
 
 // The real server (Bun.serve, its native proxy route, the request log) over a socket.
 let service: TestService;

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { scriptedOAuth } from "../peers/scripted-oauth";
-import { createTestApp, readResponse, type TestApp } from "../support/app";
+import { readResponse } from "../support/api";
+import { createTestApp, type TestApp } from "../support/app";
 import { mcpClient, toolText } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
-import { expectProblem } from "../support/service";
+import { expectProblem } from "../support/api";
 
 // A connector's OAuth authorization through app.handle, against a scripted authorization server in-process and a
 // stepped clock; the same flows run against oidc-provider in flow.test.ts and callback-errors.test.ts.

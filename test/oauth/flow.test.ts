@@ -5,7 +5,8 @@ import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-ser
 import { steppedClock } from "../support/app";
 import { mcpClient, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
-import { expectProblem, startTestService, type TestService } from "../support/service";
+import { startTestService, type TestService } from "../support/service";
+import { expectProblem } from "../support/api";
 
 // Real peers, no mocks of OAuth: oidc-provider as the authorization server, an MCP server checking its JWTs.
 // The service's clock is stepped, so "an hour later" takes no time; the scheduler's jobs run when the test says.

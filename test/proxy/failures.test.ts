@@ -3,7 +3,7 @@ import { bearerMcp } from "../peers/bearer-server";
 import { scriptedServer } from "../peers/scripted-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
-import { expectProblem } from "../support/service";
+import { expectProblem } from "../support/api";
 
 // An upstream that streams, hangs or answers as the test says, reached in-process; the proxy's header timeout is
 // 50 ms here (the setting's own minimum is a second, too long for a test to wait).

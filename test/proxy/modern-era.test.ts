@@ -3,7 +3,8 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { startModernServer } from "../peers/mcp-proxy";
 import type { Peer } from "../peers/everything";
 import { connectedConnector, proxyUrl } from "../support/mcp";
-import { ADMIN, authHeader, startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService, type TestService } from "../support/service";
+import { authHeader } from "../support/api";
 
 // MCP 2026-07-28: no initialize and no session; every POST names its method in Mcp-Method (and tool in Mcp-Name).
 let upstream: Peer;

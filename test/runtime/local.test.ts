@@ -9,7 +9,8 @@ import { DeploymentFailed } from "../../src/runtime/runtime";
 import { EVERYTHING } from "../peers/everything";
 import { mcpClient, proxyUrl, toolText as text } from "../support/mcp";
 import { waitFor } from "../support/wait";
-import { expectProblem, startTestService, type TestService } from "../support/service";
+import { startTestService, type TestService } from "../support/service";
+import { expectProblem } from "../support/api";
 
 const PRESETS = JSON.stringify([
   {

@@ -5,7 +5,7 @@ import { createUrlGuard } from "../../src/security/url-guard";
 import { bearerMcp } from "../peers/bearer-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
-import { expectProblem } from "../support/service";
+import { expectProblem } from "../support/api";
 
 describe("address classes", () => {
   test.each([

@@ -9,7 +9,7 @@ import { createSealer } from "../../src/secrets/sealer";
 import type { Principal } from "../../src/users/model";
 import { createUserRepository } from "../../src/users/repository";
 import { fakeNetwork, type FakeNetwork } from "./network";
-import { authHeader, type Api, type ApiResponse, type Credentials } from "./service";
+import { apiOver, type Api, type Credentials } from "./api";
 
 /** Where the test app says it lives: its public URL, the OAuth callback's origin. */
 export const PUBLIC_URL = "http://cs.test";
@@ -84,19 +84,8 @@ export async function createTestApp(options: TestAppOptions = {}) {
     return { principal, token, basic: { username, password: TEST_PASSWORD }, api: apiOf({ token }) };
   }
 
-  /** The API through `app.handle`, JSON in and out, authenticated as `as` (null: no credentials). */
-  function apiOf(defaultAs: Credentials | null): Api {
-    return async (method, path, request = {}) => {
-      const headers: Record<string, string> = { ...request.headers };
-      const as = request.as === undefined ? defaultAs : request.as;
-      if (as) headers.authorization = authHeader(as);
-      let body: string | undefined = request.raw;
-      if (request.body !== undefined) body = JSON.stringify(request.body);
-      if (body !== undefined) headers["content-type"] ??= "application/json";
-      const response = await handle(new Request(`${publicUrl}${path}`, { method, headers, body }));
-      return readResponse(response);
-    };
-  }
+  /** The API through `app.handle`, authenticated as `as` (null: no credentials). */
+  const apiOf = (as: Credentials | null): Api => apiOver(handle, publicUrl, as);
 
   const admin = await user("admin", "admin");
   return {
@@ -122,15 +111,4 @@ export async function createTestApp(options: TestAppOptions = {}) {
       database.close();
     },
   };
-}
-
-export async function readResponse(response: Response): Promise<ApiResponse> {
-  const text = await response.text();
-  let parsed: unknown = undefined;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: response.status, headers: response.headers, body: parsed, text };
 }

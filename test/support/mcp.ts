@@ -2,7 +2,8 @@ import { expect } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startEverything, type Peer } from "../peers/everything";
-import { authHeader, ADMIN, startTestService, type Api, type Credentials, type TestService } from "./service";
+import { authHeader, type Api, type Credentials } from "./api";
+import { ADMIN, startTestService, type TestService } from "./service";
 
 export const proxyUrl = (service: TestService, id: string) => `${service.url}/api/v1/connectors/${id}/mcp`;
 
