@@ -8,7 +8,7 @@ import { createConnectionService } from "./connections/service";
 import { createConnectorCredentials } from "./connectors/credentials";
 import { createConnectorRepository } from "./connectors/repository";
 import { connectorRoutes } from "./connectors/routes";
-import { createConnectorService } from "./connectors/service";
+import { createConnectorService, isManaged } from "./connectors/service";
 import { createTransitions } from "./connectors/transitions";
 import type { Db } from "./db/open";
 import { createDeployments } from "./deployments/service";
@@ -96,9 +96,9 @@ export function createServices(deps: Deps) {
     connectors: connectorRows,
     sealer,
     clock,
-    ended: (id) => {
-      void oauth.forget(id);
-      deployments.remove(id);
+    ended: (row) => {
+      oauth.forget(row.id).catch((e) => log.warn("could not forget an OAuth grant", { connector_id: row.id, error: (e as Error).message }));
+      if (isManaged(row)) deployments.remove(row.id);
     },
   });
   const deployments = createDeployments({

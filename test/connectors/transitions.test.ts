@@ -21,7 +21,7 @@ afterAll(() => database.close());
 
 async function fresh() {
   const connectors = createConnectorRepository(database.db, () => now);
-  const transitions = createTransitions({ connectors, sealer, clock: () => now, ended: (id) => void ended.push(id) });
+  const transitions = createTransitions({ connectors, sealer, clock: () => now, ended: (row) => void ended.push(row.id) });
   const row: ConnectorRow = {
     id: Bun.randomUUIDv7(),
     owner_id: "u",
