@@ -134,3 +134,29 @@ export class OAuthRequestRejected extends AppError {
   readonly type = "oauth-request-rejected";
   readonly title = "The authorization server refused the request";
 }
+
+/*
+ * Why the proxy cannot relay for a connector whose server's authorization changed. Each leaves the connector in a
+ * state that says what to do (auth_required: open auth_request.authorization_url; disconnected: connect again).
+ */
+
+/** The server answered 403 insufficient_scope: a new authorization asks for the wider scope (connector auth_required). */
+export class OAuthScopeRequired extends AppError {
+  readonly status = 403;
+  readonly type = "oauth-scope-required";
+  readonly title = "The MCP server needs a scope the connector was not granted";
+}
+
+/** An open server started answering 401: the OAuth flow began (connector auth_required). */
+export class OAuthAuthorizationRequired extends AppError {
+  readonly status = 409;
+  readonly type = "oauth-authorization-required";
+  readonly title = "The MCP server now requires authorization";
+}
+
+/** The server refuses the stored credentials (and a refresh did not help): the connector is disconnected. */
+export class UpstreamCredentialsRevoked extends AppError {
+  readonly status = 502;
+  readonly type = "upstream-credentials-revoked";
+  readonly title = "The MCP server no longer accepts the connector's credentials";
+}

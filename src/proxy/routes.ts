@@ -6,7 +6,9 @@ import type { ProxyService } from "./service";
 
 const detail = (summary: string, description: string) => ({
   summary,
-  description: `${description} Authenticated like the API; only for a connected connector of the caller. The client's own Authorization and cookies are never forwarded; the connector's stored credentials are.`,
+  description:
+    `${description} Authenticated like the API; only for a connected connector of the caller. The client's own Authorization and cookies are never forwarded; the connector's stored credentials are. ` +
+    "Problems of type oauth-scope-required (403) and oauth-authorization-required (409) mean the connector now waits for the user to open its auth_request.authorization_url; upstream-credentials-revoked (502) that it was disconnected.",
   tags: ["MCP proxy"],
 });
 
@@ -20,8 +22,10 @@ const options = (summary: string, description: string, body = false) => ({
     200: t.Any({ description: "The MCP server's answer: application/json or a text/event-stream, streamed as it comes" }),
     202: t.Any({ description: "Accepted (a notification or response was sent)" }),
     401: Problem,
+    403: Problem,
     404: Problem,
     409: Problem,
+    413: Problem,
     502: Problem,
     504: Problem,
   },

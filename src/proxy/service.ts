@@ -2,7 +2,7 @@ import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/a
 import type { ConnectorRow } from "../connectors/repository";
 import type { ConnectorService } from "../connectors/service";
 import type { Transitions } from "../connectors/transitions";
-import { Conflict, Forbidden, UpstreamFailed } from "../http-errors/errors";
+import { Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed } from "../http-errors/errors";
 import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
@@ -24,7 +24,7 @@ export function createProxyService({ connectors, transitions, authorization, tar
   async function credentialsRejected(row: ConnectorRow, why: string): Promise<never> {
     const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
     await transitions.disconnectIfConnected(row.id, reason);
-    throw new UpstreamFailed(`${reason}; the connector is now disconnected: connect it again`);
+    throw new UpstreamCredentialsRevoked(`${reason}; the connector is now disconnected: connect it again`);
   }
 
   /**
@@ -75,7 +75,7 @@ export function createProxyService({ connectors, transitions, authorization, tar
         if (row.auth_method === "none" && !target.managed) {
           // An open server that now wants authorization (e.g. only for tools): the OAuth flow, as at connect.
           await authorization.afterChallenge(row, forwarded.upstream);
-          throw new Conflict(
+          throw new OAuthAuthorizationRequired(
             "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
           );
         }
@@ -89,7 +89,7 @@ export function createProxyService({ connectors, transitions, authorization, tar
         if (challenge.error === "insufficient_scope" && challenge.scope) {
           await forwarded.upstream.body?.cancel();
           await authorization.upgradeScope(row, forwarded.upstream, challenge.scope);
-          throw new Forbidden(
+          throw new OAuthScopeRequired(
             `The MCP server needs the scope "${challenge.scope}", which the connector was not granted: open the connector's auth_request.authorization_url to grant it`,
           );
         }

@@ -108,6 +108,7 @@ describe("connect verifies credentials with an MCP handshake", () => {
         body: { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} },
       });
       expectProblem(res, 502);
+      expect(res.body.type).toBe("/problems/upstream-credentials-revoked");
       expect(res.headers.get("www-authenticate")).toBeNull();
       const after = await t.api("GET", `/api/v1/connectors/${id}`);
       expect(after.body.state).toBe("disconnected");
