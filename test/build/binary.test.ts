@@ -65,7 +65,7 @@ beforeAll(() => {
 }, 120_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-test("--help, version, unknown commands and bad settings", () => {
+test("--help and version answer; an unknown command or a bad setting exits 2 with one line naming it", () => {
   const run = (args: string[], env: Record<string, string> = {}) =>
     Bun.spawnSync([BINARY, ...args], { cwd: work, env: { PATH: process.env.PATH!, ...env }, stdout: "pipe", stderr: "pipe" });
   const help = run(["--help"]);

@@ -192,7 +192,7 @@ describe("connect and disconnect", () => {
 });
 
 describe("delete", () => {
-  test("204, then 404", async () => {
+  test("answers 204, then the connector is a 404 everywhere", async () => {
     const { body: c } = await create(alice, { url: "https://gone.example/mcp" });
     const res = await alice("DELETE", `/api/v1/connectors/${c.id}`);
     expect(res.status).toBe(204);
