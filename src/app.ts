@@ -15,7 +15,7 @@ import { createDeployments } from "./deployments/service";
 import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
 import type { FetchLike } from "./http/fetch";
-import { jsonBodyPlugin } from "./http/json-body";
+import { apiBodyPlugin } from "./http/json-body";
 import { problemPlugin } from "./http/problem-plugin";
 import type { RequestIds } from "./http/request-id";
 import { createRegistry } from "./metrics/registry";
@@ -38,7 +38,7 @@ import type { Sealer } from "./secrets/sealer";
 import { guardedFetch } from "./security/guarded-fetch";
 import { createUrlGuard } from "./security/url-guard";
 import { authPlugin } from "./users/auth-plugin";
-import { createAuthenticator } from "./users/authenticate";
+import { createAuthenticator, perRequest } from "./users/authenticate";
 import { createUserRepository } from "./users/repository";
 import { userRoutes } from "./users/routes";
 import { createUserService } from "./users/service";
@@ -169,21 +169,22 @@ export function createServices(deps: Deps) {
 export type Services = ReturnType<typeof createServices>;
 
 export function buildApp(deps: Deps, services: Services = createServices(deps)) {
-  const auth = authPlugin(services.authenticate);
-  const jsonBody = jsonBodyPlugin(deps.config.api.maxBodyBytes);
+  const authenticate = perRequest(services.authenticate);
+  const auth = authPlugin(authenticate);
+  const apiBody = apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate });
   // normalize: false makes `additionalProperties: false` reject unknown fields (a typo is a 422, not silently dropped).
   return new Elysia({ normalize: false })
     .use(problemPlugin(deps.log, deps.requestIds))
     .use(docsPlugin(VERSION))
     .use(healthRoutes(deps.readiness))
     .use(metricsRoutes(services.metrics))
-    .use(userRoutes(services.users, auth, jsonBody))
+    .use(userRoutes(services.users, auth, apiBody))
     .use(presetRoutes(services.presets, auth))
     .use(oauthRoutes(services.authorization, deps.publicUrl))
-    .use(connectorRoutes(services.connectors, auth, jsonBody))
-    .use(connectionRoutes(services.connections, auth, jsonBody))
+    .use(connectorRoutes(services.connectors, auth, apiBody))
+    .use(connectionRoutes(services.connections, auth, apiBody))
     .use(proxyRoutes(services.proxy, auth))
-    .use(providerRoutes(services.providers, auth, jsonBody))
+    .use(providerRoutes(services.providers, auth, apiBody))
     .use(a2aRoutes(services.providers, services.authenticate, auth, services.a2aForward));
 }
 export type App = ReturnType<typeof buildApp>;

@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { Unauthorized } from "../http-errors/errors";
 import { Problem } from "../http-errors/model";
-import type { JsonBodyPlugin } from "../http/json-body";
+import { RELAYED_JSON_BODY, type ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import { forward, type ForwardOptions } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
@@ -23,10 +23,10 @@ function matches(ifNoneMatch: string | null, etag: string): boolean {
   return ifNoneMatch.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
 }
 
-export function providerRoutes(providers: ProviderService, auth: AuthPlugin, jsonBody: JsonBodyPlugin) {
+export function providerRoutes(providers: ProviderService, auth: AuthPlugin, apiBody: ApiBodyPlugin) {
   return new Elysia({ prefix: "/api/v1/providers", detail: { tags: ["Agent providers"] } })
     .use(auth)
-    .use(jsonBody)
+    .use(apiBody)
     .post(
       "/",
       async ({ principal, body, set }) => {
@@ -81,7 +81,7 @@ export function a2aRoutes(providers: ProviderService, authenticate: Authenticato
   const proxyOptions = {
     auth: true as const,
     params: ProviderParams,
-    parse: "none" as const,
+    parse: RELAYED_JSON_BODY,
     body: t.Any({ description: "An A2A JSON-RPC request, passed through as sent" }),
     response: {
       200: t.Any({ description: "The agent's JSON-RPC answer, or a text/event-stream for message/stream, streamed" }),

@@ -2,16 +2,17 @@ import { Elysia, t } from "elysia";
 import { connectorProblems } from "../connectors/routes";
 import { ConnectBody, Connector } from "../connectors/model";
 import { Problem } from "../http-errors/model";
-import type { JsonBodyPlugin } from "../http/json-body";
+import type { ApiBodyPlugin } from "../http/json-body";
+import { OPTIONAL_BODY } from "../docs/plugin";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "../users/auth-plugin";
 import type { ConnectionService } from "./service";
 
 /** Connect, disconnect and delete: the routes that change a connector's connection. */
-export function connectionRoutes(connections: ConnectionService, auth: AuthPlugin, jsonBody: JsonBodyPlugin) {
+export function connectionRoutes(connections: ConnectionService, auth: AuthPlugin, apiBody: ApiBodyPlugin) {
   return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } })
     .use(auth)
-    .use(jsonBody)
+    .use(apiBody)
     .delete(
       "/:id",
       async ({ principal, params, set }) => {
@@ -31,6 +32,7 @@ export function connectionRoutes(connections: ConnectionService, auth: AuthPlugi
       body: t.Optional(ConnectBody),
       response: { 200: Connector, 400: Problem, ...connectorProblems, 502: Problem, 504: Problem },
       detail: {
+        ...OPTIONAL_BODY,
         summary: "Connect a connector",
         description:
           "Runs an MCP initialize handshake with the server using `headers` (or none, for an open server). On success the headers are stored sealed, sent with every proxied request, and the connector is `connected`. " +

@@ -72,7 +72,14 @@ export const ConnectBody = t.Object(
 export type ConnectBody = typeof ConnectBody.static;
 
 export const ListQuery = t.Object({
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
+  // A string of decimal digits, so that "0x10", "1e1" or " 5" are refused rather than read as numbers.
+  limit: t.Optional(
+    t.String({
+      pattern: `^(?:${MAX_PAGE_SIZE}|[1-9][0-9]?)$`,
+      error: `must be a whole number from 1 to ${MAX_PAGE_SIZE}`,
+      description: `Page size, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`,
+    }),
+  ),
   cursor: t.Optional(t.String({ maxLength: 200, description: "next_cursor of the previous page" })),
 });
 export type ListQuery = typeof ListQuery.static;

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { Problem } from "../http-errors/model";
-import type { JsonBodyPlugin } from "../http/json-body";
+import type { ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "../users/auth-plugin";
 import { Connector, ConnectorList, CreateConnectorBody, ListQuery } from "./model";
@@ -9,10 +9,10 @@ import type { ConnectorService } from "./service";
 export const connectorProblems = { 401: Problem, 404: Problem, 409: Problem, 422: Problem };
 
 /** Create, list and read connectors. Connect, disconnect and delete are in connections/routes.ts. */
-export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin, jsonBody: JsonBodyPlugin) {
+export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin, apiBody: ApiBodyPlugin) {
   return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } })
     .use(auth)
-    .use(jsonBody)
+    .use(apiBody)
     .post(
       "/",
       async ({ principal, body, set }) => {

@@ -99,7 +99,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     },
 
     async list(caller: Principal, query: ListQuery): Promise<ConnectorList> {
-      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const limit = query.limit === undefined ? DEFAULT_PAGE_SIZE : Number(query.limit);
       const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
       if (query.cursor !== undefined && !after) throw invalidField("query.cursor", "is not a cursor from this API");
       const rows = await connectors.page(caller.role === "admin" ? undefined : caller.id, limit + 1, after);

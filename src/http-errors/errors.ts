@@ -54,6 +54,12 @@ export class PayloadTooLarge extends AppError {
   readonly title = "Request body too large";
 }
 
+export class UnsupportedMediaType extends AppError {
+  readonly status = 415;
+  readonly type = "unsupported-media-type";
+  readonly title = "The request body's media type is not accepted here";
+}
+
 export class ValidationFailed extends AppError {
   readonly status = 422;
   readonly type = "validation-failed";

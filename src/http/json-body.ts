@@ -1,29 +1,75 @@
 import { Elysia } from "elysia";
-import { BadRequest, bodyTooLarge } from "../http-errors/errors";
+import { BadRequest, bodyTooLarge, invalidField, UnsupportedMediaType } from "../http-errors/errors";
 import { readCapped } from "./read-capped";
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
 
+/** How deep API JSON may nest (objects and arrays): far beyond any real body, far below what costs time or stack. */
+export const MAX_JSON_DEPTH = 32;
+
+export type ApiBodyOptions = {
+  /** API__MAX_BODY_BYTES. */
+  maxBytes: number;
+  /** Checks the request's credentials and throws 401 (every API route with a body is authenticated). */
+  authenticate(request: Request): Promise<unknown>;
+};
+
 /**
- * The API's JSON body parser, the one place API__MAX_BODY_BYTES is enforced (DESIGN.md: 1 MiB by default):
- * a declared length over it is refused before reading, an undeclared one is counted as it arrives. Malformed
- * JSON is a 400 that says where it broke. Used by the API's route groups only: the relays (MCP, A2A) stream
- * their bodies under their own limit.
+ * The API's body parser, the one place its limits are enforced: the caller's credentials are checked before a byte
+ * of the body is read; a body must be JSON (else 415); a declared length over API__MAX_BODY_BYTES is refused before
+ * reading and an undeclared one is counted as it arrives (413); nesting deeper than MAX_JSON_DEPTH is refused before
+ * parsing (422); malformed JSON is a 400 that says where it broke. Used by the API's route groups only: the relays
+ * (MCP, A2A) stream their bodies under their own limit.
  */
-export function jsonBodyPlugin(maxBytes: number) {
+export function apiBodyPlugin({ maxBytes, authenticate }: ApiBodyOptions) {
   const tooLarge = () => bodyTooLarge(maxBytes, "API__MAX_BODY_BYTES");
-  return new Elysia({ name: "json-body", seed: maxBytes }).onParse({ as: "scoped" }, async ({ request, contentType }) => {
-    if (!JSON_TYPE.test(contentType)) return;
-    if (Number(request.headers.get("content-length") ?? "0") > maxBytes) throw tooLarge();
+  const parse = async ({ request, contentType }: { request: Request; contentType: string }): Promise<unknown> => {
+    await authenticate(request);
+    const declared = request.headers.get("content-length");
+    if (!JSON_TYPE.test(contentType)) {
+      if (request.body === null || declared === "0") return {};
+      throw new UnsupportedMediaType(`The API takes JSON: send the body with Content-Type: application/json${contentType ? ` (not ${contentType.split(";")[0]})` : ""}`);
+    }
+    if (Number(declared ?? "0") > maxBytes) throw tooLarge();
     const bytes = await readCapped(request.body, maxBytes);
     if (!bytes) throw tooLarge();
     const text = bytes.toString("utf8");
     if (text.trim() === "") return {};
+    if (nestingExceeds(text, MAX_JSON_DEPTH)) throw invalidField("body", `nests deeper than ${MAX_JSON_DEPTH} levels`);
     try {
       return JSON.parse(text);
     } catch (e) {
       throw new BadRequest(`The request body is not valid JSON: ${(e as Error).message}`);
     }
-  });
+  };
+  // "application/json" after the parser is for the OpenAPI document (the parser always answers, so Elysia's own
+  // JSON parser never runs): it shows each route's body schema as JSON, the schema that validates it.
+  return new Elysia({ name: "api-body", seed: maxBytes }).guard({ as: "scoped", parse: [parse, "application/json"] });
 }
-export type JsonBodyPlugin = ReturnType<typeof jsonBodyPlugin>;
+export type ApiBodyPlugin = ReturnType<typeof apiBodyPlugin>;
+
+/**
+ * Whether JSON text nests objects and arrays deeper than `max` ([RFC 8259 §2](https://www.rfc-editor.org/rfc/rfc8259#section-2): brackets inside strings do not count),
+ * in one pass without parsing: deep nesting costs the parser and the validators quadratic time and stack.
+ */
+export function nestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+/**
+ * The relays' routes (MCP, A2A): the body is never read here — it streams upstream untouched — yet OpenAPI shows it
+ * as JSON. The parser answers null at once, so nothing reads the request; the media type is for the document.
+ */
+export const RELAYED_JSON_BODY: [() => null, "application/json"] = [() => null, "application/json"];

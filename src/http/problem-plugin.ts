@@ -34,7 +34,9 @@ function validationErrors(error: ValidationError): FieldError[] {
   for (const e of error.all) {
     const path = "path" in e && typeof e.path === "string" ? e.path : "";
     const field = `${error.type}${path.replaceAll("/", ".")}`;
-    const message = "message" in e && typeof e.message === "string" ? e.message : "is not valid";
+    // A schema's own `error` says it in words ("must be a whole number from 1 to 100"), else TypeBox's message.
+    const own = "schema" in e ? (e.schema as { error?: unknown }).error : undefined;
+    const message = typeof own === "string" ? own : "message" in e && typeof e.message === "string" ? e.message : "is not valid";
     const key = `${field}|${message}`;
     if (seen.has(key)) continue;
     seen.add(key);

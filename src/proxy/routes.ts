@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import { Problem } from "../http-errors/model";
 import type { AuthPlugin } from "../users/auth-plugin";
+import { RELAYED_JSON_BODY } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { ProxyService } from "./service";
 
@@ -16,7 +17,7 @@ const options = (summary: string, description: string, body = false) => ({
   auth: true as const,
   params: IdParams,
   // The body is streamed to the MCP server untouched: declared for the docs, never parsed.
-  parse: "none" as const,
+  parse: RELAYED_JSON_BODY,
   ...(body && { body: t.Any({ description: "A JSON-RPC message (or batch), passed through as sent" }) }),
   response: {
     200: t.Any({ description: "The MCP server's answer: application/json or a text/event-stream, streamed as it comes" }),

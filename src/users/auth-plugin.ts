@@ -1,12 +1,12 @@
 import { Elysia } from "elysia";
-import type { Authenticator } from "./authenticate";
+import type { RequestAuthenticator } from "./authenticate";
 
 /** `{ auth: true }` on a route resolves `principal` or answers 401 (through the problem plugin). */
-export function authPlugin(authenticate: Authenticator) {
+export function authPlugin(authenticate: RequestAuthenticator) {
   return new Elysia({ name: "auth" }).macro({
     auth: {
       async resolve({ request }) {
-        return { principal: await authenticate(request.headers.get("authorization")) };
+        return { principal: await authenticate(request) };
       },
       detail: { security: [{ basic: [] }, { bearer: [] }] },
     },

@@ -5,6 +5,20 @@ import type { UserRepository } from "./repository";
 import { digestToken, TOKEN_PREFIX } from "./service";
 
 export type Authenticator = (authorization: string | null) => Promise<Principal>;
+/** The principal of a request, authenticated once however many hooks ask (the API's body parser, then its routes). */
+export type RequestAuthenticator = (request: Request) => Promise<Principal>;
+
+export function perRequest(authenticate: Authenticator): RequestAuthenticator {
+  const principals = new WeakMap<Request, Promise<Principal>>();
+  return (request) => {
+    let principal = principals.get(request);
+    if (!principal) {
+      principal = authenticate(request.headers.get("authorization"));
+      principals.set(request, principal);
+    }
+    return principal;
+  };
+}
 
 type Remembered = { userId: string; passwordHash: string; until: number };
 

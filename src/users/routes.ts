@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { Problem } from "../http-errors/model";
-import type { JsonBodyPlugin } from "../http/json-body";
+import type { ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "./auth-plugin";
 import { CreatedToken, CreateTokenBody, CreateUserBody, TokenList, UserList, UserView } from "./model";
@@ -8,10 +8,10 @@ import type { UserService } from "./service";
 
 const problems = { 401: Problem, 403: Problem, 404: Problem, 409: Problem, 422: Problem };
 
-export function userRoutes(users: UserService, auth: AuthPlugin, jsonBody: JsonBodyPlugin) {
+export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBodyPlugin) {
   return new Elysia({ prefix: "/api/v1", detail: { tags: ["Users"] } })
     .use(auth)
-    .use(jsonBody)
+    .use(apiBody)
     .post(
       "/users",
       async ({ principal, body, set }) => {

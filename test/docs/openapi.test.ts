@@ -45,10 +45,36 @@ test("OpenAPI 3.1 lists every route with a summary and typed responses", async (
     const ok = Object.keys(op.responses ?? {}).filter((s) => s.startsWith("2"));
     expect({ name, ok: ok.length > 0 }).toEqual({ name, ok: true });
     if (["post", "put", "patch"].includes(name.split(" ")[0]!) && name.includes("/api/")) {
-      // Actions without a body: disconnect, refresh.
-      if (!/\/(disconnect|refresh)$/.test(name)) expect({ name, body: !!op.requestBody }).toEqual({ name, body: true });
+      // Actions without a body: disconnect, refresh. Every other one shows the JSON schema its body is validated by.
+      if (!/\/(disconnect|refresh)$/.test(name)) {
+        const schema = op.requestBody?.content?.["application/json"]?.schema;
+        expect({ name, schema: typeof schema }).toEqual({ name, schema: "object" });
+      }
     }
   }
+});
+
+test("request bodies in OpenAPI are the schemas that validate them; only connect's may be left out", async () => {
+  const doc = await (await get("/openapi.json")).json();
+  const body = (path: string) => doc.paths[path].post.requestBody;
+  expect(body("/api/v1/connectors/").required).toBe(true);
+  expect(body("/api/v1/connectors/").content["application/json"].schema).toMatchObject({
+    type: "object",
+    required: ["url"],
+    additionalProperties: false,
+    properties: { url: { type: "string", maxLength: 2048 }, match_preset: { type: "boolean" } },
+  });
+  expect(body("/api/v1/connectors/{id}/connect").required).toBe(false);
+  expect(Object.keys(body("/api/v1/connectors/{id}/connect").content["application/json"].schema.properties).sort()).toEqual(["accessToken", "headers", "redirect_url"]);
+  expect(body("/api/v1/users").content["application/json"].schema.required).toEqual(["username", "password"]);
+  // The relays document their bodies as JSON too, though they stream them unread.
+  expect(Object.keys(body("/api/v1/connectors/{id}/mcp").content)).toEqual(["application/json"]);
+  expect(JSON.stringify(doc)).not.toContain("x-optional-body");
+  // What the document says is what the validator does: a field it does not list is refused.
+  const refused = await t.api("POST", "/api/v1/connectors", { body: { url: "https://a.example", colour: "red" } });
+  expect(refused.status).toBe(422);
+  const connected = await t.api("POST", `/api/v1/connectors/${(await t.api("POST", "/api/v1/connectors", { body: { url: "https://a.example" } })).body.id}/connect`);
+  expect(connected.status).not.toBe(422); // no body at all is accepted, as the document says
 });
 
 test("Swagger UI at /docs loads nothing from another host", async () => {
