@@ -4,8 +4,12 @@ import { MAX_HEADERS } from "./model";
 
 /** [RFC 9110 §5.1](https://www.rfc-editor.org/rfc/rfc9110#section-5.1): a field name is a token. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** [RFC 9110 §5.5](https://www.rfc-editor.org/rfc/rfc9110#section-5.5): CR, LF and NUL are never allowed in a field value. */
-const FORBIDDEN_VALUE_CHARS = /[\r\n\0]/;
+/**
+ * [RFC 9110 §5.5](https://www.rfc-editor.org/rfc/rfc9110#section-5.5): a field value is visible ASCII, obs-text
+ * (0x80–0xFF), spaces and tabs — no control character, nothing beyond Latin-1 (an emoji, U+2028), which no HTTP
+ * client can send.
+ */
+const NOT_FIELD_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/u;
 
 /**
  * Headers a connect request may not store (spec part 5). Hop-by-hop headers ([RFC 9110 §7.6.1](https://www.rfc-editor.org/rfc/rfc9110#section-7.6.1)),
@@ -40,6 +44,10 @@ export function assertStorableHeaders(headers: Record<string, string>): void {
     if (isBlockedHeader(name)) throw invalidField(field, `header "${name}" is not allowed (hop-by-hop, forwarding, Host, cookie or proxy-owned)`);
     if (seen.has(name.toLowerCase())) throw invalidField(field, `header "${name}" is given twice in different casing`);
     seen.add(name.toLowerCase());
-    if (FORBIDDEN_VALUE_CHARS.test(headers[name]!)) throw invalidField(field, "the value must not contain CR, LF or NUL");
+    const bad = NOT_FIELD_VALUE_CHAR.exec(headers[name]!)?.[0];
+    if (bad !== undefined) {
+      const code = `U+${bad.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+      throw invalidField(field, `the value has ${code}, which an HTTP header cannot carry (visible ASCII, Latin-1, spaces and tabs only)`);
+    }
   }
 }
