@@ -63,7 +63,6 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       const headers = body.headers ?? {};
       assertStorableHeaders(headers);
       if (isManaged(row)) return connectManaged(row, body, redirectUrl);
-      await oauth.forget(row.id);
       const withHeaders = Object.keys(headers).length > 0;
       const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers });
       if (!result.ok && result.kind === "unauthorized" && result.status === 401 && !withHeaders) {
@@ -71,10 +70,14 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
         return connectorView(await authorization.begin(row, challenge, redirectUrl));
       }
       if (!result.ok) {
-        const { reason, error } = handshakeFailure(result);
-        await transitions.disconnected(row, reason);
+        // A working connection is not given up for one that failed (an outage, a typo in new headers).
+        const kept = row.state === "connected";
+        const { reason, error } = handshakeFailure(result, kept);
+        if (!kept) await transitions.disconnected(row, reason);
         throw error;
       }
+      // Proven: the new connection replaces whatever the connector had, an OAuth grant included.
+      await oauth.forget(row.id);
       const auth = withHeaders ? { method: "headers" as const, headers, accessToken: body.accessToken } : { method: "none" as const, accessToken: body.accessToken };
       return connectorView(await transitions.connected(row, auth, redirectUrl));
     },

@@ -58,20 +58,24 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTR
   }
 }
 
-/** What a failed connect-time handshake leaves as `disconnect_reason`, and the problem connect answers with. */
-export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>): { reason: string; error: AppError } {
+/**
+ * What a failed connect-time handshake leaves as `disconnect_reason`, and the problem connect answers with. With
+ * `kept`, the connector was connected and stays so with the credentials it had: new ones are stored only once proven.
+ */
+export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>, kept = false): { reason: string; error: AppError } {
+  const outcome = kept ? "; the connector keeps its current connection" : "";
   switch (result.kind) {
     case "unauthorized": {
       const reason = `The MCP server refused the supplied headers (HTTP ${result.status} ${result.status === 401 ? "Unauthorized" : "Forbidden"})`;
-      return { reason, error: new UpstreamRejectedCredentials(`${reason}; the connector is disconnected`) };
+      return { reason, error: new UpstreamRejectedCredentials(`${reason}${kept ? outcome : "; the connector is disconnected"}`) };
     }
     case "unsafe":
-      return { reason: `The MCP server URL is refused: ${result.detail}`, error: invalidField("url", result.detail) };
+      return { reason: `The MCP server URL is refused: ${result.detail}`, error: invalidField("url", `${result.detail}${outcome}`) };
     case "timeout":
-      return { reason: `The MCP server did not answer: ${result.detail}`, error: new UpstreamTimeout(`The MCP server did not answer: ${result.detail}`) };
+      return { reason: `The MCP server did not answer: ${result.detail}`, error: new UpstreamTimeout(`The MCP server did not answer: ${result.detail}${outcome}`) };
     case "unreachable":
-      return { reason: `Could not reach the MCP server: ${result.detail}`, error: new UpstreamFailed(`Could not reach the MCP server: ${result.detail}`) };
+      return { reason: `Could not reach the MCP server: ${result.detail}`, error: new UpstreamFailed(`Could not reach the MCP server: ${result.detail}${outcome}`) };
     default:
-      return { reason: `The MCP server ${result.detail}`, error: new UpstreamFailed(`The MCP server ${result.detail}`) };
+      return { reason: `The MCP server ${result.detail}`, error: new UpstreamFailed(`The MCP server ${result.detail}${outcome}`) };
   }
 }

@@ -117,4 +117,23 @@ describe("connect verifies credentials with an MCP handshake", () => {
       upstream.setToken("upstream-key-1");
     }
   });
+
+  test("a connect again that fails keeps the working connection and its headers (an outage, or new headers refused)", async () => {
+    upstream.setToken("upstream-key-1");
+    const id = await connectedConnector(t.api, BEARER, { Authorization: "Bearer upstream-key-1" });
+    t.network.remove(BEARER);
+    try {
+      const during = await t.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers: { Authorization: "Bearer upstream-key-2" } } });
+      expectProblem(during, 502);
+      expect(during.body.detail).toContain("keeps its current connection");
+    } finally {
+      t.network.serve(BEARER, upstream.handler);
+    }
+    const refused = await t.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers: { Authorization: "Bearer wrong" } } });
+    expectProblem(refused, 422);
+    expect(refused.body.detail).toContain("keeps its current connection");
+    expect(await t.api("GET", `/api/v1/connectors/${id}`)).toMatchObject({ body: { state: "connected", disconnect_reason: null, header_names: ["Authorization"] } });
+    // The old headers still work through the proxy.
+    expect(await whoami(id)).toEqual({ name: "n", cookie: null, authorization: "Bearer upstream-key-1" });
+  });
 });
