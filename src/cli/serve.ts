@@ -1,7 +1,7 @@
 import { buildApp, createServices, type Deps, type Services } from "../app";
 import { ConfigError, describeConfig, loadConfig, type Config } from "../config/load";
 import { openDatabase } from "../db/open";
-import { startServer } from "../http/server";
+import { startServer, type RunningServer } from "../http/server";
 import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
@@ -76,6 +76,24 @@ export async function startService(env: Record<string, string | undefined>, opti
         : createLocalRuntime({ log: log.child({ component: "runtime" }) }),
   };
   const services = createServices(deps);
+  // Listen before anything is generated: a start that fails (the port is taken) must not have created, and
+  // shown once, an administrator password that nobody will see again.
+  let running: RunningServer;
+  try {
+    running = startServer(buildApp(deps, services).fetch, {
+      routes: proxyNativeRoute(services.proxy, services.authenticate, log, requestIds),
+      host: config.server.host,
+      port: config.server.port,
+      // A backstop only: the API (API__MAX_BODY_BYTES) and the relays (PROXY__MAX_BODY_BYTES) refuse larger bodies
+      // themselves, with a problem document; Bun's own 413 has no body.
+      maxRequestBodySize: 4 * Math.max(config.api.maxBodyBytes, config.proxy.maxBodyBytes),
+      log,
+      requestIds,
+    });
+  } catch (e) {
+    database.close();
+    throw listenFailure(e, config);
+  }
   const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
   if (admin.generated) {
     // Logged once, when the administrator is created; set AUTH__ADMIN_PASSWORD to choose it instead.
@@ -84,17 +102,6 @@ export async function startService(env: Record<string, string | undefined>, opti
       generated: admin.generated,
     });
   }
-
-  const running = startServer(buildApp(deps, services).fetch, {
-    routes: proxyNativeRoute(services.proxy, services.authenticate, log, requestIds),
-    host: config.server.host,
-    port: config.server.port,
-    // A backstop only: the API (API__MAX_BODY_BYTES) and the relays (PROXY__MAX_BODY_BYTES) refuse larger bodies
-    // themselves, with a problem document; Bun's own 413 has no body.
-    maxRequestBodySize: 4 * Math.max(config.api.maxBodyBytes, config.proxy.maxBodyBytes),
-    log,
-    requestIds,
-  });
   publicUrl ||= running.url;
   // At start-up, bring back the managed servers of connected connectors before the first tick.
   await services.deployments.reconcile();
@@ -127,15 +134,31 @@ export async function startService(env: Record<string, string | undefined>, opti
   };
 }
 
-/** `connector-service serve`: runs until SIGTERM or SIGINT. */
+/** The service could not start for a reason outside its settings' syntax (the port is taken, the disk refuses). */
+export class StartFailed extends Error {}
+
+/** What a failed listen means, in one line that says what to do. */
+function listenFailure(e: unknown, config: Config): StartFailed {
+  const where = `${config.server.host}:${config.server.port}`;
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE") return new StartFailed(`${where} is already in use: stop what listens there, or set SERVER__PORT to another port`);
+  if (code === "EACCES") return new StartFailed(`not allowed to listen on ${where}: choose a SERVER__PORT above 1023, or grant the permission`);
+  if (code === "EADDRNOTAVAIL") return new StartFailed(`${config.server.host} is not an address of this machine: set SERVER__HOST to one that is`);
+  return new StartFailed(`cannot listen on ${where}: ${(e as Error).message}`);
+}
+
+/** `connector-service serve`: runs until SIGTERM or SIGINT. A failed start is one line on stderr, never a trace. */
 export async function serve(env: Record<string, string | undefined>): Promise<number> {
   let service: RunningService;
   try {
     service = await startService(env);
   } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-    process.stderr.write(`connector-service: configuration error: ${e.message}\n`);
-    return 2;
+    if (e instanceof ConfigError) {
+      process.stderr.write(`connector-service: configuration error: ${e.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`connector-service: could not start: ${e instanceof StartFailed ? e.message : (e as Error).message}\n`);
+    return 1;
   }
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));

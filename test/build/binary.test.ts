@@ -125,3 +125,27 @@ test("serves from another directory, keeps data across a restart, and stops grac
   expect(await stop(second)).toBe(0);
   await upstream.stop();
 });
+
+test("a start that cannot listen says so in one line, exit 1, and generates no administrator password", async () => {
+  const taken = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
+  const data = join(work, "port-taken");
+  try {
+    const failed = Bun.spawnSync([BINARY], {
+      cwd: work,
+      env: { PATH: process.env.PATH!, DATABASE__PATH: join(data, "cs.db"), SERVER__PORT: String(taken.port) },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(failed.exitCode).toBe(1);
+    expect(failed.stderr.toString().trim().split("\n")).toEqual([
+      `connector-service: could not start: 127.0.0.1:${taken.port} is already in use: stop what listens there, or set SERVER__PORT to another port`,
+    ]);
+    expect(failed.stdout.toString()).not.toContain("generated");
+  } finally {
+    taken.stop(true);
+  }
+  // The next start, on a free port, creates the administrator and shows its password (it was never made before).
+  const next = await start({ DATABASE__PATH: join(data, "cs.db") });
+  expect(next.lines.map((l) => JSON.parse(l)).find((l) => l.generated)?.generated).toBeString();
+  expect(await stop(next)).toBe(0);
+});
