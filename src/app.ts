@@ -119,6 +119,7 @@ export function createServices(deps: Deps) {
     oauth,
     deployments,
     upstreamFetch,
+    urlGuard,
     allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...config.oauth.allowedRedirectOrigins],
   });
   const relaySettings = { fetch: upstreamFetch, headersTimeoutMs: config.proxy.upstreamTimeoutMs, maxBodyBytes: config.proxy.maxBodyBytes };

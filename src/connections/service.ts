@@ -5,7 +5,8 @@ import type { ConnectorRow } from "../connectors/repository";
 import { DISCONNECT_REQUESTED, type Transitions } from "../connectors/transitions";
 import type { Deployments } from "../deployments/service";
 import { Conflict, UpstreamFailed, UpstreamTimeout, invalidField } from "../http-errors/errors";
-import type { FetchLike } from "../http/fetch";
+import { UnsafeUrl, type FetchLike } from "../http/fetch";
+import type { UrlGuard } from "../security/url-guard";
 import type { Authorization } from "../oauth/authorization";
 import type { OAuthClient } from "../oauth/client";
 import { DeploymentFailed } from "../runtime/runtime";
@@ -21,6 +22,8 @@ export type ConnectionServiceDeps = {
   deployments: Deployments;
   /** A fetch that applies the URL guard to every request to an upstream. */
   upstreamFetch: FetchLike;
+  /** For where a server redirects to: the same address rules as for the connector's own URL. */
+  urlGuard: UrlGuard;
   /** Origins `redirect_url` may point at (the public URL's and OAUTH__ALLOWED_REDIRECT_ORIGINS). */
   allowedRedirectOrigins: () => readonly string[];
 };
@@ -31,6 +34,15 @@ export type ConnectionServiceDeps = {
  */
 export function createConnectionService(deps: ConnectionServiceDeps) {
   const { connectors, transitions, authorization, oauth, deployments } = deps;
+  const refused = (url: URL) => {
+    try {
+      deps.urlGuard.checkLiteral(url);
+      return undefined;
+    } catch (e) {
+      if (e instanceof UnsafeUrl) return e.message;
+      throw e;
+    }
+  };
 
   /**
    * Spec part 4 rule 4: connecting a managed stdio connector deploys its preset (replacing any earlier
@@ -72,7 +84,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       if (!result.ok) {
         // A working connection is not given up for one that failed (an outage, a typo in new headers).
         const kept = row.state === "connected";
-        const { reason, error } = handshakeFailure(result, kept);
+        const { reason, error } = handshakeFailure(result, { kept, refused });
         if (!kept) await transitions.disconnected(row, reason);
         throw error;
       }

@@ -2,7 +2,7 @@ import type { ConnectorCredentials } from "../connectors/credentials";
 import type { ConnectorRepository, ConnectorRow } from "../connectors/repository";
 import type { Transitions } from "../connectors/transitions";
 import type { FetchLike } from "../http/fetch";
-import { mcpHandshake } from "../upstream/handshake";
+import { describeHandshake, mcpHandshake } from "../upstream/handshake";
 import { OAuthFlowFailed, type CallbackOutcome, type OAuthClient, type RefreshOutcome } from "./client";
 import { oauthProblem } from "./errors";
 
@@ -68,7 +68,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
       const token = await oauth.accessToken(row.id);
       const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers: { authorization: `Bearer ${token}` } });
       if (!result.ok) {
-        const reason = `The MCP server refused the new access token: ${result.kind === "unauthorized" ? `HTTP ${result.status}` : result.detail}`;
+        const reason = `The MCP server refused the new access token: ${describeHandshake(result)}`;
         await transitions.disconnected(row, reason);
         return { ok: false, connectorId: row.id, redirect_url: outcome.redirect_url, error: "server_error", error_description: reason };
       }

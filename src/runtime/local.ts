@@ -3,7 +3,7 @@ import type { Server } from "bun";
 import { createGateway, type Gateway } from "../gateway/gateway";
 import type { StdioCommand } from "../gateway/session";
 import type { Logger } from "../observability/logger";
-import { mcpHandshake } from "../upstream/handshake";
+import { describeHandshake, mcpHandshake } from "../upstream/handshake";
 import { DeploymentFailed, READINESS_TIMEOUT_MS, serverEnv, type DeploymentSpec, type Runtime } from "./runtime";
 
 type Deployment = { gateway: Gateway; server: Server<undefined>; url: URL };
@@ -58,8 +58,7 @@ export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT
       if (!result.ok) {
         await gateway.close();
         await server.stop(true);
-        const detail = result.kind === "unauthorized" ? `HTTP ${result.status}` : result.detail;
-        throw new DeploymentFailed(`the stdio server (${stdio.command}) did not become ready: ${detail}`, result.kind === "timeout");
+        throw new DeploymentFailed(`the stdio server (${stdio.command}) did not become ready: ${describeHandshake(result)}`, result.kind === "timeout");
       }
       deployments.set(spec.connectorId, { gateway, server, url });
     },

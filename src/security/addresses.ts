@@ -14,7 +14,6 @@ ALWAYS.addSubnet("fe80::", 10, "ipv6"); // RFC 4291 link-local
 ALWAYS.addAddress("fd00:ec2::254", "ipv6"); // AWS metadata over IPv6
 ALWAYS.addSubnet("ff00::", 8, "ipv6"); // multicast
 ALWAYS.addAddress("::", "ipv6"); // unspecified
-ALWAYS.addSubnet("64:ff9b::a9fe:0", 112, "ipv6"); // RFC 6052 NAT64 form of 169.254.0.0/16
 
 const PRIVATE = new BlockList();
 PRIVATE.addSubnet("127.0.0.0", 8, "ipv4"); // loopback
@@ -26,30 +25,77 @@ PRIVATE.addSubnet("198.18.0.0", 15, "ipv4"); // RFC 2544 benchmarking
 PRIVATE.addAddress("::1", "ipv6"); // loopback
 PRIVATE.addSubnet("fc00::", 7, "ipv6"); // RFC 4193 unique local
 
+// Cloud metadata and platform endpoints outside 169.254.0.0/16.
+ALWAYS.addAddress("100.100.100.200", "ipv4"); // Alibaba Cloud metadata
+ALWAYS.addAddress("192.0.0.192", "ipv4"); // Oracle Cloud metadata (classic)
+ALWAYS.addAddress("168.63.129.16", "ipv4"); // Azure platform endpoint (wireserver)
+
 /** Host names that are metadata services whatever they resolve to. */
-const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal"]);
+const METADATA_HOSTS = new Set([
+  "metadata.google.internal",
+  "metadata.goog",
+  "metadata",
+  "instance-data",
+  "instance-data.ec2.internal",
+  "metadata.azure.com",
+  "metadata.tencentyun.com",
+]);
 
 export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
 
-/** The IPv4 address inside an IPv4-mapped or -compatible IPv6 address ([RFC 4291 §2.5.5](https://www.rfc-editor.org/rfc/rfc4291#section-2.5.5)), if any. */
-function embeddedIpv4(address: string): string | undefined {
-  const match = /^(?:0{0,4}:){0,5}(?:ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address.replace(/^::/, ""));
-  if (match) return match[1];
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!hex) return undefined;
-  const hi = parseInt(hex[1]!, 16);
-  const lo = parseInt(hex[2]!, 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/** An IPv6 address as its eight 16-bit groups ([RFC 4291 §2.2](https://www.rfc-editor.org/rfc/rfc4291#section-2.2), `::` and a dotted IPv4 tail included). */
+function ipv6Groups(address: string): number[] | undefined {
+  let text = address.toLowerCase();
+  const dotted = /(\d{1,3}(?:\.\d{1,3}){3})$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted[1]!.split(".").map(Number) as [number, number, number, number];
+    text = `${text.slice(0, -dotted[1]!.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail, ...more] = text.split("::");
+  if (more.length) return undefined;
+  const parse = (part: string | undefined) => (part ? part.split(":").map((g) => parseInt(g, 16)) : []);
+  const left = parse(head);
+  const right = parse(tail);
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill(0), ...right];
+  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : undefined;
 }
 
+const ipv4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+
+/**
+ * The IPv4 address an IPv6 address carries, by every standard embedding, so that one set of IPv4 rules covers them
+ * all: IPv4-mapped ::ffff:0:0/96 and IPv4-compatible ::/96 ([RFC 4291 §2.5.5](https://www.rfc-editor.org/rfc/rfc4291#section-2.5.5)), IPv4-translated
+ * ::ffff:0:0:0/96 (RFC 2765), NAT64 64:ff9b::/96 and 64:ff9b:1::/48 ([RFC 6052 §2.1](https://www.rfc-editor.org/rfc/rfc6052#section-2.1), RFC 8215), 6to4 2002::/16
+ * ([RFC 3056 §2](https://www.rfc-editor.org/rfc/rfc3056#section-2)) and Teredo 2001::/32, whose client address is stored inverted ([RFC 4380 §4](https://www.rfc-editor.org/rfc/rfc4380#section-4)).
+ */
+function embeddedIpv4(address: string): string | undefined {
+  const g = ipv6Groups(address);
+  if (!g) return undefined;
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zero(0, 5) && g[5] === 0xffff) return ipv4Of(g[6]!, g[7]!); // mapped
+  if (zero(0, 6) && (g[6] !== 0 || g[7]! > 1)) return ipv4Of(g[6]!, g[7]!); // compatible (not :: or ::1)
+  if (zero(0, 4) && g[4] === 0xffff && g[5] === 0) return ipv4Of(g[6]!, g[7]!); // translated
+  if (g[0] === 0x64 && g[1] === 0xff9b && (zero(2, 6) || g[2] === 1)) return ipv4Of(g[6]!, g[7]!); // NAT64
+  if (g[0] === 0x2002) return ipv4Of(g[1]!, g[2]!); // 6to4
+  if (g[0] === 0x2001 && g[1] === 0) return ipv4Of(g[6]! ^ 0xffff, g[7]! ^ 0xffff); // Teredo
+  return undefined;
+}
+
+/**
+ * The one address rule: an IPv6 address is judged by itself and, when it embeds an IPv4 address, by that address
+ * too — so no embedding of a refused IPv4 address gets through.
+ */
 export function checkAddress(address: string, blockPrivate: boolean): AddressVerdict {
   const bare = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
-  const v4 = isIP(bare) === 6 ? embeddedIpv4(bare) : undefined;
-  const [ip, family] = v4 ? [v4, "ipv4" as const] : [bare, isIP(bare) === 4 ? ("ipv4" as const) : ("ipv6" as const)];
-  if (isIP(ip) === 0) return { allowed: false, reason: `"${address}" is not an IP address` };
-  if (ALWAYS.check(ip, family)) return { allowed: false, reason: `${address} is a link-local, metadata or reserved address` };
-  if (blockPrivate && PRIVATE.check(ip, family)) {
-    return { allowed: false, reason: `${address} is a loopback or private address (SECURITY__BLOCK_PRIVATE_NETWORKS=true)` };
+  const family = isIP(bare);
+  if (family === 0) return { allowed: false, reason: `"${address}" is not an IP address` };
+  const candidates: [string, "ipv4" | "ipv6"][] = [[bare, family === 4 ? "ipv4" : "ipv6"]];
+  const v4 = family === 6 ? embeddedIpv4(bare) : undefined;
+  if (v4) candidates.push([v4, "ipv4"]);
+  const shown = v4 ? `${address} (${v4})` : address;
+  if (candidates.some(([ip, kind]) => ALWAYS.check(ip, kind))) return { allowed: false, reason: `${shown} is a link-local, metadata or reserved address` };
+  if (blockPrivate && candidates.some(([ip, kind]) => PRIVATE.check(ip, kind))) {
+    return { allowed: false, reason: `${shown} is a loopback or private address (SECURITY__BLOCK_PRIVATE_NETWORKS=true)` };
   }
   return { allowed: true };
 }

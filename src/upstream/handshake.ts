@@ -7,6 +7,7 @@ import { VERSION } from "../version";
 export type HandshakeResult =
   | { ok: true; protocolVersion: string | undefined; serverName: string | undefined }
   | { ok: false; kind: "unauthorized"; status: number; wwwAuthenticate: string | null }
+  | { ok: false; kind: "redirect"; status: number; location: string | null }
   | { ok: false; kind: "unreachable" | "timeout" | "unsafe" | "http" | "protocol"; detail: string };
 
 export type HandshakeOptions = { fetch: FetchLike; headers: Record<string, string>; timeoutMs?: number };
@@ -43,9 +44,7 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTR
     if (last && (last.status === 401 || last.status === 403)) {
       return { ok: false, kind: "unauthorized", status: last.status, wwwAuthenticate: last.wwwAuthenticate };
     }
-    if (last && last.status >= 300 && last.status < 400) {
-      return { ok: false, kind: "http", detail: `answered ${last.status} redirecting to ${last.redirect ?? "nowhere"}: use that URL for the connector` };
-    }
+    if (last && last.status >= 300 && last.status < 400) return { ok: false, kind: "redirect", status: last.status, location: last.redirect };
     if (last && last.status >= 400) return { ok: false, kind: "http", detail: `answered HTTP ${last.status} to initialize` };
     if (failure) return { ok: false, kind: failure.kind === "timeout" ? "timeout" : "unreachable", detail: failure.detail };
     if (/timed? ?out/i.test((e as Error).message)) {
@@ -58,11 +57,22 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTR
   }
 }
 
-/**
- * What a failed connect-time handshake leaves as `disconnect_reason`, and the problem connect answers with. With
- * `kept`, the connector was connected and stays so with the credentials it had: new ones are stored only once proven.
- */
-export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>, kept = false): { reason: string; error: AppError } {
+/** A failed handshake in a few words, for a reason that does not need connect's problem types. */
+export function describeHandshake(result: Exclude<HandshakeResult, { ok: true }>): string {
+  if (result.kind === "unauthorized") return `HTTP ${result.status}`;
+  if (result.kind === "redirect") return `HTTP ${result.status} redirecting to ${result.location ?? "nowhere"}`;
+  return result.detail;
+}
+
+export type FailureContext = {
+  /** The connector was connected and stays so with the credentials it had: new ones are stored only once proven. */
+  kept?: boolean;
+  /** Why a URL is refused by the URL guard, if it is (for where a redirect points). */
+  refused?: (url: URL) => string | undefined;
+};
+
+/** What a failed connect-time handshake leaves as `disconnect_reason`, and the problem connect answers with. */
+export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>, { kept = false, refused }: FailureContext = {}): { reason: string; error: AppError } {
   const outcome = kept ? "; the connector keeps its current connection" : "";
   switch (result.kind) {
     case "unauthorized": {
@@ -75,6 +85,17 @@ export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>,
       return { reason: `The MCP server did not answer: ${result.detail}`, error: new UpstreamTimeout(`The MCP server did not answer: ${result.detail}${outcome}`) };
     case "unreachable":
       return { reason: `Could not reach the MCP server: ${result.detail}`, error: new UpstreamFailed(`Could not reach the MCP server: ${result.detail}${outcome}`) };
+    case "redirect": {
+      // The handshake never follows a redirect; one to a refused address is the connector's URL's fault, a 422.
+      const target = result.location && URL.canParse(result.location) ? new URL(result.location) : undefined;
+      const why = target && refused?.(target);
+      if (why) {
+        const detail = `redirects (HTTP ${result.status}) to ${target!.href}, which is refused: ${why}`;
+        return { reason: `The MCP server URL ${detail}`, error: invalidField("url", `${detail}${outcome}`) };
+      }
+      const detail = `answered ${result.status} redirecting to ${result.location ?? "nowhere"}: use that URL for the connector`;
+      return { reason: `The MCP server ${detail}`, error: new UpstreamFailed(`The MCP server ${detail}${outcome}`) };
+    }
     default:
       return { reason: `The MCP server ${result.detail}`, error: new UpstreamFailed(`The MCP server ${result.detail}${outcome}`) };
   }
