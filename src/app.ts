@@ -38,7 +38,8 @@ import type { Sealer } from "./secrets/sealer";
 import { guardedFetch } from "./security/guarded-fetch";
 import { createUrlGuard } from "./security/url-guard";
 import { authPlugin } from "./users/auth-plugin";
-import { createAuthenticator, perRequest } from "./users/authenticate";
+import { authenticateRequests, createAuthenticator } from "./users/authenticate";
+import { createFailureLimit } from "./users/failure-limit";
 import { createUserRepository } from "./users/repository";
 import { userRoutes } from "./users/routes";
 import { createUserService } from "./users/service";
@@ -55,6 +56,8 @@ export type Deps = {
   sleep: (ms: number) => Promise<void>;
   newId: () => string;
   fetch: FetchLike;
+  /** The address a request came from (the server knows it; a test may say), for limits per client. */
+  clientAddress: (request: Request) => string | undefined;
   /** Resolves a host name to its addresses for the URL guard (the system resolver unless a test gives one). */
   resolveHost?: (host: string) => Promise<string[]>;
   /** The URL users reach the service at; known only once the server listens when the port is 0. */
@@ -154,7 +157,11 @@ export function createServices(deps: Deps) {
   ];
   return {
     users: createUserService({ users, clock, newId }),
-    authenticate: createAuthenticator({ users, clock }),
+    authenticate: authenticateRequests(
+      createAuthenticator({ users, clock }),
+      createFailureLimit({ clock, maxFailures: config.auth.maxFailures, windowMs: config.auth.failureWindowMs }),
+      deps.clientAddress,
+    ),
     connectors,
     connections,
     authorization,
@@ -170,9 +177,8 @@ export function createServices(deps: Deps) {
 export type Services = ReturnType<typeof createServices>;
 
 export function buildApp(deps: Deps, services: Services = createServices(deps)) {
-  const authenticate = perRequest(services.authenticate);
-  const auth = authPlugin(authenticate);
-  const apiBody = apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate });
+  const auth = authPlugin(services.authenticate);
+  const apiBody = apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate: services.authenticate });
   // normalize: false makes `additionalProperties: false` reject unknown fields (a typo is a 422, not silently dropped).
   return new Elysia({ normalize: false })
     .use(problemPlugin(deps.log, deps.requestIds))

@@ -6,7 +6,7 @@ import { IdParams } from "../http/params";
 import { forward, type ForwardOptions } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
 import type { AuthPlugin } from "../users/auth-plugin";
-import type { Authenticator } from "../users/authenticate";
+import type { RequestAuthenticator } from "../users/authenticate";
 import { AgentCard, Provider, ProviderList, RegisterProviderBody } from "./model";
 import type { ProviderService } from "./service";
 
@@ -73,7 +73,7 @@ export function providerRoutes(providers: ProviderService, auth: AuthPlugin, api
     });
 }
 
-export function a2aRoutes(providers: ProviderService, authenticate: Authenticator, auth: AuthPlugin, forwardOptions: ForwardOptions) {
+export function a2aRoutes(providers: ProviderService, authenticate: RequestAuthenticator, auth: AuthPlugin, forwardOptions: ForwardOptions) {
   const relay = async ({ params, request }: { params: { provider_id: string }; request: Request }) => {
     const target = await providers.agentUrl(params.provider_id);
     return (await forward(request, target, relayedRequestHeaders(request.headers, A2A_REQUEST_HEADERS), forwardOptions)).relay();
@@ -104,7 +104,7 @@ export function a2aRoutes(providers: ProviderService, authenticate: Authenticato
         const authorization = request.headers.get("authorization");
         // Spec part 5: the agent card endpoint takes HTTP Basic (RFC 7617).
         if (!authorization || !/^basic\s/i.test(authorization)) throw new Unauthorized("The agent card needs HTTP Basic credentials of a user of this service");
-        await authenticate(authorization);
+        await authenticate(request);
         const served = await providers.card(params.provider_id);
         const headers = { etag: served.etag, "cache-control": "private, max-age=300", vary: "authorization" };
         if (matches(request.headers.get("if-none-match"), served.etag)) return new Response(null, { status: 304, headers });

@@ -47,6 +47,7 @@ export async function startService(env: Record<string, string | undefined>, opti
   let stopping = false;
   let scheduler: Scheduler | undefined;
   const requestIds = new WeakMap<Request, string>();
+  const clientAddresses = new WeakMap<Request, string>();
   const deps: Deps = {
     config,
     db: database.db,
@@ -65,6 +66,7 @@ export async function startService(env: Record<string, string | undefined>, opti
           ? { ready: true }
           : { ready: false, reason: "The scheduler is not running" },
     requestIds,
+    clientAddress: (request) => clientAddresses.get(request),
     runtime:
       config.runtime.driver === "kubernetes"
         ? await createKubernetesRuntime({
@@ -89,6 +91,7 @@ export async function startService(env: Record<string, string | undefined>, opti
       maxRequestBodySize: 4 * Math.max(config.api.maxBodyBytes, config.proxy.maxBodyBytes),
       log,
       requestIds,
+      clientAddresses,
     });
   } catch (e) {
     database.close();

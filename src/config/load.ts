@@ -12,7 +12,7 @@ export type Config = {
   database: { path: string };
   /** Base64 key from SECRETS__KEY, or the key file to read or create. */
   secrets: { key: string | undefined; keyFile: string | undefined };
-  auth: { adminUsername: string; adminPassword: string | undefined };
+  auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; failureWindowMs: number };
   presets: readonly Preset[];
   runtime: { driver: "local" | "kubernetes" };
   kubernetes: { namespace: string; gatewayImage: string; serviceAccess: "dns" | "proxy" };
@@ -115,7 +115,12 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     },
     database: { path: dbPath },
     secrets: { key: raw.secrets.key, keyFile: inMemory ? undefined : join(dirname(dbPath), "secret.key") },
-    auth: { adminUsername: raw.auth.admin_username, adminPassword: raw.auth.admin_password },
+    auth: {
+      adminUsername: raw.auth.admin_username,
+      adminPassword: raw.auth.admin_password,
+      maxFailures: raw.auth.max_failures,
+      failureWindowMs: raw.auth.failure_window_seconds * 1000,
+    },
     presets,
     runtime: { driver: raw.runtime.driver },
     kubernetes: {

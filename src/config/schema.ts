@@ -19,6 +19,8 @@ export const ConfigSchema = t.Object({
   auth: t.Object({
     admin_username: t.String({ pattern: "^[A-Za-z0-9._@-]{1,64}$", default: "admin", description: "1 to 64 letters, digits or . _ @ -" }),
     admin_password: t.Optional(t.String({ minLength: 8, maxLength: 1024, description: "8 to 1024 characters" })),
+    max_failures: t.Integer({ minimum: 1, maximum: 100_000, default: 10, description: "an integer from 1 to 100000" }),
+    failure_window_seconds: t.Number({ minimum: 1, maximum: 86_400, default: 60, description: "a number of seconds from 1 to 86400" }),
   }),
   connector: t.Object({ presets: t.Optional(t.String({ description: "a JSON array of presets" })) }),
   runtime: t.Object({ driver: t.Union([t.Literal("local"), t.Literal("kubernetes")], { default: "local", description: "local or kubernetes" }) }),

@@ -54,6 +54,17 @@ export class PayloadTooLarge extends AppError {
   readonly title = "Request body too large";
 }
 
+export class TooManyRequests extends AppError {
+  readonly status = 429;
+  readonly type = "too-many-requests";
+  readonly title = "Too many requests";
+  override readonly headers: Record<string, string>;
+  constructor(detail: string, retryAfterSeconds: number) {
+    super(detail);
+    this.headers = { "retry-after": String(retryAfterSeconds) };
+  }
+}
+
 export class UnsupportedMediaType extends AppError {
   readonly status = 415;
   readonly type = "unsupported-media-type";

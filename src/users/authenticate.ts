@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { Unauthorized } from "../http-errors/errors";
+import type { FailureLimit } from "./failure-limit";
 import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
 import { digestToken, TOKEN_PREFIX } from "./service";
@@ -8,12 +9,28 @@ export type Authenticator = (authorization: string | null) => Promise<Principal>
 /** The principal of a request, authenticated once however many hooks ask (the API's body parser, then its routes). */
 export type RequestAuthenticator = (request: Request) => Promise<Principal>;
 
-export function perRequest(authenticate: Authenticator): RequestAuthenticator {
+/**
+ * How requests are authenticated: each once (memoized per request), and only while its client is not over the limit
+ * of failed attempts; a failure counts against the client's address.
+ */
+export function authenticateRequests(authenticate: Authenticator, limit: FailureLimit, clientAddress: (request: Request) => string | undefined): RequestAuthenticator {
   const principals = new WeakMap<Request, Promise<Principal>>();
+  const attempt = async (request: Request): Promise<Principal> => {
+    const client = clientAddress(request) ?? "unknown";
+    const authorization = request.headers.get("authorization");
+    limit.check(client);
+    try {
+      return await authenticate(authorization);
+    } catch (e) {
+      // A request without credentials is how a client learns it needs some (the 401's challenge): not a guess.
+      if (e instanceof Unauthorized && authorization) limit.failed(client);
+      throw e;
+    }
+  };
   return (request) => {
     let principal = principals.get(request);
     if (!principal) {
-      principal = authenticate(request.headers.get("authorization"));
+      principal = attempt(request);
       principals.set(request, principal);
     }
     return principal;

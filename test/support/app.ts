@@ -66,6 +66,8 @@ export async function createTestApp(options: TestAppOptions = {}) {
     publicUrl: () => publicUrl,
     readiness: () => ({ ready: true }),
     requestIds: new WeakMap(),
+    // A test names its client with this header; everything else comes from one.
+    clientAddress: (request) => request.headers.get("x-test-client") ?? "test-client",
     runtime: options.runtime ?? createLocalRuntime({ log }),
   };
   const services: Services = createServices(deps);

@@ -89,3 +89,27 @@ describe("API tokens", () => {
     expect((await t.apiOf({ username: "lee", password: "a-new-password" })("GET", "/api/v1/users/me")).status).toBe(200);
   });
 });
+
+describe("guessing", () => {
+  test("a client that fails AUTH__MAX_FAILURES times is refused with 429 and Retry-After until the window ends, before any password is checked", async () => {
+    const app = await createTestApp({ env: { AUTH__MAX_FAILURES: "3", AUTH__FAILURE_WINDOW_SECONDS: "60" } });
+    try {
+      const guess = (password: string, client = "198.51.100.7") =>
+        app.api("GET", "/api/v1/users/me", { as: { username: "admin", password }, headers: { "x-test-client": client } });
+      for (const attempt of ["a", "b", "c"]) expectProblem(await guess(attempt), 401);
+      // Even the right password is refused now: the limit is checked before any password is.
+      const limited = await guess(app.admin.basic.password);
+      expectProblem(limited, 429);
+      expect(limited.headers.get("retry-after")).toBe("60");
+      // Another client is not affected; a request without credentials is not a failure.
+      expect((await guess(app.admin.basic.password, "198.51.100.8")).status).toBe(200);
+      for (let i = 0; i < 5; i++) expectProblem(await app.api("GET", "/api/v1/users/me", { as: null, headers: { "x-test-client": "198.51.100.9" } }), 401);
+      app.clock.advance(30_000);
+      expect((await guess(app.admin.basic.password)).headers.get("retry-after")).toBe("30");
+      app.clock.advance(30_000);
+      expect((await guess(app.admin.basic.password)).status).toBe(200);
+    } finally {
+      app.close();
+    }
+  });
+});

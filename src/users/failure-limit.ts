@@ -1,0 +1,40 @@
+import { TooManyRequests } from "../http-errors/errors";
+
+export type FailureLimitOptions = {
+  clock: () => number;
+  /** Failed authentications a client may make per window (AUTH__MAX_FAILURES). */
+  maxFailures: number;
+  windowMs: number;
+  /** How many clients are remembered at most; the oldest go first. */
+  maxClients?: number;
+};
+
+/**
+ * A brake on credential guessing: a client (by its address) that failed to authenticate `maxFailures` times within a
+ * window is refused with 429 and Retry-After until the window ends — before any password is verified, so guessing
+ * costs the service no argon2id time either. Fixed windows per client, in memory.
+ */
+export function createFailureLimit({ clock, maxFailures, windowMs, maxClients = 10_000 }: FailureLimitOptions) {
+  const clients = new Map<string, { failures: number; until: number }>();
+  return {
+    /** Throws 429 while `client` is over its limit. */
+    check(client: string): void {
+      const entry = clients.get(client);
+      const now = clock();
+      if (!entry || entry.until <= now || entry.failures < maxFailures) return;
+      const seconds = Math.max(1, Math.ceil((entry.until - now) / 1000));
+      throw new TooManyRequests(`Too many failed authentications from this client: try again in ${seconds} s`, seconds);
+    },
+    failed(client: string): void {
+      const now = clock();
+      const entry = clients.get(client);
+      if (entry && entry.until > now) {
+        entry.failures++;
+        return;
+      }
+      if (clients.size >= maxClients) clients.delete(clients.keys().next().value!);
+      clients.set(client, { failures: 1, until: now + windowMs });
+    },
+  };
+}
+export type FailureLimit = ReturnType<typeof createFailureLimit>;
