@@ -30,6 +30,7 @@ import { createPresetCatalog } from "./presets/catalog";
 import { presetRoutes } from "./presets/routes";
 import { proxyRoutes } from "./proxy/routes";
 import { createProxyService } from "./proxy/service";
+import { createStreamLimits } from "./proxy/stream-limits";
 import { createTargets } from "./proxy/target";
 import { relayOptions } from "./relay/forward";
 import type { Runtime } from "./runtime/runtime";
@@ -131,6 +132,7 @@ export function createServices(deps: Deps) {
     transitions,
     authorization,
     targets: createTargets({ runtime: deps.runtime, oauth, credentials }),
+    limits: createStreamLimits({ perUser: config.proxy.maxStreamsPerUser, perConnector: config.proxy.maxStreamsPerConnector }),
     clock,
     forward: relayOptions(metrics, "mcp", "MCP server", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], relaySettings),
   });

@@ -1,4 +1,5 @@
 #!/usr/bin/env bun
+import { ensureFetchLimit } from "./cli/fetch-limit";
 import { gateway } from "./cli/gateway";
 import { healthcheck } from "./cli/healthcheck";
 import { migrate } from "./cli/migrate";
@@ -23,7 +24,9 @@ async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...rest] = argv;
   switch (command) {
     case "serve":
-      return rest.length ? unknown(rest[0]!) : serve(process.env);
+      if (rest.length) return unknown(rest[0]!);
+      ensureFetchLimit();
+      return serve(process.env);
     case "gateway":
       return gateway(rest);
     case "migrate":

@@ -20,7 +20,7 @@ export type Config = {
   security: { blockPrivateNetworks: boolean };
   oauth: { allowedRedirectOrigins: string[] };
   api: { maxBodyBytes: number };
-  proxy: { maxBodyBytes: number; upstreamTimeoutMs: number };
+  proxy: { maxBodyBytes: number; upstreamTimeoutMs: number; maxStreamsPerUser: number; maxStreamsPerConnector: number };
   scheduler: { intervalMs: number };
   a2a: { cardRefreshMs: number };
 };
@@ -133,7 +133,12 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     security: { blockPrivateNetworks: raw.security.block_private_networks },
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
     api: { maxBodyBytes: raw.api.max_body_bytes },
-    proxy: { maxBodyBytes: raw.proxy.max_body_bytes, upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000 },
+    proxy: {
+      maxBodyBytes: raw.proxy.max_body_bytes,
+      upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000,
+      maxStreamsPerUser: raw.proxy.max_streams_per_user,
+      maxStreamsPerConnector: raw.proxy.max_streams_per_connector,
+    },
     scheduler: { intervalMs: raw.scheduler.interval_seconds * 1000 },
     a2a: { cardRefreshMs: raw.a2a.card_refresh_seconds * 1000 },
   };

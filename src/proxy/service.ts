@@ -8,6 +8,7 @@ import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
 import type { Principal } from "../users/model";
 import { MCP_REQUEST_HEADERS } from "./headers";
+import type { StreamLimits } from "./stream-limits";
 import type { Targets } from "./target";
 
 export type ProxyServiceDeps = {
@@ -15,11 +16,12 @@ export type ProxyServiceDeps = {
   transitions: Transitions;
   authorization: Authorization;
   targets: Targets;
+  limits: StreamLimits;
   forward: ForwardOptions;
   clock: () => number;
 };
 
-export function createProxyService({ connectors, transitions, authorization, targets, forward: baseOptions, clock }: ProxyServiceDeps) {
+export function createProxyService({ connectors, transitions, authorization, targets, limits, forward: baseOptions, clock }: ProxyServiceDeps) {
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   async function credentialsRejected(row: ConnectorRow, why: string): Promise<never> {
     const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
@@ -46,6 +48,44 @@ export function createProxyService({ connectors, transitions, authorization, tar
     return retried;
   }
 
+  /** Sends one MCP request on, recovering from a 401 (refresh) or a 403 insufficient_scope as the connector allows. */
+  async function relay(row: ConnectorRow, request: Request, ended: () => void): Promise<Response> {
+    const target = targets.target(row);
+    if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
+    const { url } = target;
+    const options = target.fetch ? { ...baseOptions, fetch: target.fetch } : baseOptions;
+    const headers = relayedRequestHeaders(request.headers, MCP_REQUEST_HEADERS, await targets.credentials(row));
+    const oauth = row.auth_method === "oauth";
+    // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.
+    const [body, spare] = oauth && request.body ? request.body.tee() : [request.body, null];
+    let forwarded = await forward(request, url, headers, options, body);
+    if (forwarded.upstream.status === 401) {
+      await forwarded.upstream.body?.cancel();
+      if (row.auth_method === "none" && !target.managed) {
+        // An open server that now wants authorization (e.g. only for tools): the OAuth flow, as at connect.
+        await authorization.afterChallenge(row, forwarded.upstream);
+        throw new OAuthAuthorizationRequired(
+          "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
+        );
+      }
+      if (!oauth) await credentialsRejected(row, "stored credentials");
+      forwarded = await retryAfterRefresh(request, row, url, headers, options, spare);
+    } else {
+      void spare?.cancel();
+    }
+    if (oauth && forwarded.upstream.status === 403) {
+      const challenge = extractWWWAuthenticateParams(forwarded.upstream);
+      if (challenge.error === "insufficient_scope" && challenge.scope) {
+        await forwarded.upstream.body?.cancel();
+        await authorization.upgradeScope(row, forwarded.upstream, challenge.scope);
+        throw new OAuthScopeRequired(
+          `The MCP server needs the scope "${challenge.scope}", which the connector was not granted: open the connector's auth_request.authorization_url to grant it`,
+        );
+      }
+    }
+    return forwarded.relay(ended);
+  }
+
   return {
     /** Ends the relayed notification (GET) streams; called when the service shuts down. */
     closeNotificationStreams(): number {
@@ -54,47 +94,23 @@ export function createProxyService({ connectors, transitions, authorization, tar
       return closers.length;
     },
 
-    /** Relays one MCP request of `caller` to the connector's server (DESIGN.md "MCP proxy"). */
+    /**
+     * Relays one MCP request of `caller` to the connector's server (DESIGN.md "MCP proxy"), holding one of the
+     * caller's and the connector's places (stream-limits.ts) until the exchange is over.
+     */
     async handle(caller: Principal, id: string, request: Request): Promise<Response> {
       const row = await connectors.owned(caller, id, true);
       if (row.state !== "connected") {
         const why = row.disconnect_reason ? ` (${row.disconnect_reason})` : "";
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);
       }
-      const target = targets.target(row);
-      if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
-      const { url } = target;
-      const options = target.fetch ? { ...baseOptions, fetch: target.fetch } : baseOptions;
-      const headers = relayedRequestHeaders(request.headers, MCP_REQUEST_HEADERS, await targets.credentials(row));
-      const oauth = row.auth_method === "oauth";
-      // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.
-      const [body, spare] = oauth && request.body ? request.body.tee() : [request.body, null];
-      let forwarded = await forward(request, url, headers, options, body);
-      if (forwarded.upstream.status === 401) {
-        await forwarded.upstream.body?.cancel();
-        if (row.auth_method === "none" && !target.managed) {
-          // An open server that now wants authorization (e.g. only for tools): the OAuth flow, as at connect.
-          await authorization.afterChallenge(row, forwarded.upstream);
-          throw new OAuthAuthorizationRequired(
-            "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
-          );
-        }
-        if (!oauth) await credentialsRejected(row, "stored credentials");
-        forwarded = await retryAfterRefresh(request, row, url, headers, options, spare);
-      } else {
-        void spare?.cancel();
+      const close = limits.open(caller.id, row.id);
+      try {
+        return await relay(row, request, close);
+      } catch (e) {
+        close();
+        throw e;
       }
-      if (oauth && forwarded.upstream.status === 403) {
-        const challenge = extractWWWAuthenticateParams(forwarded.upstream);
-        if (challenge.error === "insufficient_scope" && challenge.scope) {
-          await forwarded.upstream.body?.cancel();
-          await authorization.upgradeScope(row, forwarded.upstream, challenge.scope);
-          throw new OAuthScopeRequired(
-            `The MCP server needs the scope "${challenge.scope}", which the connector was not granted: open the connector's auth_request.authorization_url to grant it`,
-          );
-        }
-      }
-      return forwarded.relay();
     },
   };
 }

@@ -36,8 +36,11 @@ export function relayOptions(registry: Registry, prefix: string, upstreamName: s
 
 const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
 
-/** What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. */
-export type Forwarded = { upstream: Response; relay(): Response };
+/**
+ * What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. `relay`
+ * calls `ended` once the exchange is over: at once for a plain answer, when the stream ends for an event stream.
+ */
+export type Forwarded = { upstream: Response; relay(ended?: () => void): Response };
 
 /**
  * Sends the client's request to `url` and streams the answer back. No body is buffered: the request
@@ -108,12 +111,13 @@ export async function forward(
 
   return {
     upstream,
-    relay() {
+    relay(ended) {
       const responseHeaders = clientResponseHeaders(upstream.headers);
       const body = upstream.body;
       const streaming = body !== null && (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
       if (!streaming) {
         request.signal.removeEventListener("abort", abort);
+        ended?.();
         return new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: responseHeaders });
       }
       options.metrics.openStreams.inc();
@@ -124,6 +128,7 @@ export async function forward(
           request.signal.removeEventListener("abort", abort);
           options.metrics.openStreams.dec();
           if (close) options.streams.delete(close);
+          ended?.();
         },
         (closer) => {
           // A GET stream carries only server-initiated messages: at shutdown the client reconnects elsewhere
