@@ -7,9 +7,12 @@ const USAGE =
   "usage: connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]\n" +
   "       connector-service gateway [--port 8080] [--host 0.0.0.0] --fifo <dir>   (the server's stdio as <dir>/in and <dir>/out)";
 
+/** The environment variable that carries the deployment's token (gateway/token.ts); without it /mcp is open. */
+export const GATEWAY_TOKEN_ENV = "GATEWAY__TOKEN";
+
 /**
  * `connector-service gateway`: serves a stdio MCP server over MCP Streamable HTTP on /mcp (and /healthz),
- * one server process per session. The wrapped command inherits the gateway's environment.
+ * one server process per session. The wrapped command inherits the gateway's environment, but not its token.
  */
 export async function gateway(argv: string[]): Promise<number> {
   let port = 8080;
@@ -34,12 +37,13 @@ export async function gateway(argv: string[]): Promise<number> {
     return 2;
   }
   const log = createLogger({ level: "info" }, { component: "gateway" });
+  const token = process.env[GATEWAY_TOKEN_ENV] || undefined;
   let gw: Gateway;
   let done: Promise<string> | undefined;
   if (fifo) {
     // One server process in another container, shared by every session; when it goes, so does the gateway
     // (Kubernetes restarts it and it starts over with the restarted server).
-    const shared = createSharedGateway({ server: fifoTransport(fifo), log });
+    const shared = createSharedGateway({ server: fifoTransport(fifo), log, token });
     done = Promise.race([
       shared.ready().then(
         () => new Promise<string>(() => {}),
@@ -49,11 +53,11 @@ export async function gateway(argv: string[]): Promise<number> {
     ]);
     gw = shared;
   } else {
-    const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
-    gw = createGateway({ stdio: { command: command!, args, env }, log });
+    const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && e[0] !== GATEWAY_TOKEN_ENV));
+    gw = createGateway({ stdio: { command: command!, args, env }, log, token });
   }
   const server = Bun.serve({ hostname: host, port, idleTimeout: 0, fetch: gw.fetch });
-  log.info("gateway listening", { url: `http://${host}:${server.port}/mcp`, ...(fifo ? { fifo } : { command }) });
+  log.info("gateway listening", { url: `http://${host}:${server.port}/mcp`, token_required: token !== undefined, ...(fifo ? { fifo } : { command }) });
   const signal = await Promise.race([
     new Promise<string>((resolve) => {
       process.once("SIGTERM", () => resolve("SIGTERM"));

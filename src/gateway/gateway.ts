@@ -1,5 +1,6 @@
 import type { Logger } from "../observability/logger";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
+import { refuseWithoutToken } from "./token";
 import { openSession, type GatewaySession, type StdioCommand } from "./session";
 
 export type Gateway = {
@@ -19,6 +20,8 @@ export type GatewayOptions = {
    * the DELETE that would end it. The client then gets 404 and starts a new session.
    */
   idleSessionMs?: number;
+  /** The deployment's token (token.ts): /mcp answers only requests that carry it. */
+  token?: string;
 };
 
 /**
@@ -26,7 +29,7 @@ export type GatewayOptions = {
  * A new session (an `initialize` without Mcp-Session-Id) starts its own server process; later requests
  * name their session; DELETE, or the process exiting, ends it. The number of processes is bounded.
  */
-export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000 }: GatewayOptions): Gateway {
+export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000, token }: GatewayOptions): Gateway {
   const sessions = new Map<string, GatewaySession>();
   const pending = new Set<GatewaySession>();
   const sweep = setInterval(() => {
@@ -73,7 +76,7 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
     async fetch(request) {
       const { pathname } = new URL(request.url);
       if (pathname === "/healthz") return Response.json({ status: "ok", sessions: sessions.size });
-      if (pathname === "/mcp") return mcp(request);
+      if (pathname === "/mcp") return refuseWithoutToken(request, token) ?? mcp(request);
       return new Response("Not Found", { status: 404 });
     },
     sessionCount: () => sessions.size,

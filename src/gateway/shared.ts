@@ -5,6 +5,7 @@ import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
 import type { Gateway } from "./gateway";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
+import { refuseWithoutToken } from "./token";
 
 type Id = string | number;
 type Session = { id: string; transport: WebStandardStreamableHTTPServerTransport; lastActive: number };
@@ -20,7 +21,7 @@ const INIT_ID = "gateway-initialize";
  * as gateway-unique values and come back as the session's own; responses and progress go only to the session
  * that asked. Notifications not tied to a request (logging, list changes) go to every session.
  */
-export function createSharedGateway({ server, log, initTimeoutMs = 60_000 }: { server: Transport; log: Logger; initTimeoutMs?: number }): Gateway & {
+export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token }: { server: Transport; log: Logger; initTimeoutMs?: number; token?: string }): Gateway & {
   /** Resolves once the server answered initialize; rejects if it does not. */
   ready(): Promise<void>;
   /** Resolves when the server's stdio is gone (the gateway is then of no use). */
@@ -165,7 +166,7 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000 }: { s
       if (pathname === "/healthz") {
         return initResult && !closed ? Response.json({ status: "ok", sessions: sessions.size }) : Response.json({ status: "starting" }, { status: 503 });
       }
-      if (pathname === "/mcp") return mcp(request);
+      if (pathname === "/mcp") return refuseWithoutToken(request, token) ?? mcp(request);
       return new Response("Not Found", { status: 404 });
     },
     sessionCount: () => sessions.size,

@@ -1,12 +1,14 @@
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Server } from "bun";
+import { randomBytes } from "node:crypto";
 import { createGateway, type Gateway } from "../gateway/gateway";
+import { GATEWAY_TOKEN_HEADER } from "../gateway/token";
 import type { StdioCommand } from "../gateway/session";
 import type { Logger } from "../observability/logger";
 import { describeHandshake, mcpHandshake } from "../upstream/handshake";
 import { DeploymentFailed, READINESS_TIMEOUT_MS, serverEnv, type DeploymentSpec, type Runtime } from "./runtime";
 
-type Deployment = { gateway: Gateway; server: Server<undefined>; url: URL };
+type Deployment = { gateway: Gateway; server: Server<undefined>; url: URL; token: string };
 
 export type LocalRuntimeOptions = {
   log: Logger;
@@ -19,10 +21,12 @@ export type LocalRuntimeOptions = {
  * The `local` driver: each connector gets an in-process gateway on a loopback port; each MCP session
  * through it runs its own server process (see gateway/session.ts). Processes get only a minimal
  * environment (PATH, HOME, …) plus the preset's env and the access token, never the service's own
- * settings, and end with their session, the deployment, or the service.
+ * settings, and end with their session, the deployment, or the service. A gateway answers only requests that carry
+ * its deployment's token (another user of the machine could otherwise reach the loopback port).
  */
 export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT_MS, which = Bun.which }: LocalRuntimeOptions): Runtime {
   const deployments = new Map<string, Deployment>();
+  const tokens = new Map<string, string>(); // gateway origin → its token
 
   /** The preset's command, or its image through podman/docker when it gives only an image. */
   function commandFor(spec: DeploymentSpec): StdioCommand {
@@ -41,6 +45,7 @@ export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT
     const deployment = deployments.get(connectorId);
     if (!deployment) return;
     deployments.delete(connectorId);
+    tokens.delete(deployment.url.origin);
     await deployment.gateway.close();
     await deployment.server.stop(true);
   }
@@ -50,20 +55,28 @@ export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT
     async deploy(spec) {
       await remove(spec.connectorId);
       const stdio = commandFor(spec);
-      const gateway = createGateway({ stdio, log: log.child({ connector_id: spec.connectorId }) });
+      const token = randomBytes(32).toString("base64url");
+      const gateway = createGateway({ stdio, log: log.child({ connector_id: spec.connectorId }), token });
       const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: gateway.fetch });
       const url = new URL(`http://127.0.0.1:${server.port}/mcp`);
       // Ready means a real MCP handshake with a fresh server process succeeds (its session is then ended).
-      const result = await mcpHandshake(url, { fetch, headers: {}, timeoutMs: readinessTimeoutMs });
+      const result = await mcpHandshake(url, { fetch, headers: { [GATEWAY_TOKEN_HEADER]: token }, timeoutMs: readinessTimeoutMs });
       if (!result.ok) {
         await gateway.close();
         await server.stop(true);
         throw new DeploymentFailed(`the stdio server (${stdio.command}) did not become ready: ${describeHandshake(result)}`, result.kind === "timeout");
       }
-      deployments.set(spec.connectorId, { gateway, server, url });
+      deployments.set(spec.connectorId, { gateway, server, url, token });
+      tokens.set(url.origin, token);
     },
     endpoint: (connectorId) => deployments.get(connectorId)?.url,
-    fetch: (input, init) => fetch(input, init),
+    fetch(input, init) {
+      const url = new URL(input instanceof Request ? input.url : input);
+      const headers = new Headers(init?.headers);
+      const token = tokens.get(url.origin);
+      if (token) headers.set(GATEWAY_TOKEN_HEADER, token);
+      return fetch(input, { ...init, headers });
+    },
     remove,
     list: async () => new Map([...deployments.keys()].map((id) => [id, { ready: true as const }])),
     async close() {

@@ -13,7 +13,7 @@ export type FakeKube = {
   url: string;
   kubeconfig: string;
   objects: Map<string, Record<string, any>>;
-  requests: { method: string; path: string; authorization: string | null }[];
+  requests: { method: string; path: string; authorization: string | null; gatewayToken: string | null }[];
   /** How many reads of a Deployment before it reports a ready replica (Infinity: never). */
   readyAfterReads: number;
   /** Deployments (by name) that report no ready replica whatever else holds: a pod in a crash loop. */
@@ -45,7 +45,12 @@ export function startFakeKube(token = "fake-token"): FakeKube {
     port: 0,
     async fetch(request) {
       const url = new URL(request.url);
-      fake.requests.push({ method: request.method, path: url.pathname + url.search, authorization: request.headers.get("authorization") });
+      fake.requests.push({
+        method: request.method,
+        path: url.pathname + url.search,
+        authorization: request.headers.get("authorization"),
+        gatewayToken: request.headers.get("x-connector-gateway-token"),
+      });
       if (request.headers.get("authorization") !== `Bearer ${token}`) return status(401, "Unauthorized", "bad token");
 
       const proxy = /^\/api\/v1\/namespaces\/([^/]+)\/services\/([^/:]+):mcp\/proxy(\/.*)$/.exec(url.pathname);
@@ -71,7 +76,7 @@ export function startFakeKube(token = "fake-token"): FakeKube {
         return Response.json({ kind: "List", apiVersion: "v1", metadata: {}, items });
       }
       if (!name && request.method === "POST") {
-        const body = (await request.json()) as Record<string, any>;
+        const body = asStored((await request.json()) as Record<string, any>);
         if (objects.has(key(body.metadata.name))) return status(409, "AlreadyExists", `${resource} "${body.metadata.name}" already exists`);
         body.metadata = { ...body.metadata, namespace, resourceVersion: String(++version), generation: 1 };
         objects.set(key(body.metadata.name), body);
@@ -82,7 +87,7 @@ export function startFakeKube(token = "fake-token"): FakeKube {
       if (!current) return status(404, "NotFound", `${resource} "${name}" not found`);
       if (request.method === "GET") return Response.json(withStatus(current));
       if (request.method === "PUT") {
-        const body = (await request.json()) as Record<string, any>;
+        const body = asStored((await request.json()) as Record<string, any>);
         if (body.metadata?.resourceVersion !== current.metadata.resourceVersion) return status(409, "Conflict", "the object has been modified");
         body.metadata = { ...body.metadata, namespace, resourceVersion: String(++version), generation: (current.metadata.generation ?? 1) + 1 };
         objects.set(key(name), body);
@@ -95,6 +100,14 @@ export function startFakeKube(token = "fake-token"): FakeKube {
         return Response.json({ kind: "Status", apiVersion: "v1", status: "Success", code: 200 });
       }
       return status(405, "MethodNotAllowed", "method not allowed");
+
+      /** As the API server stores a Secret: `stringData` is write-only, merged into `data` as base64. */
+      function asStored(object: Record<string, any>) {
+        if (resource !== "secrets" || !object.stringData) return object;
+        const { stringData, ...rest } = object;
+        const encoded = Object.fromEntries(Object.entries(stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
+        return { ...rest, data: { ...rest.data, ...encoded } };
+      }
 
       function withStatus(object: Record<string, any>) {
         if (resource !== "deployments") return object;

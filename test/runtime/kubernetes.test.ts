@@ -29,7 +29,8 @@ const spec = (accessToken: string | null = "tok-123"): DeploymentSpec => ({
 const silent = createLogger({ level: "error", write: () => {} });
 
 describe("manifests", () => {
-  const { deployment, service, secret } = buildManifests(spec(), { namespace: "mcp", gatewayImage: "registry.example/connector-service:1" });
+  const options = { namespace: "mcp", gatewayImage: "registry.example/connector-service:1", gatewayToken: "gw-token-1" };
+  const { deployment, service, secret } = buildManifests(spec(), options);
   const pod = deployment.spec!.template.spec!;
   const [server, gateway] = pod.containers;
 
@@ -46,15 +47,18 @@ describe("manifests", () => {
     expect(service.spec!.ports).toEqual([{ name: "mcp", port: 8080, targetPort: "mcp" }]);
   });
 
-  test("the token comes from a Secret, never the manifest; labels name the connector; limits; no API token; non-root", () => {
+  test("the tokens come from a Secret, never the manifest; labels name the connector; limits; no API token; non-root", () => {
     expect(JSON.stringify(deployment).includes("tok-123")).toBe(false);
-    expect(secret!.metadata!.name).toBe(tokenSecretName(ID));
-    expect(secret!.stringData).toEqual({ "access-token": "tok-123" });
+    expect(JSON.stringify(deployment).includes("gw-token-1")).toBe(false);
+    expect(secret.metadata!.name).toBe(tokenSecretName(ID));
+    expect(secret.stringData).toEqual({ "access-token": "tok-123", "gateway-token": "gw-token-1" });
     expect(server!.env).toEqual([
       { name: "LOG_LEVEL", value: "debug" },
       { name: "EVERYTHING_TOKEN", valueFrom: { secretKeyRef: { name: tokenSecretName(ID), key: "access-token" } } },
     ]);
-    for (const object of [deployment, service, secret!]) expect(object.metadata!.labels!["connector-service/connector-id"]).toBe(ID);
+    // The gateway, and only the gateway, gets its token.
+    expect(gateway!.env).toEqual([{ name: "GATEWAY__TOKEN", valueFrom: { secretKeyRef: { name: tokenSecretName(ID), key: "gateway-token" } } }]);
+    for (const object of [deployment, service, secret]) expect(object.metadata!.labels!["connector-service/connector-id"]).toBe(ID);
     expect(service.spec!.selector).toEqual({ "connector-service/connector-id": ID });
     for (const c of pod.containers) {
       expect(c.resources!.requests).toBeDefined();
@@ -65,9 +69,9 @@ describe("manifests", () => {
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true });
   });
 
-  test("without a token there is no Secret; without a command the driver says why it cannot wrap the image", () => {
-    expect(buildManifests(spec(null), { namespace: "mcp", gatewayImage: "g" }).secret).toBeUndefined();
-    expect(() => buildManifests({ ...spec(), stdio: { image: "only/image" } }, { namespace: "mcp", gatewayImage: "g" })).toThrow(DeploymentFailed);
+  test("without an access token the Secret holds only the gateway's; without a command the driver says why it cannot wrap the image", () => {
+    expect(buildManifests(spec(null), options).secret.stringData).toEqual({ "gateway-token": "gw-token-1" });
+    expect(() => buildManifests({ ...spec(), stdio: { image: "only/image" } }, options)).toThrow(DeploymentFailed);
   });
 });
 
@@ -104,9 +108,10 @@ describe("the driver against the fake API server", () => {
     await driver.deploy({ ...spec("tok-456") });
     expect(kube.objects.size).toBe(3);
     expect(kube.objects.get(`deployments/mcp/${objectName(ID)}`)!.metadata.resourceVersion).not.toBe(before);
-    expect(kube.objects.get(`secrets/mcp/${tokenSecretName(ID)}`)!.stringData).toEqual({ "access-token": "tok-456" });
+    const data = () => kube.objects.get(`secrets/mcp/${tokenSecretName(ID)}`)!.data as Record<string, string>;
+    expect(Buffer.from(data()["access-token"]!, "base64").toString()).toBe("tok-456");
     await driver.deploy(spec(null));
-    expect(kube.objects.has(`secrets/mcp/${tokenSecretName(ID)}`)).toBe(false);
+    expect(Object.keys(data())).toEqual(["gateway-token"]);
   });
 
   test("a Deployment never ready: after 60 s (on an injected clock) connect fails, says why, and leaves nothing", async () => {
@@ -175,6 +180,13 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
     expect(JSON.stringify(await client.callTool({ name: "echo", arguments: { message: "via the cluster" } }))).toContain("Echo: via the cluster");
     await close();
     expect(kube.requests.some((r) => r.path.startsWith(`/api/v1/namespaces/mcp/services/${objectName(id)}:mcp/proxy/mcp`) && r.authorization === "Bearer fake-token")).toBe(true);
+    // Every request to the gateway carries its deployment's token, the one in the Secret.
+    const stored = kube.objects.get(`secrets/mcp/${tokenSecretName(id)}`)!.data as Record<string, string>;
+    const token = Buffer.from(stored["gateway-token"]!, "base64").toString();
+    expect(token.length).toBeGreaterThanOrEqual(40);
+    const proxied = kube.requests.filter((r) => r.path.includes(`${objectName(id)}:mcp/proxy/`));
+    expect(proxied.length).toBeGreaterThan(0);
+    expect(proxied.every((r) => r.gatewayToken === token)).toBe(true);
 
     await t.api("POST", `/api/v1/connectors/${id}/disconnect`);
     await waitFor("the objects to go", () => objectsOf(id).length === 0, 5_000);
@@ -183,6 +195,21 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
     expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);
     expect((await t.api("DELETE", `/api/v1/connectors/${id}`)).status).toBe(204);
     await waitFor("the objects to go", () => objectsOf(id).length === 0, 5_000);
+  });
+
+  test("after a restart of the service, the gateway's token is read back from its Secret", async () => {
+    const id = await connectManaged();
+    const restarted = await createKubernetesRuntime({ namespace: "mcp", gatewayImage: "g:1", access: "proxy", log: silent, pollMs: 1 });
+    kube.requests.length = 0;
+    const res = await restarted.fetch(restarted.endpoint(id)!, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    });
+    expect(res.status).toBe(200);
+    await res.body?.cancel();
+    const stored = kube.objects.get(`secrets/mcp/${tokenSecretName(id)}`)!.data as Record<string, string>;
+    expect(kube.requests.find((r) => r.path.includes(":mcp/proxy/"))!.gatewayToken).toBe(Buffer.from(stored["gateway-token"]!, "base64").toString());
   });
 
   test("reconciliation: a deployment deleted behind the service's back is made again; one of no connector is removed", async () => {

@@ -86,6 +86,9 @@ describe("the local driver", () => {
     expect(env.EVERYTHING_TOKEN).toBe("token-for-the-server");
     expect(env.EVERYTHING_MODE).toBe("managed");
     for (const name of Object.keys(env)) expect(name).not.toMatch(/^(SECRETS|AUTH|DATABASE|CONNECTOR|SERVER)__/);
+    // The loopback gateway answers only the service (another user of the machine could reach the port).
+    const direct = await fetch(service.deps.runtime.endpoint(id)!, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{}" });
+    expect(direct.status).toBe(401);
     expect((await service.api("DELETE", `/api/v1/connectors/${id}`)).status).toBe(204);
     await waitFor("no managed process after delete", () => managedProcesses().length === 0, 8_000);
   });

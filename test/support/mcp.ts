@@ -54,8 +54,13 @@ export async function startProxiedEverything(env: Record<string, string> = {}) {
  * (0, 1, …) and progress tokens, so a gateway that mixed sessions up would deliver answers or progress to the
  * wrong one: each must get only its own.
  */
-export async function expectIsolatedSessions(url: string): Promise<void> {
-  const [a, b] = await Promise.all([mcpClient(url, null), mcpClient(url, null)]);
+export async function expectIsolatedSessions(url: string, headers: Record<string, string> = {}): Promise<void> {
+  const withHeaders = (request: Request) => {
+    const all = new Headers(request.headers);
+    for (const [name, value] of Object.entries(headers)) all.set(name, value);
+    return fetch(new Request(request, { headers: all }));
+  };
+  const [a, b] = await Promise.all([mcpClient(url, null, withHeaders), mcpClient(url, null, withHeaders)]);
   const progress = { a: 0, b: 0 };
   const [ra, rb, sa, sb] = await Promise.all([
     a.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.6, steps: 3 } }, undefined, { onprogress: () => void progress.a++ }),

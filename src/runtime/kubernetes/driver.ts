@@ -1,7 +1,9 @@
 import type { FetchLike } from "../../http/fetch";
 import type { Logger } from "../../observability/logger";
 import { DeploymentFailed, READINESS_TIMEOUT_MS, type DeploymentState, type Runtime } from "../runtime";
-import { buildManifests, CONNECTOR_LABEL, GATEWAY_PORT, MANAGED_BY, objectName, tokenSecretName } from "./manifests";
+import { randomBytes } from "node:crypto";
+import { GATEWAY_TOKEN_HEADER } from "../../gateway/token";
+import { buildManifests, CONNECTOR_LABEL, GATEWAY_PORT, GATEWAY_TOKEN_KEY, MANAGED_BY, objectName, tokenSecretName } from "./manifests";
 import { readFileSync } from "node:fs";
 
 export type KubernetesRuntimeOptions = {
@@ -65,6 +67,7 @@ export async function createKubernetesRuntime(options: KubernetesRuntimeOptions)
 
   async function remove(connectorId: string): Promise<void> {
     const name = objectName(connectorId);
+    gatewayTokens.delete(connectorId);
     // Foreground: the pods go before the Deployment does, so nothing is left running behind it.
     await apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: "Foreground" }).catch(ignoreMissing);
     await core.deleteNamespacedService({ name, namespace }).catch(ignoreMissing);
@@ -88,26 +91,40 @@ export async function createKubernetesRuntime(options: KubernetesRuntimeOptions)
     key: read(user?.keyData, user?.keyFile),
     rejectUnauthorized: !cluster?.skipTLSVerify,
   };
-  const runtimeFetch: FetchLike =
-    options.access === "proxy"
-      ? (input, init) => {
-          const headers = new Headers(init?.headers);
-          if (user?.token) headers.set("authorization", `Bearer ${user.token}`);
-          return fetch(input, { ...init, headers, tls } as RequestInit);
-        }
-      : (input, init) => fetch(input, init);
+  // Each gateway's token, by connector: made at deploy, read back from its Secret after a restart of the service.
+  const gatewayTokens = new Map<string, string>();
+  async function gatewayToken(connectorId: string): Promise<string | undefined> {
+    let token = gatewayTokens.get(connectorId);
+    if (token === undefined) {
+      const secret = await core.readNamespacedSecret({ name: tokenSecretName(connectorId), namespace }).catch(() => undefined);
+      const data = secret?.data?.[GATEWAY_TOKEN_KEY];
+      if (data === undefined) return undefined;
+      token = Buffer.from(data, "base64").toString();
+      gatewayTokens.set(connectorId, token);
+    }
+    return token;
+  }
+  const CONNECTOR_IN_URL = /cs-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/;
+  const runtimeFetch: FetchLike = async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    const headers = new Headers(init?.headers);
+    const connectorId = CONNECTOR_IN_URL.exec(url)?.[1];
+    const token = connectorId && (await gatewayToken(connectorId));
+    if (token) headers.set(GATEWAY_TOKEN_HEADER, token);
+    if (options.access === "dns") return fetch(input, { ...init, headers });
+    if (user?.token) headers.set("authorization", `Bearer ${user.token}`);
+    return fetch(input, { ...init, headers, tls } as RequestInit);
+  };
 
   return {
     driver: "kubernetes",
     async deploy(spec) {
-      const manifests = buildManifests(spec, { namespace, gatewayImage: options.gatewayImage });
+      const token = randomBytes(32).toString("base64url");
+      const manifests = buildManifests(spec, { namespace, gatewayImage: options.gatewayImage, gatewayToken: token });
       const name = objectName(spec.connectorId);
-      if (manifests.secret) {
-        const secret = manifests.secret;
-        await upsert("Secret", secret, () => core.createNamespacedSecret({ namespace, body: secret }), () => core.readNamespacedSecret({ name: secret.metadata!.name!, namespace }), (b) => core.replaceNamespacedSecret({ name: secret.metadata!.name!, namespace, body: b }));
-      } else {
-        await core.deleteNamespacedSecret({ name: tokenSecretName(spec.connectorId), namespace }).catch(ignoreMissing);
-      }
+      const secret = manifests.secret;
+      await upsert("Secret", secret, () => core.createNamespacedSecret({ namespace, body: secret }), () => core.readNamespacedSecret({ name: secret.metadata!.name!, namespace }), (b) => core.replaceNamespacedSecret({ name: secret.metadata!.name!, namespace, body: b }));
+      gatewayTokens.set(spec.connectorId, token);
       await upsert("Deployment", manifests.deployment, () => apps.createNamespacedDeployment({ namespace, body: manifests.deployment }), () => apps.readNamespacedDeployment({ name, namespace }), (b) => apps.replaceNamespacedDeployment({ name, namespace, body: b }));
       await upsert("Service", manifests.service, () => core.createNamespacedService({ namespace, body: manifests.service }), () => core.readNamespacedService({ name, namespace }), (b) => core.replaceNamespacedService({ name, namespace, body: b }));
 

@@ -7,12 +7,15 @@ export const CONNECTOR_LABEL = "connector-service/connector-id";
 export const GATEWAY_PORT = 8080;
 const STDIO_DIR = "/stdio";
 const TOKEN_KEY = "access-token";
+/** The Secret's key for the gateway's token (gateway/token.ts). */
+export const GATEWAY_TOKEN_KEY = "gateway-token";
+const GATEWAY_TOKEN_ENV = "GATEWAY__TOKEN";
 
 export const objectName = (connectorId: string) => `cs-${connectorId.toLowerCase()}`;
 export const tokenSecretName = (connectorId: string) => `${objectName(connectorId)}-token`;
 
-export type ManifestOptions = { namespace: string; gatewayImage: string };
-export type Manifests = { deployment: V1Deployment; service: V1Service; secret: V1Secret | undefined };
+export type ManifestOptions = { namespace: string; gatewayImage: string; gatewayToken: string };
+export type Manifests = { deployment: V1Deployment; service: V1Service; secret: V1Secret };
 
 const labels = (connectorId: string) => ({
   "app.kubernetes.io/name": "mcp-server",
@@ -29,7 +32,8 @@ const containerSecurity = { allowPrivilegeEscalation: false, capabilities: { dro
  * gateway on 8080. The sidecar reaches the server's stdio through two named pipes in a shared in-memory volume:
  * the server container runs `<command> < /stdio/in > /stdio/out` (so its image needs /bin/sh and mkfifo, and
  * the preset must give the command: an image's own entrypoint cannot be wrapped). No API access is needed by
- * either container, so no service-account token is mounted. The access token comes from a Secret.
+ * either container, so no service-account token is mounted. A Secret holds the gateway's token (only the service
+ * may use the gateway) and the access token (when the connect request gave one); neither is in the Deployment.
  */
 export function buildManifests(spec: DeploymentSpec, options: ManifestOptions): Manifests {
   const command = [...(spec.stdio.command ?? []), ...(spec.stdio.args ?? [])];
@@ -39,13 +43,19 @@ export function buildManifests(spec: DeploymentSpec, options: ManifestOptions): 
   const name = objectName(spec.connectorId);
   const meta = { name, namespace: options.namespace, labels: labels(spec.connectorId) };
   const tokenName = spec.stdio.access_token_env_name;
-  const secret: V1Secret | undefined =
-    spec.accessToken !== null && tokenName
-      ? { apiVersion: "v1", kind: "Secret", metadata: { ...meta, name: tokenSecretName(spec.connectorId) }, type: "Opaque", stringData: { [TOKEN_KEY]: spec.accessToken } }
-      : undefined;
+  const withAccessToken = spec.accessToken !== null && tokenName !== undefined;
+  const secretName = tokenSecretName(spec.connectorId);
+  const secret: V1Secret = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { ...meta, name: secretName },
+    type: "Opaque",
+    stringData: { [GATEWAY_TOKEN_KEY]: options.gatewayToken, ...(withAccessToken && { [TOKEN_KEY]: spec.accessToken! }) },
+  };
+  const fromSecret = (name: string, key: string) => ({ name, valueFrom: { secretKeyRef: { name: secretName, key } } });
   const env = [
     ...Object.entries(spec.stdio.env ?? {}).map(([k, v]) => ({ name: k, value: v })),
-    ...(secret && tokenName ? [{ name: tokenName, valueFrom: { secretKeyRef: { name: secret.metadata!.name!, key: TOKEN_KEY } } }] : []),
+    ...(withAccessToken ? [fromSecret(tokenName!, TOKEN_KEY)] : []),
   ];
   const stdioMount = [{ name: "stdio", mountPath: STDIO_DIR }];
   const deployment: V1Deployment = {
@@ -78,6 +88,7 @@ export function buildManifests(spec: DeploymentSpec, options: ManifestOptions): 
               name: "gateway",
               image: options.gatewayImage,
               args: ["gateway", "--port", String(GATEWAY_PORT), "--fifo", STDIO_DIR],
+              env: [fromSecret(GATEWAY_TOKEN_ENV, GATEWAY_TOKEN_KEY)],
               ports: [{ name: "mcp", containerPort: GATEWAY_PORT }],
               // Ready once the server answered the gateway's initialize.
               readinessProbe: { httpGet: { path: "/healthz", port: GATEWAY_PORT }, periodSeconds: 2, failureThreshold: 3 },
