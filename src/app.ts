@@ -115,7 +115,7 @@ export function createServices(deps: Deps) {
     log: log.child({ component: "runtime" }),
   });
   const authorization = createAuthorization({ oauth, connectors: connectorRows, credentials, transitions, upstreamFetch });
-  const connectors = createConnectorService({ connectors: connectorRows, presets, sealer, clock, newId, urlGuard });
+  const connectors = createConnectorService({ connectors: connectorRows, presets, sealer, clock, newId, urlGuard, maxPerUser: config.connector.maxPerUser });
   const connections = createConnectionService({
     connectors,
     transitions,
@@ -158,7 +158,7 @@ export function createServices(deps: Deps) {
     },
   ];
   return {
-    users: createUserService({ users, clock, newId }),
+    users: createUserService({ users, clock, newId, maxTokensPerUser: config.auth.maxTokensPerUser }),
     authenticate: authenticateRequests(
       createAuthenticator({ users, clock }),
       createFailureLimit({ clock, maxFailures: config.auth.maxFailures, windowMs: config.auth.failureWindowMs }),

@@ -12,7 +12,8 @@ export type Config = {
   database: { path: string };
   /** Base64 key from SECRETS__KEY, or the key file to read or create. */
   secrets: { key: string | undefined; keyFile: string | undefined };
-  auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; failureWindowMs: number };
+  auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; failureWindowMs: number; maxTokensPerUser: number };
+  connector: { maxPerUser: number };
   presets: readonly Preset[];
   runtime: { driver: "local" | "kubernetes" };
   kubernetes: { namespace: string; gatewayImage: string; serviceAccess: "dns" | "proxy" };
@@ -120,7 +121,9 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       adminPassword: raw.auth.admin_password,
       maxFailures: raw.auth.max_failures,
       failureWindowMs: raw.auth.failure_window_seconds * 1000,
+      maxTokensPerUser: raw.auth.max_tokens_per_user,
     },
+    connector: { maxPerUser: raw.connector.max_per_user },
     presets,
     runtime: { driver: raw.runtime.driver },
     kubernetes: {

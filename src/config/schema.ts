@@ -21,8 +21,12 @@ export const ConfigSchema = t.Object({
     admin_password: t.Optional(t.String({ minLength: 8, maxLength: 1024, description: "8 to 1024 characters" })),
     max_failures: t.Integer({ minimum: 1, maximum: 100_000, default: 10, description: "an integer from 1 to 100000" }),
     failure_window_seconds: t.Number({ minimum: 1, maximum: 86_400, default: 60, description: "a number of seconds from 1 to 86400" }),
+    max_tokens_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 100, description: "an integer from 1 to 100000" }),
   }),
-  connector: t.Object({ presets: t.Optional(t.String({ description: "a JSON array of presets" })) }),
+  connector: t.Object({
+    presets: t.Optional(t.String({ description: "a JSON array of presets" })),
+    max_per_user: t.Integer({ minimum: 1, maximum: 1_000_000, default: 1000, description: "an integer from 1 to 1000000" }),
+  }),
   runtime: t.Object({ driver: t.Union([t.Literal("local"), t.Literal("kubernetes")], { default: "local", description: "local or kubernetes" }) }),
   kubernetes: t.Object({
     namespace: t.Optional(t.String({ pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 63, description: "a Kubernetes namespace name" })),

@@ -14,7 +14,8 @@ export type PageCursor = { created_at: number; id: string };
 
 /** Connectors. Asynchronous, so that another store can implement it without touching callers. */
 export type ConnectorRepository = {
-  insert(row: ConnectorRow): Promise<void>;
+  /** Inserts unless the owner already has `maxPerOwner` connectors (checked and written in one transaction). */
+  insert(row: ConnectorRow, maxPerOwner: number): Promise<boolean>;
   findById(id: string): Promise<ConnectorRow | undefined>;
   /** For the proxy: the row as of at most CONNECTOR_CACHE_MS ago (this process's own writes show at once). */
   findByIdCached(id: string): Promise<ConnectorRow | undefined>;
@@ -37,8 +38,13 @@ export function createConnectorRepository(db: Db, clock: () => number = Date.now
   const byId = db.select().from(connectors).where(eq(connectors.id, sql.placeholder("id"))).prepare();
   const cache = createTtlCache<ConnectorRow>(CONNECTOR_CACHE_MS, 10_000, clock);
   return {
-    async insert(row) {
-      db.insert(connectors).values(row).run();
+    async insert(row, maxPerOwner) {
+      return db.transaction((tx) => {
+        const [owned] = tx.select({ n: sql<number>`count(*)` }).from(connectors).where(eq(connectors.owner_id, row.owner_id)).all();
+        if ((owned?.n ?? 0) >= maxPerOwner) return false;
+        tx.insert(connectors).values(row).run();
+        return true;
+      });
     },
     findById: async (id) => byId.get({ id }),
     findByIdCached: async (id) => cache.readThrough(id, () => byId.get({ id })),

@@ -1,4 +1,4 @@
-import { NotFound, invalidField } from "../http-errors/errors";
+import { Conflict, NotFound, invalidField } from "../http-errors/errors";
 import { UnsafeUrl } from "../http/fetch";
 import type { PresetCatalog } from "../presets/catalog";
 import type { Sealer } from "../secrets/sealer";
@@ -17,6 +17,8 @@ export type ConnectorServiceDeps = {
   clock: () => number;
   newId: () => string;
   urlGuard: UrlGuard;
+  /** CONNECTOR__MAX_PER_USER. */
+  maxPerUser: number;
 };
 
 /** The connector as the API shows it: never a secret, a token or a header value (DESIGN.md). */
@@ -94,7 +96,9 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         created_at: now,
         updated_at: now,
       };
-      await connectors.insert(row);
+      if (!(await connectors.insert(row, deps.maxPerUser))) {
+        throw new Conflict(`You have ${deps.maxPerUser} connectors, the most a user may have (CONNECTOR__MAX_PER_USER): delete one first`);
+      }
       return connectorView(row);
     },
 

@@ -15,7 +15,8 @@ export type UserRepository = {
   /** False when the username is taken. */
   insert(row: UserRow): Promise<boolean>;
   updatePassword(id: string, passwordHash: string, at: number): Promise<void>;
-  insertToken(row: TokenRow): Promise<void>;
+  /** Inserts unless the user already has `maxPerUser` tokens (checked and written in one transaction). */
+  insertToken(row: TokenRow, maxPerUser: number): Promise<boolean>;
   /** The token's owner and expiry: only the columns authentication needs, on every request. */
   findTokenByDigest(digest: string): Promise<TokenOwner | undefined>;
   listTokens(userId: string): Promise<TokenRow[]>;
@@ -51,8 +52,13 @@ export function createUserRepository(db: Db, clock: () => number = Date.now): Us
     async updatePassword(id, password_hash, at) {
       db.update(users).set({ password_hash, updated_at: at }).where(eq(users.id, id)).run();
     },
-    async insertToken(row) {
-      db.insert(api_tokens).values(row).run();
+    async insertToken(row, maxPerUser) {
+      return db.transaction((tx) => {
+        const [owned] = tx.select({ n: sql<number>`count(*)` }).from(api_tokens).where(eq(api_tokens.user_id, row.user_id)).all();
+        if ((owned?.n ?? 0) >= maxPerUser) return false;
+        tx.insert(api_tokens).values(row).run();
+        return true;
+      });
     },
     findTokenByDigest: async (digest) => tokenOwners.readThrough(digest, () => byDigest.get({ digest })),
     listTokens: async (userId) =>

@@ -3,7 +3,13 @@ import { Conflict, Forbidden, NotFound } from "../http-errors/errors";
 import type { CreateTokenBody, CreatedToken, CreateUserBody, Principal, TokenView, UserView } from "./model";
 import type { TokenRow, UserRepository, UserRow } from "./repository";
 
-export type UserServiceDeps = { users: UserRepository; clock: () => number; newId: () => string };
+export type UserServiceDeps = {
+  users: UserRepository;
+  clock: () => number;
+  newId: () => string;
+  /** AUTH__MAX_TOKENS_PER_USER. */
+  maxTokensPerUser: number;
+};
 
 const DAY_MS = 86_400_000;
 /** Prefix makes leaked tokens recognisable to secret scanners. */
@@ -11,7 +17,7 @@ export const TOKEN_PREFIX = "cst_";
 
 export const digestToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
-export function createUserService({ users, clock, newId }: UserServiceDeps) {
+export function createUserService({ users, clock, newId, maxTokensPerUser }: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
   const userView = (row: UserRow): UserView => ({
     id: row.id,
@@ -90,7 +96,9 @@ export function createUserService({ users, clock, newId }: UserServiceDeps) {
         expires_at: body.expires_in_days ? now + body.expires_in_days * DAY_MS : null,
         created_at: now,
       };
-      await users.insertToken(row);
+      if (!(await users.insertToken(row, maxTokensPerUser))) {
+        throw new Conflict(`You have ${maxTokensPerUser} API tokens, the most a user may have (AUTH__MAX_TOKENS_PER_USER): revoke one first`);
+      }
       return { ...tokenView(row), token };
     },
 

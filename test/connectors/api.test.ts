@@ -201,3 +201,22 @@ describe("delete", () => {
     expectProblem(await alice("DELETE", `/api/v1/connectors/${c.id}`), 404);
   });
 });
+
+describe("limits per user", () => {
+  test("beyond CONNECTOR__MAX_PER_USER a create is a 409 naming the setting; deleting one makes room; others are not held back", async () => {
+    const app = await createTestApp({ env: { CONNECTOR__MAX_PER_USER: "2" } });
+    try {
+      const erin = (await app.user("erin")).api;
+      const first = await erin("POST", "/api/v1/connectors", { body: { url: "https://one.example/mcp" } });
+      expect((await erin("POST", "/api/v1/connectors", { body: { url: "https://two.example/mcp" } })).status).toBe(201);
+      const third = await erin("POST", "/api/v1/connectors", { body: { url: "https://three.example/mcp" } });
+      expectProblem(third, 409);
+      expect(third.body.detail).toContain("CONNECTOR__MAX_PER_USER");
+      expect((await app.api("POST", "/api/v1/connectors", { body: { url: "https://admins.example/mcp" } })).status).toBe(201);
+      await erin("DELETE", `/api/v1/connectors/${first.body.id}`);
+      expect((await erin("POST", "/api/v1/connectors", { body: { url: "https://three.example/mcp" } })).status).toBe(201);
+    } finally {
+      app.close();
+    }
+  });
+});

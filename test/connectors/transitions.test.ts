@@ -41,7 +41,7 @@ async function fresh() {
     created_at: now,
     updated_at: now,
   };
-  await connectors.insert(row);
+  await connectors.insert(row, 1_000_000);
   return { connectors, transitions, row };
 }
 

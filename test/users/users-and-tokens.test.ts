@@ -113,3 +113,18 @@ describe("guessing", () => {
     }
   });
 });
+
+describe("limits per user", () => {
+  test("beyond AUTH__MAX_TOKENS_PER_USER a new token is a 409 naming the setting", async () => {
+    const app = await createTestApp({ env: { AUTH__MAX_TOKENS_PER_USER: "2" } });
+    try {
+      const frida = await app.user("frida"); // the harness gave her one token already
+      expect((await frida.api("POST", "/api/v1/tokens", { body: { name: "second" } })).status).toBe(201);
+      const third = await frida.api("POST", "/api/v1/tokens", { body: { name: "third" } });
+      expectProblem(third, 409);
+      expect(third.body.detail).toContain("AUTH__MAX_TOKENS_PER_USER");
+    } finally {
+      app.close();
+    }
+  });
+});
