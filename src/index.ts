@@ -3,6 +3,7 @@ import { ensureFetchLimit } from "./cli/fetch-limit";
 import { gateway } from "./cli/gateway";
 import { healthcheck } from "./cli/healthcheck";
 import { migrate } from "./cli/migrate";
+import { rotateKey } from "./cli/rotate-key";
 import { serve } from "./cli/serve";
 import { VERSION } from "./version";
 
@@ -11,6 +12,7 @@ const USAGE = `connector-service ${VERSION}: stores, authorizes and proxies remo
 Usage:
   connector-service [serve]          start the service (configuration from environment variables)
   connector-service migrate          apply database migrations and exit
+  connector-service rotate-key       re-seal every stored secret under a new key (stop the service first)
   connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]
                                      serve a stdio MCP server over MCP Streamable HTTP on /mcp
   connector-service healthcheck [URL] exit 0 when GET URL/healthz answers 200 (default: the configured host and port)
@@ -31,6 +33,8 @@ async function main(argv: string[]): Promise<number> {
       return gateway(rest);
     case "migrate":
       return rest.length ? unknown(rest[0]!) : migrate(process.env);
+    case "rotate-key":
+      return rest.length ? unknown(rest[0]!) : rotateKey(process.env);
     case "healthcheck":
       return rest.length > 1 ? unknown(rest[1]!) : healthcheck(process.env, rest[0]);
     case "version":

@@ -7,6 +7,7 @@ export type TtlCache<V> = {
   get(key: string): V | undefined;
   set(key: string, value: V): void;
   delete(key: string): void;
+  clear(): void;
   /** The cached value, else `load()`'s, remembered when there is one (misses are not cached). */
   readThrough(key: string, load: () => V | undefined): V | undefined;
 };
@@ -26,6 +27,7 @@ export function createTtlCache<V>(ttlMs: number, max: number, clock: () => numbe
       entries.set(key, { value, until: clock() + ttlMs });
     },
     delete: (key) => void entries.delete(key),
+    clear: () => entries.clear(),
     readThrough(key, load) {
       let value = cache.get(key);
       if (value === undefined) {

@@ -36,6 +36,9 @@ export async function startService(env: Record<string, string | undefined>, opti
     throw e;
   }
   if (key.origin === "file-created") log.info("created a new sealing key file", { file: config.secrets.keyFile });
+  if (key.previous.length) {
+    log.warn("a key rotation was interrupted: values sealed under either key open; run connector-service rotate-key again to finish it", { file: config.secrets.keyFile });
+  }
   if (key.origin === "ephemeral") {
     log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
   }
@@ -51,7 +54,7 @@ export async function startService(env: Record<string, string | undefined>, opti
   const deps: Deps = {
     config,
     db: database.db,
-    sealer: createSealer(key.key),
+    sealer: createSealer(key.key, key.previous),
     log,
     clock: options.clock ?? Date.now,
     sleep: Bun.sleep,

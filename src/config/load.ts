@@ -11,7 +11,7 @@ export type Config = {
   server: { host: string; port: number; publicUrl: string | undefined; shutdownTimeoutMs: number };
   database: { path: string };
   /** Base64 key from SECRETS__KEY, or the key file to read or create. */
-  secrets: { key: string | undefined; keyFile: string | undefined };
+  secrets: { key: string | undefined; keyFile: string | undefined; newKey: string | undefined };
   auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; failureWindowMs: number; maxTokensPerUser: number };
   connector: { maxPerUser: number };
   presets: readonly Preset[];
@@ -115,7 +115,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       shutdownTimeoutMs: raw.server.shutdown_timeout_seconds * 1000,
     },
     database: { path: dbPath },
-    secrets: { key: raw.secrets.key, keyFile: inMemory ? undefined : join(dirname(dbPath), "secret.key") },
+    secrets: { key: raw.secrets.key, keyFile: inMemory ? undefined : join(dirname(dbPath), "secret.key"), newKey: raw.secrets.new_key },
     auth: {
       adminUsername: raw.auth.admin_username,
       adminPassword: raw.auth.admin_password,

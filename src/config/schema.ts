@@ -15,7 +15,10 @@ export const ConfigSchema = t.Object({
     shutdown_timeout_seconds: t.Number({ minimum: 0, maximum: 3600, default: 25, description: "a number of seconds from 0 to 3600" }),
   }),
   database: t.Object({ path: t.String({ minLength: 1, default: "./data/connector-service.db", description: "a file path or :memory:" }) }),
-  secrets: t.Object({ key: t.Optional(t.String({ minLength: 1, description: "the base64 encoding of 32 bytes" })) }),
+  secrets: t.Object({
+    key: t.Optional(t.String({ minLength: 1, description: "the base64 encoding of 32 bytes" })),
+    new_key: t.Optional(t.String({ minLength: 1, description: "the base64 encoding of 32 bytes" })),
+  }),
   auth: t.Object({
     admin_username: t.String({ pattern: "^[A-Za-z0-9._@-]{1,64}$", default: "admin", description: "1 to 64 letters, digits or . _ @ -" }),
     admin_password: t.Optional(t.String({ minLength: 8, maxLength: 1024, description: "8 to 1024 characters" })),
@@ -57,7 +60,7 @@ export const ConfigSchema = t.Object({
 export type RawConfig = typeof ConfigSchema.static;
 
 /** Settings whose values are masked when the effective configuration is logged. */
-export const SECRET_SETTINGS = new Set(["SECRETS__KEY", "AUTH__ADMIN_PASSWORD"]);
+export const SECRET_SETTINGS = new Set(["SECRETS__KEY", "SECRETS__NEW_KEY", "AUTH__ADMIN_PASSWORD"]);
 
 /** Settings read as comma-separated lists. */
 export const LIST_SETTINGS = new Set(["OAUTH__ALLOWED_REDIRECT_ORIGINS"]);

@@ -1,9 +1,7 @@
 import { createOpenedCache } from "../secrets/opened-cache";
 import type { Sealer } from "../secrets/sealer";
 import type { ConnectorRow } from "./repository";
-
-/** Where each sealed column's context comes from: binds a ciphertext to its row and column. */
-export const sealContext = (id: string, column: "headers" | "client_secret" | "access_token") => `connectors/${id}/${column}`;
+import { sealContext } from "./sealing";
 
 /** Opens a connector's sealed columns. Sealing happens where they are written: create (client secret) and transitions.ts. */
 export function createConnectorCredentials(sealer: Sealer) {

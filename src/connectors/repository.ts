@@ -1,6 +1,8 @@
 import { and, desc, eq, lt, or, sql, type SQL } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Db } from "../db/open";
+import type { Reseal } from "../secrets/sealer";
+import { SEALED_COLUMNS, sealContext } from "./sealing";
 import type { ConnectorState } from "./model";
 import { connectors } from "./table";
 
@@ -28,6 +30,8 @@ export type ConnectorRepository = {
   countByState(): Promise<{ state: ConnectorState; count: number }[]>;
   /** False when there was no such connector. */
   delete(id: string): Promise<boolean>;
+  /** Key rotation: every sealed value of this table, re-sealed by `reseal`; answers how many. */
+  resealAll(reseal: Reseal): Promise<number>;
 };
 
 /** How long a connector row read for the proxy may be reused (see cache/ttl-cache.ts). */
@@ -81,6 +85,21 @@ export function createConnectorRepository(db: Db, clock: () => number = Date.now
     async delete(id) {
       cache.delete(id);
       return db.delete(connectors).where(eq(connectors.id, id)).returning({ id: connectors.id }).all().length === 1;
+    },
+    async resealAll(reseal) {
+      let count = 0;
+      for (const row of db.select().from(connectors).all()) {
+        const patch: Partial<Record<(typeof SEALED_COLUMNS)[number], string>> = {};
+        for (const column of SEALED_COLUMNS) {
+          const sealed = row[column];
+          if (sealed === null) continue;
+          patch[column] = reseal(sealed, sealContext(row.id, column));
+          count++;
+        }
+        if (Object.keys(patch).length) db.update(connectors).set(patch).where(eq(connectors.id, row.id)).run();
+      }
+      cache.clear();
+      return count;
     },
   };
 }

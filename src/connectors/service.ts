@@ -5,7 +5,7 @@ import type { Sealer } from "../secrets/sealer";
 import type { UrlGuard } from "../security/url-guard";
 import { parseConnectorUrl } from "../urls/server-url";
 import type { Principal } from "../users/model";
-import { sealContext } from "./credentials";
+import { sealContext } from "./sealing";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { DEFAULT_PAGE_SIZE, type Connector, type ConnectorList, type CreateConnectorBody, type ListQuery } from "./model";
 import type { ConnectorRepository, ConnectorRow } from "./repository";

@@ -1,6 +1,6 @@
 import { NotFound } from "../http-errors/errors";
 import type { Sealer } from "../secrets/sealer";
-import { sealContext } from "./credentials";
+import { sealContext } from "./sealing";
 import type { ConnectionColumns, ConnectorRepository, ConnectorRow } from "./repository";
 
 export type TransitionDeps = {

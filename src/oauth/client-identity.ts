@@ -3,6 +3,7 @@ import type { Sealer } from "../secrets/sealer";
 import type { OAuthHttp } from "./http";
 import { CLIENT_METADATA_PATH, type TokenEndpointAuthMethod } from "./model";
 import type { OAuthRepository } from "./repository";
+import { clientSeal } from "./sealing";
 
 export type ClientIdentity = { client_id: string; client_secret: string | null; token_endpoint_auth_method: TokenEndpointAuthMethod };
 
@@ -16,7 +17,6 @@ export type ClientIdentityDeps = {
   publicUrl: () => string;
 };
 
-const sealContext = (issuer: string, redirectUri: string) => `oauth_clients/${issuer}/${redirectUri}`;
 
 /** The client's token endpoint authentication: a secret goes the way the server prefers ([RFC 8414 §2](https://www.rfc-editor.org/rfc/rfc8414#section-2)). */
 function secretMethod(as: oauth.AuthorizationServer): TokenEndpointAuthMethod {
@@ -67,7 +67,7 @@ export async function resolveClient(
     if (known) {
       return {
         client_id: known.client_id,
-        client_secret: known.client_secret ? deps.sealer.open(known.client_secret, sealContext(as.issuer, redirectUri)) : null,
+        client_secret: known.client_secret ? deps.sealer.open(known.client_secret, clientSeal(as.issuer, redirectUri)) : null,
         token_endpoint_auth_method: known.token_endpoint_auth_method,
       };
     }
@@ -82,7 +82,7 @@ export async function resolveClient(
       issuer: as.issuer,
       redirect_uri: redirectUri,
       client_id: registered.client_id,
-      client_secret: secret === null ? null : deps.sealer.seal(secret, sealContext(as.issuer, redirectUri)),
+      client_secret: secret === null ? null : deps.sealer.seal(secret, clientSeal(as.issuer, redirectUri)),
       token_endpoint_auth_method: method,
       created_at: deps.clock(),
     });

@@ -11,6 +11,7 @@ import type { OAuthHttp } from "./http";
 import { CALLBACK_PATH, STATE_TTL_MS, type GrantContext, type GrantSecrets, type StateContext, type StateSecrets } from "./model";
 import { refreshAt, retryAt } from "./refresh-plan";
 import type { OAuthGrantRow, OAuthRepository } from "./repository";
+import { grantSeal, stateSeal } from "./sealing";
 
 export class OAuthFlowFailed extends Error {
   constructor(readonly failure: OAuthFailure) {
@@ -50,8 +51,6 @@ export type CallbackOutcome =
 export type RefreshOutcome = { ok: true; accessToken: string } | { ok: false; failure: OAuthFailure; expired: boolean };
 
 const digest = (state: string) => createHash("sha256").update(state).digest("hex");
-const stateSeal = (stateDigest: string) => `oauth_states/${stateDigest}`;
-const grantSeal = (connectorId: string) => `oauth_grants/${connectorId}`;
 const LEASE_MS = 30_000;
 /** How long to wait for another process's refresh of the same grant before using what it stored. */
 const LEASE_WAIT_MS = 500;

@@ -1,5 +1,7 @@
 import { and, eq, isNotNull, isNull, lt, lte, or } from "drizzle-orm";
 import type { Db } from "../db/open";
+import type { Reseal } from "../secrets/sealer";
+import { clientSeal, grantSeal, stateSeal } from "./sealing";
 import { oauth_clients, oauth_grants, oauth_states } from "./table";
 
 export type OAuthClientRow = typeof oauth_clients.$inferSelect;
@@ -30,6 +32,8 @@ export type OAuthRepository = {
   lease(connectorId: string, owner: string, now: number, until: number): Promise<boolean>;
   /** Gives the lease back, if `owner` still holds it. */
   release(connectorId: string, owner: string): Promise<void>;
+  /** Key rotation: every sealed value of these tables, re-sealed by `reseal`; answers how many. */
+  resealAll(reseal: Reseal): Promise<number>;
 };
 
 export function createOAuthRepository(db: Db): OAuthRepository {
@@ -83,6 +87,23 @@ export function createOAuthRepository(db: Db): OAuthRepository {
         .set({ lease_owner: null, lease_until: null })
         .where(and(eq(oauth_grants.connector_id, connectorId), eq(oauth_grants.lease_owner, owner)))
         .run();
+    },
+    async resealAll(reseal) {
+      let count = 0;
+      for (const row of db.select().from(oauth_clients).where(isNotNull(oauth_clients.client_secret)).all()) {
+        const client_secret = reseal(row.client_secret!, clientSeal(row.issuer, row.redirect_uri));
+        db.update(oauth_clients).set({ client_secret }).where(and(eq(oauth_clients.issuer, row.issuer), eq(oauth_clients.redirect_uri, row.redirect_uri))).run();
+        count++;
+      }
+      for (const row of db.select({ digest: oauth_states.state_digest, secrets: oauth_states.secrets }).from(oauth_states).all()) {
+        db.update(oauth_states).set({ secrets: reseal(row.secrets, stateSeal(row.digest)) }).where(eq(oauth_states.state_digest, row.digest)).run();
+        count++;
+      }
+      for (const row of db.select({ id: oauth_grants.connector_id, secrets: oauth_grants.secrets }).from(oauth_grants).all()) {
+        db.update(oauth_grants).set({ secrets: reseal(row.secrets, grantSeal(row.id)) }).where(eq(oauth_grants.connector_id, row.id)).run();
+        count++;
+      }
+      return count;
     },
   };
 }

@@ -10,12 +10,27 @@ export type Sealer = {
   open(sealed: string, context: string): string;
 };
 
+/** Key rotation's step for one value: open it (under whichever key sealed it) and seal it again under the new key. */
+export type Reseal = (sealed: string, context: string) => string;
+
 const VERSION = "v1";
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-export function createSealer(key: Uint8Array): Sealer {
-  if (key.length !== 32) throw new Error("the sealing key must be 32 bytes");
+/**
+ * Seals with `key`; opens with `key`, else with one of `previous` (a rotation that was interrupted leaves values
+ * under both: the tag tells which key sealed a value).
+ */
+export function createSealer(key: Uint8Array, previous: readonly Uint8Array[] = []): Sealer {
+  for (const k of [key, ...previous]) if (k.length !== 32) throw new Error("a sealing key must be 32 bytes");
+  const openWith = (k: Uint8Array, raw: Buffer, context: string) => {
+    const iv = raw.subarray(0, IV_BYTES);
+    const tag = raw.subarray(raw.length - TAG_BYTES);
+    const decipher = createDecipheriv("aes-256-gcm", k, iv, { authTagLength: TAG_BYTES });
+    decipher.setAAD(Buffer.from(context));
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]).toString("utf8");
+  };
   return {
     seal(plaintext, context) {
       const iv = randomBytes(IV_BYTES);
@@ -28,12 +43,18 @@ export function createSealer(key: Uint8Array): Sealer {
       const [version, data] = sealed.split(":", 2);
       if (version !== VERSION || !data) throw new Error("unknown sealed value format");
       const raw = Buffer.from(data, "base64");
-      const iv = raw.subarray(0, IV_BYTES);
-      const tag = raw.subarray(raw.length - TAG_BYTES);
-      const decipher = createDecipheriv("aes-256-gcm", key, iv, { authTagLength: TAG_BYTES });
-      decipher.setAAD(Buffer.from(context));
-      decipher.setAuthTag(tag);
-      return Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]).toString("utf8");
+      try {
+        return openWith(key, raw, context);
+      } catch (e) {
+        for (const k of previous) {
+          try {
+            return openWith(k, raw, context);
+          } catch {
+            // not this one either
+          }
+        }
+        throw e;
+      }
     },
   };
 }
