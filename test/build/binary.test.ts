@@ -1,64 +1,20 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { startBearerServer } from "../peers/bearer-server";
 import { mcpClient } from "../support/mcp";
 import { apiClient } from "../support/service";
 import { type Api } from "../support/api";
+import { BINARY, buildBinary, startBinary, stopBinary } from "../support/binary";
 
-const ROOT = resolve(import.meta.dir, "../..");
-const BINARY = join(ROOT, "dist/connector-service");
 const work = mkdtempSync(join(tmpdir(), "cs-binary-"));
 const dataDir = join(work, "data");
+const start = (env: Record<string, string> = {}) => startBinary(work, { DATABASE__PATH: join(dataDir, "cs.db"), ...env });
+const stop = stopBinary;
 
-type Started = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; lines: string[] };
-
-/** Starts the binary from `work` (no project files there) and waits for its "listening" line. */
-async function start(env: Record<string, string> = {}): Promise<Started> {
-  const proc = Bun.spawn([BINARY], {
-    cwd: work,
-    env: { PATH: process.env.PATH!, DATABASE__PATH: join(dataDir, "cs.db"), SERVER__PORT: "0", ...env },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const lines: string[] = [];
-  const decoder = new TextDecoder();
-  const reader = proc.stdout.getReader();
-  let buffered = "";
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line: ${lines.join("\n")}`)), 15_000);
-    (async () => {
-      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-        buffered += decoder.decode(chunk.value, { stream: true });
-        let nl: number;
-        while ((nl = buffered.indexOf("\n")) >= 0) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
-          lines.push(line);
-          const parsed = JSON.parse(line);
-          if (parsed.msg === "connector-service listening") {
-            clearTimeout(timer);
-            resolveUrl(parsed.url);
-          }
-        }
-      }
-      clearTimeout(timer);
-      reject(new Error(`exited before listening: ${lines.join("\n")}\n${await new Response(proc.stderr).text()}`));
-    })();
-  });
-  return { proc, url, lines };
-}
-
-async function stop(s: Started): Promise<number> {
-  s.proc.kill("SIGTERM");
-  return s.proc.exited;
-}
-
-beforeAll(() => {
-  const build = Bun.spawnSync([process.execPath, "run", "build"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
-  if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
+beforeAll(async () => {
+  await buildBinary();
   // A .env and a bunfig.toml in the working directory must not be read by the binary.
   writeFileSync(join(work, ".env"), "SERVER__PORT=not-a-port\n");
   writeFileSync(join(work, "bunfig.toml"), "this is [not toml\n");
