@@ -92,6 +92,14 @@ export class ServiceUnavailable extends AppError {
   readonly title = "Not ready";
 }
 
+/** The store refused (disk full, I/O error, busy): nothing was written; worth retrying later. */
+export class StorageUnavailable extends AppError {
+  readonly status = 503;
+  readonly type = "storage-unavailable";
+  readonly title = "The service cannot use its database now";
+  override readonly headers = { "retry-after": "30" };
+}
+
 export class UpstreamFailed extends AppError {
   readonly status = 502;
   readonly type = "upstream-failed";

@@ -1,5 +1,6 @@
+import { storageFailure } from "../db/errors";
 import type { Logger } from "../observability/logger";
-import { AppError, Internal, type FieldError } from "./errors";
+import { AppError, Internal, StorageUnavailable, type FieldError } from "./errors";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
@@ -33,11 +34,17 @@ export function problemResponse(error: AppError, requestId?: string): Response {
 }
 
 /**
- * Any thrown value as a response: an AppError says what it is; anything else is a defect, logged with the
- * request id and answered 500 without a word about its cause.
+ * Any thrown value as a response: an AppError says what it is; a failure of the store (disk full, I/O, busy) is a
+ * 503 that says so, and is logged; anything else is a defect, logged with the request id and answered 500 without
+ * a word about its cause.
  */
 export function errorResponse(error: unknown, log: Logger, requestId?: string): Response {
   if (error instanceof AppError) return problemResponse(error, requestId);
+  const storage = storageFailure(error);
+  if (storage) {
+    log.error("the database refused a request", { request_id: requestId, error: (error as Error).message });
+    return problemResponse(new StorageUnavailable(storage), requestId);
+  }
   log.error("unhandled error", { request_id: requestId, error: describeError(error) });
   return problemResponse(new Internal(), requestId);
 }

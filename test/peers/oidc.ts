@@ -9,6 +9,8 @@ export type OidcPeer = {
   /** Successful refresh_token grants at the token endpoint. */
   refreshed: { count: number };
   stop(): Promise<void>;
+  /** Listens again on the same port after `stop`, with everything it knew (an outage, not a reset). */
+  restart(): Promise<void>;
 };
 
 export type OidcOptions = {
@@ -62,13 +64,19 @@ export async function startOidcProvider(options: OidcOptions = {}): Promise<Oidc
     if (ctx.oidc.params?.grant_type === "refresh_token") refreshed.count++;
   });
   const server: Server = createServer(provider.callback());
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const listen = () => new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  await listen();
   return {
     issuer,
     provider,
     destroyed,
     refreshed,
-    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+    restart: listen,
   };
 }
 
