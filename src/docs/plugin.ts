@@ -1,5 +1,7 @@
 import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
+import { Problem } from "../http-errors/model";
+import { PROBLEM_CONTENT_TYPE } from "../http-errors/problem";
 // Embedded in the binary (`type: "file"`): Swagger UI works with no internet (DESIGN.md).
 import bundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 import css from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
@@ -11,16 +13,64 @@ const SPEC_PATH = "/openapi.json";
 
 /** A route whose body may be left out says so with this in its `detail` (the generator marks every body required). */
 export const OPTIONAL_BODY = { "x-optional-body": true } as const;
+/** A relay's route (MCP, A2A) says so with this in its `detail`: its body streams upstream unread, any media type. */
+export const RELAYED_BODY = { "x-relayed-body": true } as const;
 
-type Operation = { requestBody?: { required?: boolean }; "x-optional-body"?: boolean };
+type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: { title?: string } }> };
+type Operation = {
+  requestBody?: { required?: boolean };
+  security?: unknown[];
+  responses?: Record<string, Response>;
+  "x-optional-body"?: boolean;
+  "x-relayed-body"?: boolean;
+};
+type Document = { paths?: Record<string, Record<string, Operation>> };
 
-/** Marks the optional bodies of the generated document (once: the generator caches the document it returns). */
-function markOptionalBodies(document: { paths?: Record<string, Record<string, Operation>> }) {
+const RETRY_AFTER = { "retry-after": { description: "Seconds to wait before trying again", schema: { type: "integer" } } };
+/** The refusals every route of a kind can give, said once here rather than on every route. */
+const COMMON = {
+  authenticated: {
+    429: {
+      description:
+        "Too many failed credentials from this address (AUTH__MAX_FAILURES in AUTH__FAILURE_WINDOW_SECONDS), or on the MCP proxy too many open streams (PROXY__MAX_STREAMS_PER_USER, PROXY__MAX_STREAMS_PER_CONNECTOR)",
+      headers: RETRY_AFTER,
+    },
+    503: { description: "The store cannot take writes now (disk full, I/O error): nothing was changed", headers: RETRY_AFTER },
+  },
+  body: { 413: { description: "The body is over API__MAX_BODY_BYTES (relays: PROXY__MAX_BODY_BYTES)" } },
+  parsedBody: {
+    400: { description: "The body is not valid JSON" },
+    415: { description: "The body is not JSON" },
+  },
+} satisfies Record<string, Record<number, Response>>;
+
+/**
+ * Finishes the generated document, once (the generator caches the document it returns, so this sees it again): marks optional bodies, adds
+ * the refusals common to every route of a kind, and types every problem response as problem+json
+ * ([RFC 9457 §3](https://www.rfc-editor.org/rfc/rfc9457#section-3)), which is what the service sends.
+ */
+const finished = new WeakSet<object>();
+function finishDocument(document: Document) {
+  if (finished.has(document)) return;
+  finished.add(document);
   for (const item of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(item)) {
-      if (!operation["x-optional-body"]) continue;
+      const responses = (operation.responses ??= {});
+      const add = (common: Record<number, Response>) => {
+        for (const [status, response] of Object.entries(common)) responses[status] ??= { ...response, content: { "application/json": { schema: Problem } } };
+      };
+      if (operation.security?.length) add(COMMON.authenticated);
+      if (operation.requestBody) {
+        add(COMMON.body);
+        if (!operation["x-relayed-body"]) add(COMMON.parsedBody);
+      }
+      if (operation["x-optional-body"] && operation.requestBody) operation.requestBody.required = false;
       delete operation["x-optional-body"];
-      if (operation.requestBody) operation.requestBody.required = false;
+      delete operation["x-relayed-body"];
+      for (const response of Object.values(responses)) {
+        const json = response.content?.["application/json"];
+        if (json && json.schema?.title === Problem.title) response.content = { [PROBLEM_CONTENT_TYPE]: json };
+      }
     }
   }
 }
@@ -30,7 +80,7 @@ export function docsPlugin(version: string) {
     new Response(Bun.file(path), { headers: { "content-type": type, "cache-control": YEAR } });
   return new Elysia({ name: "docs" })
     .onAfterHandle({ as: "global" }, ({ path, response }) => {
-      if (path === SPEC_PATH && response && typeof response === "object") markOptionalBodies(response);
+      if (path === SPEC_PATH && response && typeof response === "object") finishDocument(response as Document);
     })
     .use(
       openapi({

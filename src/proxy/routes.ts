@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { RELAYED_BODY } from "../docs/plugin";
 import { Problem } from "../http-errors/model";
 import type { AuthPlugin } from "../users/auth-plugin";
 import { RELAYED_JSON_BODY } from "../http/json-body";
@@ -11,6 +12,7 @@ const detail = (summary: string, description: string) => ({
     `${description} Authenticated like the API; only for a connected connector of the caller. The client's own Authorization and cookies are never forwarded; the connector's stored credentials are. ` +
     "Problems of type oauth-scope-required (403) and oauth-authorization-required (409) mean the connector now waits for the user to open its auth_request.authorization_url; upstream-credentials-revoked (502) that it was disconnected.",
   tags: ["MCP proxy"],
+  ...RELAYED_BODY,
 });
 
 const options = (summary: string, description: string, body = false) => ({

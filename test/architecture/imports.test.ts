@@ -9,9 +9,9 @@ import ts from "typescript";
  * in the rest. Type-only imports count: they are dependencies too.
  */
 const LAYERS: string[][] = [
-  ["version", "observability", "cache", "secrets", "urls", "metrics", "db", "docs"],
+  ["version", "observability", "cache", "secrets", "urls", "metrics", "db"],
   ["http-errors"],
-  ["http"],
+  ["http", "docs"],
   ["security", "upstream", "gateway", "health", "scheduler"],
   ["users", "relay"],
   ["presets"],

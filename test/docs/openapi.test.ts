@@ -77,6 +77,26 @@ test("request bodies in OpenAPI are the schemas that validate them; only connect
   expect(connected.status).not.toBe(422); // no body at all is accepted, as the document says
 });
 
+test("every refusal is documented as the problem+json the service sends, with the refusals common to a kind of route", async () => {
+  const doc = await (await get("/openapi.json")).json();
+  const create = doc.paths["/api/v1/connectors/"].post.responses;
+  for (const status of ["400", "401", "413", "415", "422", "429", "503"]) {
+    expect({ status, types: Object.keys(create[status]?.content ?? {}) }).toEqual({ status, types: ["application/problem+json"] });
+  }
+  expect(create["429"].headers["retry-after"]).toBeDefined();
+  // A relay streams its body unread: no 415 or 400 for it, but its size limit holds.
+  const relay = doc.paths["/api/v1/connectors/{id}/mcp"].post.responses;
+  expect(Object.keys(relay)).toContain("413");
+  expect(Object.keys(relay)).not.toContain("415");
+  // Public routes take no credentials, so they cannot be refused for them.
+  expect(Object.keys(doc.paths["/healthz"].get.responses)).toEqual(["200"]);
+  expect(JSON.stringify(doc)).not.toContain("x-relayed-body");
+  // What the document says is what is sent.
+  const refused = await t.api("POST", "/api/v1/connectors", { raw: "not json", headers: { "content-type": "text/plain" } });
+  expect(refused.status).toBe(415);
+  expect(refused.headers.get("content-type")).toStartWith("application/problem+json");
+});
+
 test("Swagger UI at /docs loads nothing from another host", async () => {
   const html = await (await get("/docs")).text();
   expect(html).toContain("swagger-ui");
