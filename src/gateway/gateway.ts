@@ -11,6 +11,12 @@ export type Gateway = {
   close(): Promise<void>;
 };
 
+/** The gateway of one process per session: it alone sees a server that exits at every start. */
+export type SessionGateway = Gateway & {
+  /** Not ready while the server keeps exiting before it answers (CRASH_LOOP_STARTS new sessions in a row). */
+  health(): { ready: true } | { ready: false; reason: string };
+};
+
 export type GatewayOptions = {
   stdio: StdioCommand;
   log: Logger;
@@ -24,14 +30,24 @@ export type GatewayOptions = {
   token?: string;
 };
 
+/** New sessions in a row whose server exited before answering, after which the server is said to crash-loop. */
+export const CRASH_LOOP_STARTS = 3;
+
 /**
  * Wraps a stdio MCP server and serves it over MCP Streamable HTTP (2025-06-18 / 2025-11-25 sessions).
  * A new session (an `initialize` without Mcp-Session-Id) starts its own server process; later requests
  * name their session; DELETE, or the process exiting, ends it. The number of processes is bounded.
  */
-export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000, token }: GatewayOptions): Gateway {
+export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000, token }: GatewayOptions): SessionGateway {
   const sessions = new Map<string, GatewaySession>();
   const pending = new Set<GatewaySession>();
+  // Consecutive sessions whose server could not start, and why the last one could not: the deployment's health.
+  let failedStarts = 0;
+  let lastFailure = "";
+  const failedToStart = (why: string) => {
+    failedStarts++;
+    lastFailure = why;
+  };
   const sweep = setInterval(() => {
     const cutoff = Date.now() - idleSessionMs;
     for (const session of sessions.values()) {
@@ -56,17 +72,27 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
     if (sessions.size + pending.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
     let session: GatewaySession;
     try {
-      session = await openSession(stdio, log, (s) => {
-        pending.delete(s);
-        if (s.transport.sessionId) sessions.delete(s.transport.sessionId);
+      session = await openSession(stdio, log, {
+        closed(s) {
+          pending.delete(s);
+          if (s.transport.sessionId) sessions.delete(s.transport.sessionId);
+          const why = s.failedToStart();
+          if (why) failedToStart(why);
+        },
+        answered: () => (failedStarts = 0),
       });
     } catch (e) {
       log.error("could not start the stdio server", { command: stdio.command, error: (e as Error).message });
+      failedToStart(`The stdio server could not be started: ${(e as Error).message}`);
       return jsonRpcError(502, `The stdio server could not be started: ${(e as Error).message}`);
     }
     pending.add(session);
-    const response = await session.transport.handleRequest(request);
+    let response = await session.transport.handleRequest(request);
     pending.delete(session);
+    // A server that exits at once can be gone before its transport saw the request, which then answers as if the
+    // session were unknown: the client is told why instead.
+    const exited = session.failedToStart();
+    if (exited && !response.ok) response = jsonRpcError(502, exited);
     if (session.transport.sessionId) sessions.set(session.transport.sessionId, session);
     else await session.close(); // not an initialize: the transport refused it, nothing to keep
     return response;
@@ -80,6 +106,10 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
       return new Response("Not Found", { status: 404 });
     },
     sessionCount: () => sessions.size,
+    health: () =>
+      failedStarts < CRASH_LOOP_STARTS
+        ? { ready: true }
+        : { ready: false, reason: `the server exited before answering in ${failedStarts} sessions in a row (last: ${lastFailure})` },
     async close() {
       clearInterval(sweep);
       await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()));

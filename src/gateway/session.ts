@@ -11,6 +11,8 @@ export type GatewaySession = {
   pid(): number | null;
   /** When a client last sent a request in this session (for the idle sweep). */
   lastActive: number;
+  /** Why the process exited on its own before it answered anything (a server that cannot start), else undefined. */
+  failedToStart(): string | undefined;
   close(): Promise<void>;
 };
 
@@ -24,26 +26,32 @@ const isRequest = (m: JSONRPCMessage): m is JSONRPCMessage & { id: string | numb
  * session to one process). The SDK's transports do the framing on both sides; this relays messages and
  * routes progress notifications to the request that asked for them (by its progressToken).
  */
-export async function openSession(
-  stdio: StdioCommand,
-  log: Logger,
-  onClosed: (session: GatewaySession) => void,
-): Promise<GatewaySession> {
+export type SessionEvents = {
+  /** The session ended, however it ended. */
+  closed(session: GatewaySession): void;
+  /** The server process answered its first request: it starts. */
+  answered(): void;
+};
+
+export async function openSession(stdio: StdioCommand, log: Logger, events: SessionEvents): Promise<GatewaySession> {
   const child = new StdioClientTransport({ command: stdio.command, args: stdio.args, env: stdio.env, stderr: "pipe" });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() });
   const progressTo = new Map<ProgressToken, string | number>();
   // Requests sent to the process and not answered yet: if it exits, each gets an error instead of silence.
   const unanswered = new Set<string | number>();
   let closing: Promise<void> | undefined;
+  let answered = false;
+  let exitedUnanswered: string | undefined;
 
   const session: GatewaySession = {
     transport,
     pid: () => child.pid,
     lastActive: Date.now(),
+    failedToStart: () => exitedUnanswered,
     close() {
       closing ??= (async () => {
         await Promise.allSettled([child.close(), transport.close()]);
-        onClosed(session);
+        events.closed(session);
       })();
       return closing;
     },
@@ -75,6 +83,8 @@ export async function openSession(
       relatedRequestId = progressTo.get((message.params as { progressToken: ProgressToken }).progressToken);
     }
     if ("id" in message && !("method" in message) && message.id !== undefined) {
+      if (!answered) events.answered();
+      answered = true;
       unanswered.delete(message.id);
       for (const [token, id] of progressTo) if (id === message.id) progressTo.delete(token);
     }
@@ -86,6 +96,7 @@ export async function openSession(
     if (!closing) {
       log.warn("stdio server exited; its session ends", { session: transport.sessionId, last_stderr: stderrTail || undefined });
       const why = `The stdio server exited${stderrTail ? `: ${stderrTail.trim()}` : lastStderr ? `: ${lastStderr}` : ""}`;
+      if (!answered) exitedUnanswered = why;
       for (const id of unanswered) {
         await transport.send({ jsonrpc: "2.0", id, error: { code: GATEWAY_ERROR, message: why } }).catch(() => undefined);
       }

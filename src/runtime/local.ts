@@ -1,14 +1,14 @@
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Server } from "bun";
 import { randomBytes } from "node:crypto";
-import { createGateway, type Gateway } from "../gateway/gateway";
+import { createGateway, type SessionGateway } from "../gateway/gateway";
 import { GATEWAY_TOKEN_HEADER } from "../gateway/token";
 import type { StdioCommand } from "../gateway/session";
 import type { Logger } from "../observability/logger";
 import { describeHandshake, mcpHandshake } from "../upstream/handshake";
 import { DeploymentFailed, READINESS_TIMEOUT_MS, serverEnv, type DeploymentSpec, type Runtime } from "./runtime";
 
-type Deployment = { gateway: Gateway; server: Server<undefined>; url: URL; token: string };
+type Deployment = { gateway: SessionGateway; server: Server<undefined>; url: URL; token: string };
 
 export type LocalRuntimeOptions = {
   log: Logger;
@@ -78,7 +78,9 @@ export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT
       return fetch(input, { ...init, headers });
     },
     remove,
-    list: async () => new Map([...deployments.keys()].map((id) => [id, { ready: true as const }])),
+    // A gateway whose server keeps exiting before it answers is not ready: reconciliation disconnects the connector
+    // if that lasts (deployments/service.ts), as it does a Kubernetes pod in a crash loop.
+    list: async () => new Map([...deployments].map(([id, deployment]) => [id, deployment.gateway.health()])),
     async close() {
       await Promise.allSettled([...deployments.keys()].map(remove));
     },

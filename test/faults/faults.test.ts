@@ -4,6 +4,9 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CRASH_LOOP_STARTS } from "../../src/gateway/gateway";
+import { NOT_READY_GRACE_MS } from "../../src/deployments/service";
+import { EVERYTHING } from "../peers/everything";
 import { authorizeInBrowser, startOidcProvider } from "../peers/oidc";
 import { startOAuthMcpServer } from "../peers/oauth-mcp-server";
 import { scriptedServer } from "../peers/scripted-server";
@@ -168,6 +171,51 @@ describe("slowloris clients", () => {
       await waitFor("the slow connections to be closed", () => closed.count === 300, 20_000);
     } finally {
       await service.stop();
+    }
+  }, 30_000);
+});
+
+describe("a managed server that crash-loops", () => {
+  test("each client gets the server's last words at once; if it lasts, the connector is disconnected with them, and a connect recovers it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cs-loop-"));
+    const broken = join(dir, "broken");
+    // Starts normally until the file `broken` exists, then exits at every start, as a server whose config vanished.
+    const command = ["sh", "-c", `test -e ${broken} && { echo 'fatal: config vanished' >&2; exit 3; }; exec node ${EVERYTHING} stdio`];
+    const presets = JSON.stringify([{ url: "mcp+stdio://flaky", metadata: { name: "Flaky" }, stdio: { image: "example/flaky", command } }]);
+    const clock = steppedClock(Date.now());
+    const service = await startTestService({ CONNECTOR__PRESETS: presets }, { clock: clock.now });
+    const processes = () => Bun.spawnSync(["pgrep", "-f", `${EVERYTHING} stdio|${broken}`]).stdout.toString().split("\n").filter(Boolean);
+    const initialize = () =>
+      fetch(proxyUrl(service, id), {
+        method: "POST",
+        headers: { authorization: authHeader(ADMIN), "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      }).then((r) => r.text());
+    const id = (await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://flaky" } })).body.id as string;
+    try {
+      expect((await service.api("POST", `/api/v1/connectors/${id}/connect`)).body.state).toBe("connected");
+      writeFileSync(broken, "");
+      for (let i = 0; i < CRASH_LOOP_STARTS; i++) {
+        const started = performance.now();
+        expect(await initialize()).toContain("The stdio server exited: fatal: config vanished");
+        expect(performance.now() - started).toBeLessThan(5_000);
+      }
+      await service.runJobs();
+      expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected"); // a grace period first
+      clock.advance(NOT_READY_GRACE_MS + 1_000);
+      await service.runJobs();
+      const down = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+      expect(down.state).toBe("disconnected");
+      expect(down.disconnect_reason).toContain("The managed server stopped serving");
+      expect(down.disconnect_reason).toContain("fatal: config vanished");
+      expect(processes()).toEqual([]);
+
+      rmSync(broken);
+      expect((await service.api("POST", `/api/v1/connectors/${id}/connect`)).body).toMatchObject({ state: "connected", disconnect_reason: null });
+      expect(await initialize()).toContain('"serverInfo"');
+    } finally {
+      await service.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 30_000);
 });
