@@ -5,13 +5,17 @@ import type { Logger } from "../observability/logger";
 import { createOpenedCache } from "../secrets/opened-cache";
 import type { Sealer } from "../secrets/sealer";
 import { clientAuth, resolveClient, type ClientIdentityDeps } from "./client-identity";
-import { canonicalResource, discoverAuthorizationServer, discoverResource } from "./discovery";
+import { canonicalResource, discoverAuthorizationServer, discoverResource, isGuessedServer } from "./discovery";
 import { describeOAuthError, type OAuthFailure } from "./errors";
 import type { OAuthHttp } from "./http";
 import { CALLBACK_PATH, STATE_TTL_MS, type GrantContext, type GrantSecrets, type StateContext, type StateSecrets } from "./model";
 import { refreshAt, retryAt } from "./refresh-plan";
 import type { OAuthGrantRow, OAuthRepository } from "./repository";
 import { grantSeal, stateSeal } from "./sealing";
+
+/** Said when the OAuth flow failed at a server that publishes no OAuth metadata: its 401 may ask for a header. */
+const NO_METADATA_HINT =
+  "the MCP server publishes no OAuth metadata (RFC 9728, RFC 8414), so it may not use OAuth at all: if it takes an API key or token in a header, connect with `headers` instead";
 
 export class OAuthFlowFailed extends Error {
   constructor(readonly failure: OAuthFailure) {
@@ -142,10 +146,11 @@ export function createOAuthClient(deps: OAuthClientDeps) {
      * MCP server answered 401: discovery, client identity, then the authorization URL the user opens.
      */
     async begin(input: BeginInput): Promise<string> {
+      let as: oauth.AuthorizationServer | undefined;
       try {
         const challenge = extractWWWAuthenticateParams(input.challenge);
         const resource = await discoverResource(input.serverUrl, challenge.resourceMetadataUrl, http);
-        const as = await discoverAuthorizationServer(resource.authorizationServer, http, resource.legacy);
+        as = await discoverAuthorizationServer(resource.authorizationServer, http, resource.legacy);
         const callback = redirectUri();
         const identity = await resolveClient(as, { client_id: input.client_id, client_secret: input.client_secret }, callback, identityDeps);
         // Scope ([MCP authorization §"Scope Selection Strategy"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#scope-selection-strategy)): the challenge's, else the resource's scopes_supported, else none;
@@ -189,7 +194,9 @@ export function createOAuthClient(deps: OAuthClientDeps) {
         if (scope) url.searchParams.set("scope", scope);
         return url.href;
       } catch (e) {
-        throw new OAuthFlowFailed(describeOAuthError(e));
+        const failure = describeOAuthError(e);
+        if (as && isGuessedServer(as)) failure.reason += `; ${NO_METADATA_HINT}`;
+        throw new OAuthFlowFailed(failure);
       }
     },
 

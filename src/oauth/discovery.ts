@@ -64,6 +64,13 @@ function isResourceFor(resource: string, serverUrl: URL): boolean {
   return claimed.pathname === "/" || serverUrl.pathname === claimed.pathname || serverUrl.pathname.startsWith(base);
 }
 
+const guessed = new WeakSet<oauth.AuthorizationServer>();
+/**
+ * Whether these are the default endpoints assumed for a server that publishes no OAuth metadata at all: its 401 may
+ * not be OAuth's (an API key it wants in a header), so a failure there is worth a hint.
+ */
+export const isGuessedServer = (as: oauth.AuthorizationServer) => guessed.has(as);
+
 /**
  * Authorization server metadata in the order of MCP authorization (2025-11-25) §"Authorization Server Metadata
  * Discovery": RFC 8414 path-inserted, OIDC path-inserted, OIDC path-appended; for an issuer without a path, the
@@ -101,13 +108,15 @@ export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp, 
   }
   // [MCP 2025-03-26 §2.3.3](https://modelcontextprotocol.io/specification/2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery): without metadata, the default endpoints at the server's origin (PKCE is mandatory there).
   if (legacy) {
-    return {
+    const defaults: oauth.AuthorizationServer = {
       issuer: issuer.origin,
       authorization_endpoint: `${issuer.origin}/authorize`,
       token_endpoint: `${issuer.origin}/token`,
       registration_endpoint: `${issuer.origin}/register`,
       code_challenge_methods_supported: ["S256"],
     };
+    guessed.add(defaults);
+    return defaults;
   }
   throw new DiscoveryFailed(`no authorization server metadata for ${issuer.href} (${failures.join(", ")})`);
 }

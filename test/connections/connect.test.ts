@@ -75,7 +75,7 @@ describe("connect verifies credentials with an MCP handshake", () => {
     expect((await t.api("GET", `/api/v1/connectors/${id}`)).body).toMatchObject({ state: "connected", header_names: [] });
   });
 
-  test("a server that answers 401 with no OAuth metadata: 502 of type oauth-request-rejected, and the reason says why", async () => {
+  test("a server that answers 401 with no OAuth metadata: 502 of type oauth-request-rejected; the reason says why and suggests headers", async () => {
     const created = await t.api("POST", "/api/v1/connectors", { body: { url: BEARER } });
     const res = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
     expectProblem(res, 502);
@@ -83,6 +83,8 @@ describe("connect verifies credentials with an MCP handshake", () => {
     // registration endpoint answers 401 too.
     expect(res.body.type).toBe("/problems/oauth-request-rejected");
     expect(res.body.detail).toContain("OAuth authorization could not start");
+    expect(res.body.detail).toContain("publishes no OAuth metadata");
+    expect(res.body.detail).toContain("connect with `headers` instead");
     const after = await t.api("GET", `/api/v1/connectors/${created.body.id}`);
     expect(after.body.state).toBe("disconnected");
     expect(after.body.disconnect_reason).toBe(res.body.detail);
