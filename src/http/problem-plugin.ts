@@ -24,7 +24,11 @@ function asAppError(code: string | number, error: unknown, request: Request): un
     const errors = validationErrors(error);
     return new ValidationFailed(errors.map((e) => `${e.field}: ${e.detail}`).join("; ") || "The request does not match the schema", errors);
   }
-  if (code === "NOT_FOUND") return new NotFound(`No route for ${request.method} ${new URL(request.url).pathname}`);
+  if (code === "NOT_FOUND") {
+    // [RFC 9110 §9.3.6](https://www.rfc-editor.org/rfc/rfc9110#section-9.3.6): CONNECT asks for a tunnel; its target is an authority, not a path.
+    if (request.method === "CONNECT") return new NotFound("CONNECT is not served: this service is not a forward proxy");
+    return new NotFound(`No route for ${request.method} ${new URL(request.url).pathname}`);
+  }
   return error;
 }
 

@@ -61,6 +61,13 @@ test("hostile bodies, anonymous or not, never delay /healthz by more than 100 ms
   expect(worst).toBeLessThan(100);
 });
 
+test("CONNECT is a 404 problem that says this is no forward proxy", async () => {
+  const answer = await raw("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+  expect(answer).toStartWith("HTTP/1.1 404");
+  expect(answer).toMatch(/content-type: application\/problem\+json/i);
+  expect(answer).toContain("CONNECT is not served: this service is not a forward proxy");
+});
+
 test.each([
   ["an unknown method", "BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n"],
   ["an absolute-form target", "GET http://elsewhere.example/api/v1/connectors HTTP/1.1\r\nHost: x\r\n\r\n"],
