@@ -10,7 +10,7 @@ import { createConnectorRepository } from "./connectors/repository";
 import { connectorRoutes } from "./connectors/routes";
 import { createConnectorService, isManaged } from "./connectors/service";
 import { createTransitions } from "./connectors/transitions";
-import type { Db } from "./db/open";
+import type { Store } from "./db/store";
 import { createDeployments } from "./deployments/service";
 import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
@@ -49,7 +49,7 @@ import { VERSION } from "./version";
 /** Everything the services take from outside: replaced in tests by an in-memory database, a stepped clock, a fake fetch. */
 export type Deps = {
   config: Config;
-  db: Db;
+  store: Store;
   sealer: Sealer;
   log: Logger;
   clock: () => number;
@@ -74,8 +74,8 @@ export type Deps = {
  */
 export function createServices(deps: Deps) {
   const { config, sealer, clock, newId, log } = deps;
-  const users = createUserRepository(deps.db, clock);
-  const connectorRows = createConnectorRepository(deps.db, clock);
+  const users = createUserRepository(deps.store, clock);
+  const connectorRows = createConnectorRepository(deps.store, clock);
   const presets = createPresetCatalog(config.presets);
   const urlGuard = createUrlGuard({ blockPrivate: config.security.blockPrivateNetworks, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
@@ -86,7 +86,7 @@ export function createServices(deps: Deps) {
 
   const credentials = createConnectorCredentials(sealer);
   const oauth = createOAuthClient({
-    repository: createOAuthRepository(deps.db),
+    repository: createOAuthRepository(deps.store),
     sealer,
     http: createOAuthHttp(upstreamFetch, config.security.blockPrivateNetworks),
     clock,
@@ -137,7 +137,7 @@ export function createServices(deps: Deps) {
     forward: relayOptions(metrics, "mcp", "MCP server", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], relaySettings),
   });
   const providers = createProviderService({
-    providers: createProviderRepository(deps.db),
+    providers: createProviderRepository(deps.store),
     fetch: upstreamFetch,
     urlGuard,
     clock,

@@ -1,11 +1,11 @@
 import { and, asc, eq, isNotNull, lt } from "drizzle-orm";
-import type { Db } from "../db/open";
-import { providers } from "./table";
+import type { Store } from "../db/store";
+import { providers as sqliteProviders, providersPg } from "./table";
 
-export type ProviderRow = typeof providers.$inferSelect;
+export type ProviderRow = typeof sqliteProviders.$inferSelect;
 export type ProviderPatch = Partial<Omit<ProviderRow, "id" | "created_at">>;
 
-/** Agent providers. Asynchronous, so that another store can implement it without touching callers. */
+/** Agent providers, on either store. */
 export type ProviderRepository = {
   insert(row: ProviderRow): Promise<void>;
   find(id: string): Promise<ProviderRow | undefined>;
@@ -17,21 +17,23 @@ export type ProviderRepository = {
   stale(before: number): Promise<string[]>;
 };
 
-export function createProviderRepository(db: Db): ProviderRepository {
+export function createProviderRepository(store: Store): ProviderRepository {
+  const { db } = store;
+  const providers = store.table(sqliteProviders, providersPg);
   return {
     async insert(row) {
-      db.insert(providers).values(row).run();
+      await db.insert(providers).values(row);
     },
-    find: async (id) => db.select().from(providers).where(eq(providers.id, id)).get(),
-    list: async () => db.select().from(providers).orderBy(asc(providers.created_at), asc(providers.id)).all(),
-    update: async (id, patch) => db.update(providers).set(patch).where(eq(providers.id, id)).returning().get(),
-    delete: async (id) => db.delete(providers).where(eq(providers.id, id)).returning({ id: providers.id }).all().length === 1,
+    find: async (id) => (await db.select().from(providers).where(eq(providers.id, id)).limit(1))[0],
+    list: async () => db.select().from(providers).orderBy(asc(providers.created_at), asc(providers.id)),
+    update: async (id, patch) => (await db.update(providers).set(patch).where(eq(providers.id, id)).returning())[0],
+    delete: async (id) => (await db.delete(providers).where(eq(providers.id, id)).returning({ id: providers.id })).length === 1,
     stale: async (before) =>
-      db
-        .select({ id: providers.id })
-        .from(providers)
-        .where(and(isNotNull(providers.agent_card_url), lt(providers.refreshed_at, before)))
-        .all()
-        .map((r) => r.id),
+      (
+        await db
+          .select({ id: providers.id })
+          .from(providers)
+          .where(and(isNotNull(providers.agent_card_url), lt(providers.refreshed_at, before)))
+      ).map((r) => r.id),
   };
 }

@@ -1,12 +1,12 @@
 import { ConfigError, loadConfig } from "../config/load";
-import { openDatabase } from "../db/open";
+import { openStore } from "../db/open";
 
-export function migrate(env: Record<string, string | undefined>): number {
+export async function migrate(env: Record<string, string | undefined>): Promise<number> {
   try {
     const config = loadConfig(env);
-    const database = openDatabase(config.database.path);
-    process.stdout.write(`${JSON.stringify({ level: "info", msg: "migrated", path: config.database.path, migrations_applied: database.applied })}\n`);
-    database.close();
+    const store = await openStore(config.database);
+    process.stdout.write(`${JSON.stringify({ level: "info", msg: "migrated", store: store.dialect, path: config.database.path, migrations_applied: store.applied })}\n`);
+    await store.close();
     return 0;
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;

@@ -1,7 +1,7 @@
 import { renameSync } from "node:fs";
 import { createConnectorRepository } from "../connectors/repository";
 import { ConfigError, loadConfig } from "../config/load";
-import { openDatabase } from "../db/open";
+import { openStore } from "../db/open";
 import { createOAuthRepository } from "../oauth/repository";
 import { createKeyFile, KeyFileError, nextKeyFile, readPrivateKeyFile } from "../secrets/key";
 import { createSealer, type Reseal } from "../secrets/sealer";
@@ -50,20 +50,15 @@ async function rotate(env: Record<string, string | undefined>): Promise<number> 
   const sealer = createSealer(newKey);
   const reseal: Reseal = (sealed, context) => sealer.seal(opener.open(sealed, context), context);
 
-  const database = openDatabase(config.database.path);
-  let values = 0;
+  const store = await openStore(config.database);
+  let values: number;
   try {
-    database.sqlite.exec("BEGIN IMMEDIATE");
-    try {
-      values += await createConnectorRepository(database.db).resealAll(reseal);
-      values += await createOAuthRepository(database.db).resealAll(reseal);
-      database.sqlite.exec("COMMIT");
-    } catch (e) {
-      database.sqlite.exec("ROLLBACK");
-      throw e;
-    }
+    // One transaction: every value under the new key, or (interrupted) none.
+    values = await store.transaction(function* (tx, lock) {
+      return (yield* createConnectorRepository(store).resealAll(reseal)(tx, lock)) + (yield* createOAuthRepository(store).resealAll(reseal)(tx, lock));
+    });
   } finally {
-    database.close();
+    await store.close();
   }
   if (config.secrets.key === undefined) renameSync(nextKeyFile(keyFile), keyFile);
   process.stdout.write(

@@ -1,6 +1,6 @@
 import { buildApp, createServices, type Deps, type Services } from "../app";
 import { ConfigError, describeConfig, loadConfig, type Config } from "../config/load";
-import { openDatabase } from "../db/open";
+import { openStore } from "../db/open";
 import { startServer, type RunningServer } from "../http/server";
 import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
@@ -43,8 +43,8 @@ export async function startService(env: Record<string, string | undefined>, opti
     log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
   }
 
-  const database = openDatabase(config.database.path);
-  log.info("database ready", { path: config.database.path, migrations_applied: database.applied });
+  const store = await openStore(config.database);
+  log.info("database ready", { store: store.dialect, path: config.database.path, migrations_applied: store.applied });
 
   let publicUrl = config.server.publicUrl ?? "";
   let stopping = false;
@@ -53,7 +53,7 @@ export async function startService(env: Record<string, string | undefined>, opti
   const clientAddresses = new WeakMap<Request, string>();
   const deps: Deps = {
     config,
-    db: database.db,
+    store,
     sealer: createSealer(key.key, key.previous),
     log,
     clock: options.clock ?? Date.now,
@@ -97,7 +97,7 @@ export async function startService(env: Record<string, string | undefined>, opti
       clientAddresses,
     });
   } catch (e) {
-    database.close();
+    await store.close();
     throw listenFailure(e, config);
   }
   const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
@@ -134,7 +134,7 @@ export async function startService(env: Record<string, string | undefined>, opti
       const closed = services.proxy.closeNotificationStreams();
       if (closed) log.info("ended notification streams for shutdown", { streams: closed });
       await stopped;
-      database.close();
+      await store.close();
       log.info("stopped");
     },
   };

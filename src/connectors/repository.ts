@@ -1,12 +1,12 @@
 import { and, desc, eq, lt, or, sql, type SQL } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
-import type { Db } from "../db/open";
+import type { Store, TransactionBody } from "../db/store";
 import type { Reseal } from "../secrets/sealer";
 import { SEALED_COLUMNS, sealContext } from "./sealing";
 import type { ConnectorState } from "./model";
-import { connectors } from "./table";
+import { connectors as sqliteConnectors, connectorsPg } from "./table";
 
-export type ConnectorRow = typeof connectors.$inferSelect;
+export type ConnectorRow = typeof sqliteConnectors.$inferSelect;
 /** The columns a connection owns; only transitions.ts writes them. */
 export type ConnectionColumns = Pick<
   ConnectorRow,
@@ -14,7 +14,7 @@ export type ConnectionColumns = Pick<
 >;
 export type PageCursor = { created_at: number; id: string };
 
-/** Connectors. Asynchronous, so that another store can implement it without touching callers. */
+/** Connectors, on either store. */
 export type ConnectorRepository = {
   /** Inserts unless the owner already has `maxPerOwner` connectors (checked and written in one transaction). */
   insert(row: ConnectorRow, maxPerOwner: number): Promise<boolean>;
@@ -30,28 +30,30 @@ export type ConnectorRepository = {
   countByState(): Promise<{ state: ConnectorState; count: number }[]>;
   /** False when there was no such connector. */
   delete(id: string): Promise<boolean>;
-  /** Key rotation: every sealed value of this table, re-sealed by `reseal`; answers how many. */
-  resealAll(reseal: Reseal): Promise<number>;
+  /** Key rotation: every sealed value of this table re-sealed by `reseal`, inside the caller's transaction; how many. */
+  resealAll(reseal: Reseal): TransactionBody<number>;
 };
 
 /** How long a connector row read for the proxy may be reused (see cache/ttl-cache.ts). */
 export const CONNECTOR_CACHE_MS = 1000;
 
-export function createConnectorRepository(db: Db, clock: () => number = Date.now): ConnectorRepository {
+export function createConnectorRepository(store: Store, clock: () => number = Date.now): ConnectorRepository {
+  const { db } = store;
+  const connectors = store.table(sqliteConnectors, connectorsPg);
   // Prepared once, and cached briefly: the MCP proxy looks a connector up on every request.
-  const byId = db.select().from(connectors).where(eq(connectors.id, sql.placeholder("id"))).prepare();
+  const byId = store.prepareFirst<ConnectorRow>("connector_by_id", db.select().from(connectors).where(eq(connectors.id, sql.placeholder("id"))));
   const cache = createTtlCache<ConnectorRow>(CONNECTOR_CACHE_MS, 10_000, clock);
   return {
-    async insert(row, maxPerOwner) {
-      return db.transaction((tx) => {
-        const [owned] = tx.select({ n: sql<number>`count(*)` }).from(connectors).where(eq(connectors.owner_id, row.owner_id)).all();
+    insert: (row, maxPerOwner) =>
+      store.transaction(function* (tx, lock) {
+        yield lock(`connectors:${row.owner_id}`);
+        const [owned] = yield tx.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(connectors).where(eq(connectors.owner_id, row.owner_id));
         if ((owned?.n ?? 0) >= maxPerOwner) return false;
-        tx.insert(connectors).values(row).run();
+        yield tx.insert(connectors).values(row);
         return true;
-      });
-    },
-    findById: async (id) => byId.get({ id }),
-    findByIdCached: async (id) => cache.readThrough(id, () => byId.get({ id })),
+      }),
+    findById: (id) => byId({ id }),
+    findByIdCached: (id) => cache.readThrough(id, () => byId({ id })),
     async page(ownerId, limit, after) {
       const conditions: SQL[] = [];
       if (ownerId !== undefined) conditions.push(eq(connectors.owner_id, ownerId));
@@ -68,38 +70,39 @@ export function createConnectorRepository(db: Db, clock: () => number = Date.now
         .from(connectors)
         .where(and(...conditions))
         .orderBy(desc(connectors.created_at), desc(connectors.id))
-        .limit(limit)
-        .all();
+        .limit(limit);
     },
     async writeConnection(id, columns, at, whenState) {
       const where = whenState === undefined ? eq(connectors.id, id) : and(eq(connectors.id, id), eq(connectors.state, whenState));
-      const row = db.update(connectors).set({ ...columns, updated_at: at }).where(where).returning().get();
+      const [row] = await db.update(connectors).set({ ...columns, updated_at: at }).where(where).returning();
       if (row) cache.set(id, row);
       else cache.delete(id);
       return row;
     },
     connectedManaged: async () =>
-      db.select().from(connectors).where(and(eq(connectors.state, "connected"), sql`${connectors.url} LIKE 'mcp+stdio:%'`)).all(),
+      db.select().from(connectors).where(and(eq(connectors.state, "connected"), sql`${connectors.url} LIKE 'mcp+stdio:%'`)),
     countByState: async () =>
-      db.select({ state: connectors.state, count: sql<number>`count(*)` }).from(connectors).groupBy(connectors.state).all(),
+      db.select({ state: connectors.state, count: sql<number>`count(*)`.mapWith(Number) }).from(connectors).groupBy(connectors.state),
     async delete(id) {
       cache.delete(id);
-      return db.delete(connectors).where(eq(connectors.id, id)).returning({ id: connectors.id }).all().length === 1;
+      return (await db.delete(connectors).where(eq(connectors.id, id)).returning({ id: connectors.id })).length === 1;
     },
-    async resealAll(reseal) {
-      let count = 0;
-      for (const row of db.select().from(connectors).all()) {
-        const patch: Partial<Record<(typeof SEALED_COLUMNS)[number], string>> = {};
-        for (const column of SEALED_COLUMNS) {
-          const sealed = row[column];
-          if (sealed === null) continue;
-          patch[column] = reseal(sealed, sealContext(row.id, column));
-          count++;
+    resealAll: (reseal) =>
+      function* (tx) {
+        let count = 0;
+        const rows: ConnectorRow[] = yield tx.select().from(connectors);
+        for (const row of rows) {
+          const patch: Partial<Record<(typeof SEALED_COLUMNS)[number], string>> = {};
+          for (const column of SEALED_COLUMNS) {
+            const sealed = row[column];
+            if (sealed === null) continue;
+            patch[column] = reseal(sealed, sealContext(row.id, column));
+            count++;
+          }
+          if (Object.keys(patch).length) yield tx.update(connectors).set(patch).where(eq(connectors.id, row.id));
         }
-        if (Object.keys(patch).length) db.update(connectors).set(patch).where(eq(connectors.id, row.id)).run();
-      }
-      cache.clear();
-      return count;
-    },
+        cache.clear();
+        return count;
+      },
   };
 }

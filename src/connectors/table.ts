@@ -1,8 +1,9 @@
 import { sql } from "drizzle-orm";
+import { index as pgIndex, jsonb, pgTable, text as pgText } from "drizzle-orm/pg-core";
 import { index, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { timestamps } from "../db/columns";
+import { timestamps, timestampsPg, type SameRow } from "../db/columns";
 import type { Metadata } from "../presets/model";
-import { users } from "../users/table";
+import { users, usersPg } from "../users/table";
 import { AUTH_METHODS, CONNECTOR_STATES } from "./model";
 
 export const connectors = sqliteTable(
@@ -37,3 +38,33 @@ export const connectors = sqliteTable(
     index("connectors_created_idx").on(table.created_at, table.id),
   ],
 );
+
+export const connectorsPg = pgTable(
+  "connectors",
+  {
+    id: pgText("id").primaryKey(),
+    owner_id: pgText("owner_id")
+      .notNull()
+      .references(() => usersPg.id, { onDelete: "cascade" }),
+    url: pgText("url").notNull(),
+    state: pgText("state", { enum: CONNECTOR_STATES }).notNull(),
+    auth_method: pgText("auth_method", { enum: AUTH_METHODS }).notNull().default("none"),
+    disconnect_reason: pgText("disconnect_reason"),
+    metadata: jsonb("metadata").$type<Metadata>().notNull().default(sql`'{}'::jsonb`),
+    preset_url: pgText("preset_url"),
+    client_id: pgText("client_id"),
+    client_secret: pgText("client_secret"),
+    headers: pgText("headers"),
+    header_names: jsonb("header_names").$type<string[]>(),
+    access_token: pgText("access_token"),
+    authorization_url: pgText("authorization_url"),
+    redirect_url: pgText("redirect_url"),
+    ...timestampsPg,
+  },
+  (table) => [
+    pgIndex("connectors_owner_created_idx").on(table.owner_id, table.created_at, table.id),
+    pgIndex("connectors_created_idx").on(table.created_at, table.id),
+  ],
+);
+
+export const CONNECTOR_ROWS_MATCH: SameRow<typeof connectors, typeof connectorsPg> = true;

@@ -1,18 +1,15 @@
 import { and, eq, isNotNull, isNull, lt, lte, or } from "drizzle-orm";
-import type { Db } from "../db/open";
+import type { Store, TransactionBody } from "../db/store";
 import type { Reseal } from "../secrets/sealer";
 import { clientSeal, grantSeal, stateSeal } from "./sealing";
-import { oauth_clients, oauth_grants, oauth_states } from "./table";
+import { oauth_clients as sqliteClients, oauth_clientsPg, oauth_grants as sqliteGrants, oauth_grantsPg, oauth_states as sqliteStates, oauth_statesPg } from "./table";
 
-export type OAuthClientRow = typeof oauth_clients.$inferSelect;
-export type OAuthStateRow = typeof oauth_states.$inferSelect;
-export type OAuthGrantRow = typeof oauth_grants.$inferSelect;
+export type OAuthClientRow = typeof sqliteClients.$inferSelect;
+export type OAuthStateRow = typeof sqliteStates.$inferSelect;
+export type OAuthGrantRow = typeof sqliteGrants.$inferSelect;
 export type GrantPatch = Partial<Omit<OAuthGrantRow, "connector_id">>;
 
-/**
- * Registered clients, pending authorizations and grants. Asynchronous, so that another store can implement it
- * without touching callers.
- */
+/** Registered clients, pending authorizations and grants, on either store. */
 export type OAuthRepository = {
   findClient(issuer: string, redirectUri: string): Promise<OAuthClientRow | undefined>;
   saveClient(row: OAuthClientRow): Promise<void>;
@@ -32,78 +29,87 @@ export type OAuthRepository = {
   lease(connectorId: string, owner: string, now: number, until: number): Promise<boolean>;
   /** Gives the lease back, if `owner` still holds it. */
   release(connectorId: string, owner: string): Promise<void>;
-  /** Key rotation: every sealed value of these tables, re-sealed by `reseal`; answers how many. */
-  resealAll(reseal: Reseal): Promise<number>;
+  /** Key rotation: every sealed value of these tables re-sealed by `reseal`, inside the caller's transaction; how many. */
+  resealAll(reseal: Reseal): TransactionBody<number>;
 };
 
-export function createOAuthRepository(db: Db): OAuthRepository {
+export function createOAuthRepository(store: Store): OAuthRepository {
+  const { db } = store;
+  const oauth_clients = store.table(sqliteClients, oauth_clientsPg);
+  const oauth_states = store.table(sqliteStates, oauth_statesPg);
+  const oauth_grants = store.table(sqliteGrants, oauth_grantsPg);
   return {
     findClient: async (issuer, redirectUri) =>
-      db.select().from(oauth_clients).where(and(eq(oauth_clients.issuer, issuer), eq(oauth_clients.redirect_uri, redirectUri))).get(),
+      (await db.select().from(oauth_clients).where(and(eq(oauth_clients.issuer, issuer), eq(oauth_clients.redirect_uri, redirectUri))).limit(1))[0],
     async saveClient(row) {
-      db.insert(oauth_clients).values(row).onConflictDoUpdate({ target: [oauth_clients.issuer, oauth_clients.redirect_uri], set: row }).run();
+      await db.insert(oauth_clients).values(row).onConflictDoUpdate({ target: [oauth_clients.issuer, oauth_clients.redirect_uri], set: row });
     },
     async saveState(row) {
-      db.transaction((tx) => {
-        tx.delete(oauth_states).where(eq(oauth_states.connector_id, row.connector_id)).run();
-        tx.insert(oauth_states).values(row).run();
+      await store.transaction(function* (tx) {
+        yield tx.delete(oauth_states).where(eq(oauth_states.connector_id, row.connector_id));
+        yield tx.insert(oauth_states).values(row);
       });
     },
-    takeState: async (digest) => db.delete(oauth_states).where(eq(oauth_states.state_digest, digest)).returning().get(),
+    takeState: async (digest) => (await db.delete(oauth_states).where(eq(oauth_states.state_digest, digest)).returning())[0],
     deleteExpiredStates: async (now) =>
-      db.delete(oauth_states).where(lte(oauth_states.expires_at, now)).returning({ d: oauth_states.state_digest }).all().length,
+      (await db.delete(oauth_states).where(lte(oauth_states.expires_at, now)).returning({ d: oauth_states.state_digest })).length,
 
-    findGrant: async (connectorId) => db.select().from(oauth_grants).where(eq(oauth_grants.connector_id, connectorId)).get(),
+    findGrant: async (connectorId) => (await db.select().from(oauth_grants).where(eq(oauth_grants.connector_id, connectorId)).limit(1))[0],
     async saveGrant(row) {
-      db.insert(oauth_grants).values(row).onConflictDoUpdate({ target: oauth_grants.connector_id, set: row }).run();
+      await db.insert(oauth_grants).values(row).onConflictDoUpdate({ target: oauth_grants.connector_id, set: row });
     },
     async updateGrant(connectorId, patch) {
-      db.update(oauth_grants).set(patch).where(eq(oauth_grants.connector_id, connectorId)).run();
+      await db.update(oauth_grants).set(patch).where(eq(oauth_grants.connector_id, connectorId));
     },
     async deleteGrant(connectorId) {
-      db.delete(oauth_grants).where(eq(oauth_grants.connector_id, connectorId)).run();
+      await db.delete(oauth_grants).where(eq(oauth_grants.connector_id, connectorId));
     },
     dueGrants: async (now, limit) =>
-      db
-        .select({ connector_id: oauth_grants.connector_id })
-        .from(oauth_grants)
-        .where(and(isNotNull(oauth_grants.refresh_at), lte(oauth_grants.refresh_at, now), or(isNull(oauth_grants.lease_until), lt(oauth_grants.lease_until, now))))
-        .limit(limit)
-        .all()
-        .map((r) => r.connector_id),
+      (
+        await db
+          .select({ connector_id: oauth_grants.connector_id })
+          .from(oauth_grants)
+          .where(and(isNotNull(oauth_grants.refresh_at), lte(oauth_grants.refresh_at, now), or(isNull(oauth_grants.lease_until), lt(oauth_grants.lease_until, now))))
+          .limit(limit)
+      ).map((r) => r.connector_id),
     /**
      * One UPDATE that only succeeds while no other process holds the lease, so two processes sharing the database
-     * never refresh the same token (SQLite serialises the writes).
+     * never refresh the same token (the store serialises the writes to one row).
      */
     lease: async (connectorId, owner, now, until) =>
-      db
-        .update(oauth_grants)
-        .set({ lease_owner: owner, lease_until: until })
-        .where(and(eq(oauth_grants.connector_id, connectorId), or(isNull(oauth_grants.lease_until), lt(oauth_grants.lease_until, now), eq(oauth_grants.lease_owner, owner))))
-        .returning({ id: oauth_grants.connector_id })
-        .get() !== undefined,
+      (
+        await db
+          .update(oauth_grants)
+          .set({ lease_owner: owner, lease_until: until })
+          .where(and(eq(oauth_grants.connector_id, connectorId), or(isNull(oauth_grants.lease_until), lt(oauth_grants.lease_until, now), eq(oauth_grants.lease_owner, owner))))
+          .returning({ id: oauth_grants.connector_id })
+      ).length === 1,
     async release(connectorId, owner) {
-      db.update(oauth_grants)
+      await db
+        .update(oauth_grants)
         .set({ lease_owner: null, lease_until: null })
-        .where(and(eq(oauth_grants.connector_id, connectorId), eq(oauth_grants.lease_owner, owner)))
-        .run();
+        .where(and(eq(oauth_grants.connector_id, connectorId), eq(oauth_grants.lease_owner, owner)));
     },
-    async resealAll(reseal) {
-      let count = 0;
-      for (const row of db.select().from(oauth_clients).where(isNotNull(oauth_clients.client_secret)).all()) {
-        const client_secret = reseal(row.client_secret!, clientSeal(row.issuer, row.redirect_uri));
-        db.update(oauth_clients).set({ client_secret }).where(and(eq(oauth_clients.issuer, row.issuer), eq(oauth_clients.redirect_uri, row.redirect_uri))).run();
-        count++;
-      }
-      for (const row of db.select({ digest: oauth_states.state_digest, secrets: oauth_states.secrets }).from(oauth_states).all()) {
-        db.update(oauth_states).set({ secrets: reseal(row.secrets, stateSeal(row.digest)) }).where(eq(oauth_states.state_digest, row.digest)).run();
-        count++;
-      }
-      for (const row of db.select({ id: oauth_grants.connector_id, secrets: oauth_grants.secrets }).from(oauth_grants).all()) {
-        db.update(oauth_grants).set({ secrets: reseal(row.secrets, grantSeal(row.id)) }).where(eq(oauth_grants.connector_id, row.id)).run();
-        count++;
-      }
-      return count;
-    },
+    resealAll: (reseal) =>
+      function* (tx) {
+        let count = 0;
+        const clients: OAuthClientRow[] = yield tx.select().from(oauth_clients).where(isNotNull(oauth_clients.client_secret));
+        for (const row of clients) {
+          const client_secret = reseal(row.client_secret!, clientSeal(row.issuer, row.redirect_uri));
+          yield tx.update(oauth_clients).set({ client_secret }).where(and(eq(oauth_clients.issuer, row.issuer), eq(oauth_clients.redirect_uri, row.redirect_uri)));
+          count++;
+        }
+        const states: { digest: string; secrets: string }[] = yield tx.select({ digest: oauth_states.state_digest, secrets: oauth_states.secrets }).from(oauth_states);
+        for (const row of states) {
+          yield tx.update(oauth_states).set({ secrets: reseal(row.secrets, stateSeal(row.digest)) }).where(eq(oauth_states.state_digest, row.digest));
+          count++;
+        }
+        const grants: { id: string; secrets: string }[] = yield tx.select({ id: oauth_grants.connector_id, secrets: oauth_grants.secrets }).from(oauth_grants);
+        for (const row of grants) {
+          yield tx.update(oauth_grants).set({ secrets: reseal(row.secrets, grantSeal(row.id)) }).where(eq(oauth_grants.connector_id, row.id));
+          count++;
+        }
+        return count;
+      },
   };
 }

@@ -1,5 +1,7 @@
+import { index as pgIndex, integer as pgInteger, jsonb, pgTable, primaryKey as pgPrimaryKey, text as pgText } from "drizzle-orm/pg-core";
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { connectors } from "../connectors/table";
+import { connectors, connectorsPg } from "../connectors/table";
+import { millis, type SameRow } from "../db/columns";
 import type { GrantContext, StateContext, TokenEndpointAuthMethod } from "./model";
 
 /**
@@ -60,3 +62,53 @@ export const oauth_grants = sqliteTable(
   },
   (table) => [index("oauth_grants_refresh_idx").on(table.refresh_at)],
 );
+
+export const oauth_clientsPg = pgTable(
+  "oauth_clients",
+  {
+    issuer: pgText("issuer").notNull(),
+    redirect_uri: pgText("redirect_uri").notNull(),
+    client_id: pgText("client_id").notNull(),
+    client_secret: pgText("client_secret"),
+    token_endpoint_auth_method: pgText("token_endpoint_auth_method").$type<TokenEndpointAuthMethod>().notNull(),
+    created_at: millis("created_at").notNull(),
+  },
+  (table) => [pgPrimaryKey({ columns: [table.issuer, table.redirect_uri] })],
+);
+
+export const oauth_statesPg = pgTable(
+  "oauth_states",
+  {
+    state_digest: pgText("state_digest").primaryKey(),
+    connector_id: pgText("connector_id")
+      .notNull()
+      .references(() => connectorsPg.id, { onDelete: "cascade" }),
+    secrets: pgText("secrets").notNull(),
+    context: jsonb("context").$type<StateContext>().notNull(),
+    expires_at: millis("expires_at").notNull(),
+    created_at: millis("created_at").notNull(),
+  },
+  (table) => [pgIndex("oauth_states_expires_idx").on(table.expires_at)],
+);
+
+export const oauth_grantsPg = pgTable(
+  "oauth_grants",
+  {
+    connector_id: pgText("connector_id")
+      .primaryKey()
+      .references(() => connectorsPg.id, { onDelete: "cascade" }),
+    context: jsonb("context").$type<GrantContext>().notNull(),
+    secrets: pgText("secrets").notNull(),
+    expires_at: millis("expires_at"),
+    refresh_at: millis("refresh_at"),
+    failures: pgInteger("failures").notNull().default(0),
+    lease_owner: pgText("lease_owner"),
+    lease_until: millis("lease_until"),
+    updated_at: millis("updated_at").notNull(),
+  },
+  (table) => [pgIndex("oauth_grants_refresh_idx").on(table.refresh_at)],
+);
+
+export const OAUTH_ROWS_MATCH: SameRow<typeof oauth_clients, typeof oauth_clientsPg> &
+  SameRow<typeof oauth_states, typeof oauth_statesPg> &
+  SameRow<typeof oauth_grants, typeof oauth_grantsPg> = true;

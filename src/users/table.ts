@@ -1,5 +1,6 @@
+import { index as pgIndex, pgTable, text as pgText } from "drizzle-orm/pg-core";
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { timestamps } from "../db/columns";
+import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import { ROLES } from "./model";
 
 export const users = sqliteTable("users", {
@@ -26,3 +27,29 @@ export const api_tokens = sqliteTable(
   },
   (table) => [index("api_tokens_user_idx").on(table.user_id)],
 );
+
+// PostgreSQL (DATABASE__URL): the same tables, the same rows.
+export const usersPg = pgTable("users", {
+  id: pgText("id").primaryKey(),
+  username: pgText("username").notNull().unique(),
+  password_hash: pgText("password_hash").notNull(),
+  role: pgText("role", { enum: ROLES }).notNull(),
+  ...timestampsPg,
+});
+
+export const api_tokensPg = pgTable(
+  "api_tokens",
+  {
+    id: pgText("id").primaryKey(),
+    user_id: pgText("user_id")
+      .notNull()
+      .references(() => usersPg.id, { onDelete: "cascade" }),
+    name: pgText("name").notNull(),
+    token_digest: pgText("token_digest").notNull().unique(),
+    expires_at: millis("expires_at"),
+    created_at: millis("created_at").notNull(),
+  },
+  (table) => [pgIndex("api_tokens_user_idx").on(table.user_id)],
+);
+
+export const USERS_ROWS_MATCH: SameRow<typeof users, typeof usersPg> & SameRow<typeof api_tokens, typeof api_tokensPg> = true;

@@ -113,4 +113,14 @@ describe("one place per rule", () => {
     walk("http-errors/problem.ts");
     expect([...reached].filter((file) => /from "elysia"/.test(sources[file]!))).toEqual([]);
   });
+
+  test("repositories speak only what both stores speak, and only they and db/ touch a dialect", () => {
+    const repositories = files.filter((file) => file.endsWith("/repository.ts"));
+    expect(repositories.length).toBeGreaterThanOrEqual(4);
+    // SQLite's synchronous executors do not exist on PostgreSQL: a query is awaited (or yielded in a transaction).
+    for (const file of repositories) expect({ file, sqliteOnly: sources[file]!.match(/\.(get|all|run)\(/g) ?? [] }).toEqual({ file, sqliteOnly: [] });
+    // Drivers and dialect packages: db/ opens them, tables define them.
+    const dialects = using(/from "(bun:sqlite|drizzle-orm\/(bun-sqlite|bun-sql|sqlite-core|pg-core))"/);
+    expect(dialects.filter((file) => !file.startsWith("db/") && !file.endsWith("/table.ts"))).toEqual([]);
+  });
 });

@@ -3,7 +3,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { embeddedMigrations } from "../../src/db/migrations.macro";
+import { SQLITE_MIGRATIONS } from "../../src/db/sqlite";
 import { scriptedOAuth, type ScriptedOAuth } from "../peers/scripted-oauth";
 import { apiOver, type Api } from "../support/api";
 import { buildBinary, startBinary } from "../support/binary";
@@ -120,13 +120,12 @@ test(`SIGKILL at random moments during acknowledged writes (${ROUNDS} rounds): n
 
 test("a migration killed half-way leaves the old schema whole, and the next start applies it", async () => {
   const file = join(work, "migrating.db");
-  const migrations = embeddedMigrations();
+  const migrations = SQLITE_MIGRATIONS;
   const older = migrations.slice(0, -1);
   // The database at the schema before the last migration, with a row in it.
   const seed = Bun.spawnSync([process.execPath, "-e", `
-    const { openDatabase } = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/db/open.ts"))});
-    const { embeddedMigrations } = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/db/migrations.macro.ts"))});
-    const db = openDatabase(${JSON.stringify(file)}, embeddedMigrations().slice(0, -1));
+    const { openSqliteStore, SQLITE_MIGRATIONS } = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/db/sqlite.ts"))});
+    const db = openSqliteStore(${JSON.stringify(file)}, SQLITE_MIGRATIONS.slice(0, -1));
     db.sqlite.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u1', 'kept', 'h', 'user', 1, 1)").run();
     db.close();
   `]);
@@ -134,10 +133,8 @@ test("a migration killed half-way leaves the old schema whole, and the next star
   // The last migration, and a slow statement after it, killed while the statement runs.
   const slow = { ...migrations.at(-1)!, sql: [...migrations.at(-1)!.sql, "CREATE TABLE slow AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000000) SELECT sum(i) AS s FROM n"] };
   const proc = Bun.spawn([process.execPath, "-e", `
-    const { openDatabase } = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/db/open.ts"))});
-    const { embeddedMigrations } = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/db/migrations.macro.ts"))});
-    const all = embeddedMigrations();
-    openDatabase(${JSON.stringify(file)}, [...all.slice(0, -1), ${JSON.stringify(slow)}]);
+    const { openSqliteStore, SQLITE_MIGRATIONS } = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/db/sqlite.ts"))});
+    openSqliteStore(${JSON.stringify(file)}, [...SQLITE_MIGRATIONS.slice(0, -1), ${JSON.stringify(slow)}]);
   `]);
   await Bun.sleep(400);
   proc.kill("SIGKILL");

@@ -3,24 +3,24 @@ import { randomBytes } from "node:crypto";
 import { createConnectorCredentials } from "../../src/connectors/credentials";
 import { createConnectorRepository, type ConnectorRow } from "../../src/connectors/repository";
 import { createTransitions, DISCONNECT_REQUESTED } from "../../src/connectors/transitions";
-import { openDatabase, type OpenedDatabase } from "../../src/db/open";
+import { openSqliteStore, type SqliteStore } from "../../src/db/sqlite";
 import { createSealer } from "../../src/secrets/sealer";
 
 // The state machine on a real (in-memory) database: each transition writes the whole connection.
-let database: OpenedDatabase;
+let database: SqliteStore;
 const sealer = createSealer(randomBytes(32));
 const credentials = createConnectorCredentials(sealer);
 let now = 1_000;
 const ended: string[] = [];
 
 beforeAll(() => {
-  database = openDatabase(":memory:");
+  database = openSqliteStore(":memory:");
   database.sqlite.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)").run();
 });
 afterAll(() => database.close());
 
 async function fresh() {
-  const connectors = createConnectorRepository(database.db, () => now);
+  const connectors = createConnectorRepository(database, () => now);
   const transitions = createTransitions({ connectors, sealer, clock: () => now, ended: (row) => void ended.push(row.id) });
   const row: ConnectorRow = {
     id: Bun.randomUUIDv7(),

@@ -16,6 +16,7 @@ import { connectedConnector, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
 import { ADMIN, startTestService } from "../support/service";
 import { waitFor } from "../support/wait";
+import { sqliteOf } from "../support/store";
 
 // Faults with real peers and a real server: what breaks outside the service must end in a clear state, never a hang,
 // a 500 or a corrupt database.
@@ -43,7 +44,7 @@ describe("the disk fills up", () => {
         writeFileSync(filler, Buffer.alloc(Math.max(0, free - 64 * 1024)));
       } else {
         // No tmpfs here (no privilege to mount one): SQLite's own cap on the database's size gives the same error.
-        service.deps.db.$client.exec(`PRAGMA max_page_count = ${(service.deps.db.$client.query("PRAGMA page_count").get() as { page_count: number }).page_count + 16}`);
+        sqliteOf(service.deps).exec(`PRAGMA max_page_count = ${(sqliteOf(service.deps).query("PRAGMA page_count").get() as { page_count: number }).page_count + 16}`);
       }
       console.log(`disk full by ${disk ? "a 2 MB tmpfs" : "SQLite's max_page_count (no tmpfs could be mounted)"}`);
       const acknowledged: string[] = [];
@@ -61,7 +62,7 @@ describe("the disk fills up", () => {
       expect((await service.api("GET", "/api/v1/connectors?limit=1")).status).toBe(200);
       // Room again: the next write works.
       if (filler) rmSync(filler);
-      else service.deps.db.$client.exec("PRAGMA max_page_count = 1073741823");
+      else sqliteOf(service.deps).exec("PRAGMA max_page_count = 1073741823");
       expect((await service.api("POST", "/api/v1/connectors", { body: { url: "https://after.example/mcp" } })).status).toBe(201);
       await service.stop();
       const db = new Database(join(dir, "cs.db"), { readonly: true });

@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
 import { scriptedServer } from "../peers/scripted-server";
 import { authorizationFor, bodyFor, nastyString, type Schema } from "./arbitraries";
+import { sqliteOf } from "../support/store";
 
 /**
  * Property-based tests generated from the service's own OpenAPI document: every operation, with bodies of its schema's
@@ -113,7 +114,7 @@ test("whatever the request, never a 5xx of the service's own, and every refusal 
   expect(sent).toBe(RUNS);
 
   // Afterwards the database holds exactly what the accepted requests made: nothing half-written, nothing lost.
-  const rows = (sql: string) => new Set((t.deps.db.$client.query(sql).all() as { id: string }[]).map((r) => r.id));
+  const rows = (sql: string) => new Set((sqliteOf(t.deps).query(sql).all() as { id: string }[]).map((r) => r.id));
   const expected = (initial: string[], added: Set<string>, removed: Set<string>) => new Set([...initial, ...added].filter((id) => !removed.has(id)));
   expect(rows("SELECT id FROM connectors")).toEqual(expected(ids.connectors, made.connectors, gone.connectors));
   expect(rows("SELECT id FROM providers")).toEqual(expected(ids.providers, made.providers, gone.providers));

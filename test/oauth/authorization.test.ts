@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from "../support/app";
 import { mcpClient, toolText } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
 import { expectProblem } from "../support/api";
+import { sqliteOf } from "../support/store";
 
 // A connector's OAuth authorization through app.handle, against a scripted authorization server in-process and a
 // stepped clock; the same flows run against oidc-provider in flow.test.ts and callback-errors.test.ts.
@@ -125,7 +126,7 @@ describe("the callback", () => {
 describe("after the callback", () => {
   test("the scheduler removes authorizations nobody finished, once they expire", async () => {
     await pending();
-    const count = () => (t.deps.db.$client.query("SELECT count(*) AS n FROM oauth_states").get() as { n: number }).n;
+    const count = () => (sqliteOf(t.deps).query("SELECT count(*) AS n FROM oauth_states").get() as { n: number }).n;
     expect(count()).toBeGreaterThan(0);
     t.clock.advance(10 * 60_000);
     await t.runJobs();

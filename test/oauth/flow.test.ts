@@ -7,6 +7,7 @@ import { mcpClient, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
 import { startTestService, type TestService } from "../support/service";
 import { expectProblem } from "../support/api";
+import { sqliteOf } from "../support/store";
 
 // Real peers, no mocks of OAuth: oidc-provider as the authorization server, an MCP server checking its JWTs.
 // The service's clock is stepped, so "an hour later" takes no time; the scheduler's jobs run when the test says.
@@ -47,7 +48,7 @@ const whoami = async (id: string) => {
 
 /** The client id the service registered at the provider for this connector's grant. */
 const clientIdOf = (connectorId: string) =>
-  (JSON.parse((service.deps.db.$client.query("SELECT context FROM oauth_grants WHERE connector_id = ?").get(connectorId) as { context: string }).context) as { client_id: string })
+  (JSON.parse((sqliteOf(service.deps).query("SELECT context FROM oauth_grants WHERE connector_id = ?").get(connectorId) as { context: string }).context) as { client_id: string })
     .client_id;
 
 const connector = async (id: string) => (await service.api("GET", `/api/v1/connectors/${id}`)).body;
@@ -167,7 +168,7 @@ describe("the authorization code flow against oidc-provider", () => {
     const first = await authorize();
     const second = await authorize();
     expect(clientIdOf(second.id)).toBe(clientIdOf(first.id));
-    const clients = service.deps.db.$client.query("SELECT issuer FROM oauth_clients").all();
+    const clients = sqliteOf(service.deps).query("SELECT issuer FROM oauth_clients").all();
     expect(clients).toEqual([{ issuer: op.issuer }]);
   });
 

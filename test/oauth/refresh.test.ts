@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { openDatabase } from "../../src/db/open";
+import { openSqliteStore } from "../../src/db/sqlite";
 import { refreshAt, retryAt } from "../../src/oauth/refresh-plan";
 import { createOAuthRepository } from "../../src/oauth/repository";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
@@ -28,10 +28,10 @@ describe("when to refresh", () => {
 
 describe("leases", () => {
   test("only one process at a time holds a grant's refresh lease; an expired lease can be taken over; stale states go", async () => {
-    const { db, close } = openDatabase(":memory:");
-    db.$client.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)").run();
-    db.$client.query("INSERT INTO connectors (id, owner_id, url, state, created_at, updated_at) VALUES ('c', 'u', 'https://x', 'connected', 0, 0)").run();
-    const repository = createOAuthRepository(db);
+    const store = openSqliteStore(":memory:");
+    store.sqlite.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)").run();
+    store.sqlite.query("INSERT INTO connectors (id, owner_id, url, state, created_at, updated_at) VALUES ('c', 'u', 'https://x', 'connected', 0, 0)").run();
+    const repository = createOAuthRepository(store);
     const context = { as: { issuer: "https://as.example" }, client_id: "c", token_endpoint_auth_method: "none" as const, resource: "https://x", scope: null, redirect_uri: "https://cs/cb" };
     await repository.saveGrant({ connector_id: "c", context, secrets: "s", expires_at: 100, refresh_at: 50, failures: 0, lease_owner: null, lease_until: null, updated_at: 0 });
     expect(await repository.dueGrants(60, 10)).toEqual(["c"]);
@@ -49,7 +49,7 @@ describe("leases", () => {
     expect(await repository.deleteExpiredStates(599_999)).toBe(0);
     expect(await repository.deleteExpiredStates(600_000)).toBe(1);
     expect(await repository.takeState("d")).toBeUndefined();
-    close();
+    await store.close();
   });
 });
 
@@ -58,7 +58,7 @@ describe("two processes, one grant", () => {
     const t = await createTestApp();
     try {
       const id = (await t.api("POST", "/api/v1/connectors", { body: { url: "https://mcp.example/mcp" } })).body.id as string;
-      const grants = createOAuthRepository(t.deps.db);
+      const grants = createOAuthRepository(t.deps.store);
       const context = { as: { issuer: "https://as.example", token_endpoint: "https://as.example/token" }, client_id: "c", token_endpoint_auth_method: "none" as const, resource: "https://mcp.example/mcp", scope: null, redirect_uri: `${t.publicUrl}/cb` };
       const now = t.clock.now();
       const store = (accessToken: string) =>

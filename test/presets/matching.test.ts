@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../support/app";
+import { sqliteOf } from "../support/store";
 
 const CUSTOM = [
   {
@@ -73,7 +74,7 @@ describe("CONNECTOR__PRESETS", () => {
   afterAll(() => service.close());
 
   const connectorRow = (id: string) =>
-    service.deps.db.$client.query("SELECT client_id, client_secret FROM connectors WHERE id = ?").get(id) as {
+    sqliteOf(service.deps).query("SELECT client_id, client_secret FROM connectors WHERE id = ?").get(id) as {
       client_id: string | null;
       client_secret: string | null;
     };

@@ -66,7 +66,7 @@ async function populate(dir: string, env: Record<string, string> = {}): Promise<
   const service: TestService = await startTestService({ DATABASE__PATH: join(dir, "cs.db"), SECRETS__KEY: "", ...env });
   const connectorId = await connectedConnector(service.api, upstream.url, { Authorization: "Bearer upstream-secret-1" });
   await service.api("POST", "/api/v1/connectors", { body: { url: "https://client.example/mcp", client_id: "c", client_secret: "client-secret-1" } });
-  const oauth = createOAuthRepository(service.deps.db);
+  const oauth = createOAuthRepository(service.deps.store);
   const seal = (value: string, context: string) => service.deps.sealer.seal(value, context);
   const context = { as: { issuer: "https://as.example" }, client_id: "c", token_endpoint_auth_method: "none" as const, resource: "https://x", scope: null, redirect_uri: "https://cs/cb" };
   await oauth.saveClient({ issuer: "https://as.example", redirect_uri: "https://cs/cb", client_id: "c", client_secret: seal("dcr-secret", clientSeal("https://as.example", "https://cs/cb")), token_endpoint_auth_method: "client_secret_basic", created_at: 0 });

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { buildApp, createServices, type Deps, type Services } from "../../src/app";
 import { loadConfig, type Config } from "../../src/config/load";
-import { openDatabase } from "../../src/db/open";
+import { openSqliteStore } from "../../src/db/sqlite";
 import { createLogger } from "../../src/observability/logger";
 import { createLocalRuntime } from "../../src/runtime/local";
 import type { Runtime } from "../../src/runtime/runtime";
@@ -49,13 +49,13 @@ export async function createTestApp(options: TestAppOptions = {}) {
   const network = options.network ?? fakeNetwork();
   const config = loadConfig({ DATABASE__PATH: ":memory:", SCHEDULER__INTERVAL_SECONDS: "3600", ...options.env });
   options.configure?.(config);
-  const database = openDatabase(":memory:");
+  const store = openSqliteStore(":memory:");
   const logs: string[] = [];
   const log = createLogger({ level: "debug", write: (line) => logs.push(line), clock: clock.now });
   const publicUrl = options.publicUrl ?? PUBLIC_URL;
   const deps: Deps = {
     config,
-    db: database.db,
+    store,
     sealer: createSealer(randomBytes(32)),
     log,
     clock: clock.now,
@@ -73,7 +73,7 @@ export async function createTestApp(options: TestAppOptions = {}) {
   const services: Services = createServices(deps);
   const app = buildApp(deps, services);
   const handle = (request: Request) => app.handle(request);
-  const userRows = createUserRepository(database.db);
+  const userRows = createUserRepository(store);
 
   /** A user (role `user` unless said) with an API token; its `api` authenticates with the token. */
   async function user(username: string, role: Principal["role"] = "user") {
@@ -109,8 +109,8 @@ export async function createTestApp(options: TestAppOptions = {}) {
     async runJobs(): Promise<void> {
       for (const job of services.jobs) await job.run();
     },
-    close(): void {
-      database.close();
+    async close(): Promise<void> {
+      await store.close();
     },
   };
 }

@@ -1,0 +1,70 @@
+import { Database } from "bun:sqlite";
+import { drizzle } from "drizzle-orm/bun-sqlite";
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { sqliteMigrations } from "./migrations.macro" with { type: "macro" };
+import type { Db, Store } from "./store";
+
+/** The SQLite store (the default); `sqlite` is the raw handle for what only SQLite has (tests, PRAGMAs). */
+export type SqliteStore = Store & { readonly dialect: "sqlite"; readonly sqlite: Database };
+
+export const SQLITE_MIGRATIONS: MigrationMeta[] = sqliteMigrations();
+
+/** Opens (creating if needed) and migrates the database at `path`. `migrations` is replaceable for upgrade tests. */
+export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLITE_MIGRATIONS): SqliteStore {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const sqlite = new Database(path, { create: true, strict: true });
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  if (path !== ":memory:") sqlite.exec("PRAGMA journal_mode = WAL");
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  const db = drizzle({ client: sqlite });
+  const applied = migrate(db, sqlite, migrations);
+  return {
+    dialect: "sqlite",
+    db,
+    sqlite,
+    applied,
+    table: (table) => table,
+    // Synchronous from BEGIN to COMMIT: every yielded query runs at once, so nothing else can slip in between.
+    async transaction(body) {
+      return db.transaction(
+        (tx) => {
+          const steps = body(tx as Db, () => undefined);
+          let step = steps.next();
+          while (!step.done) step = steps.next(step.value === undefined ? undefined : (step.value as { all(): unknown }).all());
+          return step.value;
+        },
+        { behavior: "immediate" },
+      );
+    },
+    prepareFirst(_name, query) {
+      const prepared = query.prepare() as { get(params: Record<string, unknown>): never };
+      return async (params) => prepared.get(params);
+    },
+    async ping() {
+      sqlite.query("SELECT 1").get();
+    },
+    async close() {
+      sqlite.exec("PRAGMA optimize");
+      sqlite.close();
+    },
+  };
+}
+
+/** Applies the embedded migrations newer than the last one recorded; returns how many ran. */
+function migrate(db: Db, sqlite: Database, migrations: MigrationMeta[]): number {
+  const table = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+  const last = table
+    ? (sqlite.query("SELECT max(created_at) AS at FROM __drizzle_migrations").get() as { at: number | null }).at
+    : null;
+  const pending = migrations.filter((m) => last === null || m.folderMillis > Number(last)).length;
+  // drizzle's own bookkeeping (table __drizzle_migrations), so drizzle-kit and the binary agree.
+  (db as unknown as { dialect: { migrate(m: MigrationMeta[], s: unknown, c: object): void }; session: unknown }).dialect.migrate(
+    migrations,
+    (db as unknown as { session: unknown }).session,
+    {},
+  );
+  return pending;
+}

@@ -1,0 +1,35 @@
+import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+
+/**
+ * Drizzle over the store. It is typed as SQLite's, and on PostgreSQL it is Drizzle's PostgreSQL database with that
+ * dialect's tables (`Store.table`): repositories use only what the two share — build a query and await it; never
+ * `.get()`, `.all()` or `.run()` (SQLite's alone; test/architecture checks it), and `Store.transaction`,
+ * `Store.prepareFirst` where the two differ.
+ */
+export type Db = BunSQLiteDatabase;
+
+/**
+ * The body of a transaction, written once for both stores: it yields each query and gets its rows back. SQLite runs
+ * it synchronously inside one `BEGIN IMMEDIATE` (nothing else of this process can interleave); PostgreSQL awaits
+ * each query inside one transaction. `lock(key)` serialises transactions that name the same key (PostgreSQL: a
+ * transaction-scoped advisory lock; SQLite: writers are serialised already), for check-then-insert rules.
+ */
+export type TransactionBody<T> = (tx: Db, lock: (key: string) => unknown) => Generator<unknown, T, any>;
+
+/** A query prepared once and run with named placeholders (`sql.placeholder`), answering its first row. */
+export type PreparedFirst<Row> = (params: Record<string, unknown>) => Promise<Row | undefined>;
+
+export type Store = {
+  readonly dialect: "sqlite" | "postgres";
+  readonly db: Db;
+  /** A feature's table for this store's dialect: its SQLite definition (for the types) or its PostgreSQL one. */
+  table<T>(sqlite: T, postgres: unknown): T;
+  transaction<T>(body: TransactionBody<T>): Promise<T>;
+  /** `name` must be unique per statement (PostgreSQL names its prepared statements). */
+  prepareFirst<Row>(name: string, query: { prepare(name?: string): unknown }): PreparedFirst<Row>;
+  /** Migrations applied when the store was opened. */
+  readonly applied: number;
+  /** Answers when the store can be queried now (`/readyz`). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+};
