@@ -44,7 +44,7 @@ export async function startService(env: Record<string, string | undefined>, opti
   }
 
   const store = await openStore(config.database);
-  log.info("database ready", { store: store.dialect, path: config.database.path, migrations_applied: store.applied });
+  log.info("database ready", { store: store.dialect, ...(store.dialect === "sqlite" && { path: config.database.path }), migrations_applied: store.applied });
 
   let publicUrl = config.server.publicUrl ?? "";
   let stopping = false;

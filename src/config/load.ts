@@ -9,7 +9,7 @@ import { ConfigSchema, LIST_SETTINGS, SECRET_SETTINGS, type RawConfig } from "./
 
 export type Config = {
   server: { host: string; port: number; publicUrl: string | undefined; shutdownTimeoutMs: number };
-  database: { path: string };
+  database: { path: string; url: string | undefined; maxConnections: number };
   /** Base64 key from SECRETS__KEY, or the key file to read or create. */
   secrets: { key: string | undefined; keyFile: string | undefined; newKey: string | undefined };
   auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; failureWindowMs: number; maxTokensPerUser: number };
@@ -107,6 +107,10 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
   }
   const inMemory = raw.database.path === ":memory:";
   const dbPath = inMemory ? ":memory:" : resolve(raw.database.path);
+  // Replicas share the database, so they must share the key: a key file beside one replica would not do.
+  if (raw.database.url !== undefined && raw.secrets.key === undefined) {
+    throw new ConfigError("SECRETS__KEY", "must be set when DATABASE__URL is (every replica seals and opens with the same key)");
+  }
   return {
     server: {
       host: raw.server.host,
@@ -114,8 +118,12 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       publicUrl: raw.server.public_url?.replace(/\/+$/, ""),
       shutdownTimeoutMs: raw.server.shutdown_timeout_seconds * 1000,
     },
-    database: { path: dbPath },
-    secrets: { key: raw.secrets.key, keyFile: inMemory ? undefined : join(dirname(dbPath), "secret.key"), newKey: raw.secrets.new_key },
+    database: { path: dbPath, url: raw.database.url, maxConnections: raw.database.max_connections },
+    secrets: {
+      key: raw.secrets.key,
+      keyFile: inMemory || raw.database.url !== undefined ? undefined : join(dirname(dbPath), "secret.key"),
+      newKey: raw.secrets.new_key,
+    },
     auth: {
       adminUsername: raw.auth.admin_username,
       adminPassword: raw.auth.admin_password,
@@ -148,12 +156,26 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
 }
 
 /** The effective settings as `VARIABLE: value` with secrets masked, for the start-up log. */
+/** A database URL fit for a log: its password masked. */
+function withoutPassword(url: string): string {
+  if (!URL.canParse(url)) return "(not a URL)";
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = "********";
+  return parsed.href;
+}
+
 export function describeConfig(env: Record<string, string | undefined>, config: Config): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of settingNames()) {
     const value = env[name];
     if (value === undefined || value === "") continue;
-    out[name] = SECRET_SETTINGS.has(name) ? "********" : name === "CONNECTOR__PRESETS" ? `${config.presets.length} presets` : value;
+    out[name] = SECRET_SETTINGS.has(name)
+      ? "********"
+      : name === "CONNECTOR__PRESETS"
+        ? `${config.presets.length} presets`
+        : name === "DATABASE__URL"
+          ? withoutPassword(value)
+          : value;
   }
   return out;
 }

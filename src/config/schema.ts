@@ -14,7 +14,11 @@ export const ConfigSchema = t.Object({
     public_url: t.Optional(t.String({ pattern: "^https?://[^/?#]+(/[^?#]*)?$", description: "an absolute http(s) URL without query or fragment" })),
     shutdown_timeout_seconds: t.Number({ minimum: 0, maximum: 3600, default: 25, description: "a number of seconds from 0 to 3600" }),
   }),
-  database: t.Object({ path: t.String({ minLength: 1, default: "./data/connector-service.db", description: "a file path or :memory:" }) }),
+  database: t.Object({
+    path: t.String({ minLength: 1, default: "./data/connector-service.db", description: "a file path or :memory:" }),
+    url: t.Optional(t.String({ pattern: "^postgres(ql)?://", description: "a postgres:// URL" })),
+    max_connections: t.Integer({ minimum: 1, maximum: 1000, default: 10, description: "an integer from 1 to 1000" }),
+  }),
   secrets: t.Object({
     key: t.Optional(t.String({ minLength: 1, description: "the base64 encoding of 32 bytes" })),
     new_key: t.Optional(t.String({ minLength: 1, description: "the base64 encoding of 32 bytes" })),

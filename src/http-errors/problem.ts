@@ -1,6 +1,6 @@
-import { storageFailure } from "../db/errors";
+import { driverError, storageFailure, storageRefusal } from "../db/errors";
 import type { Logger } from "../observability/logger";
-import { AppError, Internal, StorageUnavailable, type FieldError } from "./errors";
+import { AppError, Internal, StorageUnavailable, ValidationFailed, type FieldError } from "./errors";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
@@ -40,16 +40,22 @@ export function problemResponse(error: AppError, requestId?: string): Response {
  */
 export function errorResponse(error: unknown, log: Logger, requestId?: string): Response {
   if (error instanceof AppError) return problemResponse(error, requestId);
+  const refused = storageRefusal(error);
+  if (refused) return problemResponse(new ValidationFailed(refused), requestId);
   const storage = storageFailure(error);
   if (storage) {
-    log.error("the database refused a request", { request_id: requestId, error: (error as Error).message });
+    log.error("the database refused a request", { request_id: requestId, error: describeError(driverError(error)) });
     return problemResponse(new StorageUnavailable(storage), requestId);
   }
-  log.error("unhandled error", { request_id: requestId, error: describeError(error) });
+  log.error("unhandled error", { request_id: requestId, error: describeError(driverError(error)) });
   return problemResponse(new Internal(), requestId);
 }
 
+/** An error for the log; a driver's error names its codes (the query and its parameters are never logged). */
 function describeError(error: unknown): Record<string, unknown> {
-  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
+  if (error instanceof Error) {
+    const { code, errno } = error as { code?: unknown; errno?: unknown };
+    return { name: error.name, message: error.message, ...(code !== undefined && { code }), ...(errno !== undefined && { errno }), stack: error.stack };
+  }
   return { value: String(error) };
 }

@@ -18,7 +18,7 @@ export type ApiBodyOptions = {
  * The API's body parser, the one place its limits are enforced: the caller's credentials are checked before a byte
  * of the body is read; a body must be JSON (else 415); a declared length over API__MAX_BODY_BYTES is refused before
  * reading and an undeclared one is counted as it arrives (413); nesting deeper than MAX_JSON_DEPTH is refused before
- * parsing (422); malformed JSON is a 400 that says where it broke. Used by the API's route groups only: the relays
+ * parsing (422); malformed JSON is a 400 that says where it broke; U+0000 in any string is a 422 naming the field. Used by the API's route groups only: the relays
  * (MCP, A2A) stream their bodies under their own limit.
  */
 export function apiBodyPlugin({ maxBytes, authenticate }: ApiBodyOptions) {
@@ -36,11 +36,18 @@ export function apiBodyPlugin({ maxBytes, authenticate }: ApiBodyOptions) {
     const text = bytes.toString("utf8");
     if (text.trim() === "") return {};
     if (nestingExceeds(text, MAX_JSON_DEPTH)) throw invalidField("body", `nests deeper than ${MAX_JSON_DEPTH} levels`);
+    let body: unknown;
     try {
-      return JSON.parse(text);
+      body = JSON.parse(text);
     } catch (e) {
       throw new BadRequest(`The request body is not valid JSON: ${(e as Error).message}`);
     }
+    // Text in PostgreSQL cannot hold U+0000; refused here, for both stores, so that they keep the same data.
+    if (text.includes("\\u0000")) {
+      const field = nulAt(body, "body");
+      if (field) throw invalidField(field, "contains U+0000 (NUL), which is not accepted");
+    }
+    return body;
   };
   // "application/json" after the parser is for the OpenAPI document (the parser always answers, so Elysia's own
   // JSON parser never runs): it shows each route's body schema as JSON, the schema that validates it.
@@ -66,6 +73,19 @@ export function nestingExceeds(text: string, max: number): boolean {
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
   return false;
+}
+
+/** Where a parsed JSON value holds U+0000 in a string or a key (a dotted path), else undefined. */
+function nulAt(value: unknown, path: string): string | undefined {
+  if (typeof value === "string") return value.includes("\u0000") ? path : undefined;
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
+    if (key.includes("\u0000")) return at;
+    const found = nulAt(child, at);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /**

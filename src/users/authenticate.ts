@@ -4,6 +4,9 @@ import type { FailureLimit } from "./failure-limit";
 import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
 import { digestToken, TOKEN_PREFIX } from "./service";
+import { USERNAME_PATTERN } from "./model";
+
+const USERNAME = new RegExp(USERNAME_PATTERN);
 
 export type Authenticator = (authorization: string | null) => Promise<Principal>;
 /** The principal of a request, authenticated once however many hooks ask (the API's body parser, then its routes). */
@@ -69,7 +72,9 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     const decoded = Buffer.from(credentials, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
     if (colon < 0) throw new Unauthorized("The Basic credentials are not of the form username:password");
-    const user = await users.findByUsername(decoded.slice(0, colon));
+    const username = decoded.slice(0, colon);
+    // A name no user can have is not looked up (it may hold what the store cannot take, such as U+0000).
+    const user = USERNAME.test(username) ? await users.findByUsername(username) : undefined;
     const ok = await Bun.password.verify(decoded.slice(colon + 1), user?.password_hash ?? (await decoy));
     if (!user || !ok) throw new Unauthorized("Wrong username or password");
     if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);

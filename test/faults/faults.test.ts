@@ -120,12 +120,12 @@ describe("the authorization server goes away, and comes back", () => {
       const id = created.body.id as string;
       const connect = await service.api("POST", `/api/v1/connectors/${id}/connect`);
       await fetch(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), { redirect: "manual" });
-      const expiresAt = storedGrant(service, id)!.expires_at!;
+      const expiresAt = (await storedGrant(service, id))!.expires_at!;
 
       await op.stop();
       clock.advance(0.81 * 3_600_000);
       await service.runJobs();
-      expect(storedGrant(service, id)!.failures).toBe(1);
+      expect((await storedGrant(service, id))!.failures).toBe(1);
       expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
       clock.advance(expiresAt - clock.now());
       await service.runJobs();

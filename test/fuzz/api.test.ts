@@ -5,7 +5,8 @@ import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
 import { scriptedServer } from "../peers/scripted-server";
 import { authorizationFor, bodyFor, nastyString, type Schema } from "./arbitraries";
-import { sqliteOf } from "../support/store";
+import { sql } from "drizzle-orm";
+import { queryRows } from "../support/store";
 
 /**
  * Property-based tests generated from the service's own OpenAPI document: every operation, with bodies of its schema's
@@ -114,9 +115,9 @@ test("whatever the request, never a 5xx of the service's own, and every refusal 
   expect(sent).toBe(RUNS);
 
   // Afterwards the database holds exactly what the accepted requests made: nothing half-written, nothing lost.
-  const rows = (sql: string) => new Set((sqliteOf(t.deps).query(sql).all() as { id: string }[]).map((r) => r.id));
+  const rows = async (query: string) => new Set((await queryRows<{ id: string }>(t.deps, sql.raw(query))).map((r) => r.id));
   const expected = (initial: string[], added: Set<string>, removed: Set<string>) => new Set([...initial, ...added].filter((id) => !removed.has(id)));
-  expect(rows("SELECT id FROM connectors")).toEqual(expected(ids.connectors, made.connectors, gone.connectors));
-  expect(rows("SELECT id FROM providers")).toEqual(expected(ids.providers, made.providers, gone.providers));
-  expect(rows("SELECT username AS id FROM users")).toEqual(new Set(["admin", "alice", ...made.users]));
+  expect(await rows("SELECT id FROM connectors")).toEqual(expected(ids.connectors, made.connectors, gone.connectors));
+  expect(await rows("SELECT id FROM providers")).toEqual(expected(ids.providers, made.providers, gone.providers));
+  expect(await rows("SELECT username AS id FROM users")).toEqual(new Set(["admin", "alice", ...made.users]));
 }, 120_000);

@@ -76,6 +76,25 @@ describe("what a body may be", () => {
   });
 });
 
+describe("what no store can hold", () => {
+  test("U+0000 anywhere in a body is a 422 naming the field, on either store; nothing is stored", async () => {
+    const before = (await t.api("GET", "/api/v1/connectors?limit=100")).body.items.length;
+    const res = await t.api("POST", "/api/v1/connectors", { raw: '{"url":"https://nul.example/mcp","metadata":{"name":"a\\u0000b"}}' });
+    expectProblem(res, 422);
+    expect(res.body.detail).toBe("body.metadata.name: contains U+0000 (NUL), which is not accepted");
+    expect((await t.api("GET", "/api/v1/connectors?limit=100")).body.items.length).toBe(before);
+    // An escaped backslash before "u0000" is text, not NUL.
+    expect((await t.api("POST", "/api/v1/connectors", { raw: '{"url":"https://nul.example/mcp","metadata":{"name":"a\\\\u0000b"}}' })).status).toBe(201);
+  });
+
+  test("an id with control characters is a 422; a user name no user can have is a plain 401", async () => {
+    const res = await t.api("GET", "/api/v1/connectors/a%00b");
+    expectProblem(res, 422);
+    expect(res.body.detail).toContain("id: must not contain control characters");
+    expectProblem(await t.apiOf({ username: "ad\u0000min", password: "x" })("GET", "/api/v1/connectors"), 401);
+  });
+});
+
 describe("query parameters", () => {
   test.each(["0", "-1", "101", "1000000", "0x10", "1e1", " 5", "5.0", "abc"])("limit=%p is a 422 naming query.limit", async (limit) => {
     const res = await t.api("GET", `/api/v1/connectors?limit=${encodeURIComponent(limit)}`);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startEverything, type Peer } from "../peers/everything";
 import { connectedConnector, mcpClient, proxyUrl } from "../support/mcp";
 import { startTestService, type TestService } from "../support/service";
-import { sqliteOf } from "../support/store";
+
 
 let upstream: Peer;
 let service: TestService;
@@ -27,5 +27,5 @@ test("on shutdown the service stops accepting, finishes the request in flight, t
   await stopped;
   expect(service.logs.at(-1)).toContain('"msg":"stopped"');
   // The database is closed.
-  expect(() => sqliteOf(service.deps).query("SELECT 1").get()).toThrow();
+  await expect(service.deps.store.ping()).rejects.toThrow();
 }, 30_000);

@@ -5,7 +5,8 @@ import { createTestApp, type TestApp } from "../support/app";
 import { mcpClient, toolText } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
 import { expectProblem } from "../support/api";
-import { sqliteOf } from "../support/store";
+import { sql } from "drizzle-orm";
+import { queryRows } from "../support/store";
 
 // A connector's OAuth authorization through app.handle, against a scripted authorization server in-process and a
 // stepped clock; the same flows run against oidc-provider in flow.test.ts and callback-errors.test.ts.
@@ -126,18 +127,18 @@ describe("the callback", () => {
 describe("after the callback", () => {
   test("the scheduler removes authorizations nobody finished, once they expire", async () => {
     await pending();
-    const count = () => (sqliteOf(t.deps).query("SELECT count(*) AS n FROM oauth_states").get() as { n: number }).n;
-    expect(count()).toBeGreaterThan(0);
+    const count = async () => Number((await queryRows<{ n: number }>(t.deps, sql`SELECT count(*) AS n FROM oauth_states`))[0]!.n);
+    expect(await count()).toBeGreaterThan(0);
     t.clock.advance(10 * 60_000);
     await t.runJobs();
-    expect(count()).toBe(0);
+    expect(await count()).toBe(0);
   });
 
   test("an access token the server stopped accepting is refreshed once and the request replayed; the refresh token rotates", async () => {
     const { id, url } = await pending();
     await land(oauth.approve(url));
     const before = await whoami(id);
-    const grant = storedGrant(t, id)!;
+    const grant = (await storedGrant(t, id))!;
     oauth.expireAccessTokens();
     const refreshes = oauth.seen.tokenRequests.filter((f) => f.get("grant_type") === "refresh_token").length;
     const after = await whoami(id);
@@ -145,7 +146,7 @@ describe("after the callback", () => {
     expect(oauth.seen.tokenRequests.filter((f) => f.get("grant_type") === "refresh_token").length).toBe(refreshes + 1);
     expect(oauth.seen.tokenRequests.at(-1)!.get("resource")).toBe(oauth.resource);
     expect(oauth.seen.tokenRequests.at(-1)!.get("refresh_token")).toBe(grant.refresh_token);
-    expect(storedGrant(t, id)!.refresh_token).not.toBe(grant.refresh_token);
+    expect((await storedGrant(t, id))!.refresh_token).not.toBe(grant.refresh_token);
   });
 
   test("a refresh the server refuses with invalid_grant disconnects the connector, with the server's words", async () => {

@@ -87,7 +87,7 @@ test("tokens are sealed at rest; no code, state or token reaches the log", async
   const { id, url } = await pending();
   const callback = await authorizeInBrowser(url, op.issuer);
   await fetch(callback, { redirect: "manual" });
-  const grant = storedGrant(service, id)!;
+  const grant = (await storedGrant(service, id))!;
   const { client, close } = await mcpClient(proxyUrl(service, id));
   await client.callTool({ name: "whoami", arguments: {} });
   await close();

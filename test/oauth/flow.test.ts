@@ -7,7 +7,9 @@ import { mcpClient, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
 import { startTestService, type TestService } from "../support/service";
 import { expectProblem } from "../support/api";
-import { sqliteOf } from "../support/store";
+import { sql } from "drizzle-orm";
+import { queryRows } from "../support/store";
+import { createOAuthRepository } from "../../src/oauth/repository";
 
 // Real peers, no mocks of OAuth: oidc-provider as the authorization server, an MCP server checking its JWTs.
 // The service's clock is stepped, so "an hour later" takes no time; the scheduler's jobs run when the test says.
@@ -47,9 +49,7 @@ const whoami = async (id: string) => {
 };
 
 /** The client id the service registered at the provider for this connector's grant. */
-const clientIdOf = (connectorId: string) =>
-  (JSON.parse((sqliteOf(service.deps).query("SELECT context FROM oauth_grants WHERE connector_id = ?").get(connectorId) as { context: string }).context) as { client_id: string })
-    .client_id;
+const clientIdOf = async (connectorId: string) => (await createOAuthRepository(service.deps.store).findGrant(connectorId))!.context.client_id;
 
 const connector = async (id: string) => (await service.api("GET", `/api/v1/connectors/${id}`)).body;
 
@@ -75,7 +75,7 @@ describe("the authorization code flow against oidc-provider", () => {
     expect(await landed.text()).toContain("Connected");
     expect(await connector(id)).toMatchObject({ state: "connected", auth_request: null, disconnect_reason: null });
 
-    const first = storedGrant(service, id)!;
+    const first = (await storedGrant(service, id))!;
     expect(first.refresh_token).toBeString();
     const me = await whoami(id);
     // RFC 8707: the token's audience is this MCP server.
@@ -86,11 +86,11 @@ describe("the authorization code flow against oidc-provider", () => {
     // Not yet due: a tick before 80 % of the hour refreshes nothing.
     clock.advance(0.7 * HOUR);
     await service.runJobs();
-    expect(storedGrant(service, id)!.access_token).toBe(first.access_token);
+    expect((await storedGrant(service, id))!.access_token).toBe(first.access_token);
     // Due (80 % of the lifetime): the tick refreshes; oidc-provider rotates the refresh token.
     clock.advance(0.11 * HOUR);
     await service.runJobs();
-    const refreshed = storedGrant(service, id)!;
+    const refreshed = (await storedGrant(service, id))!;
     expect(refreshed.access_token).not.toBe(first.access_token);
     expect(refreshed.refresh_token).not.toBe(first.refresh_token);
     expect(refreshed.expires_at!).toBeGreaterThan(first.expires_at!);
@@ -101,11 +101,11 @@ describe("the authorization code flow against oidc-provider", () => {
 
   test("a refresh token revoked at the authorization server: the next refresh gets invalid_grant and the connector says so", async () => {
     const { id } = await authorize();
-    const current = storedGrant(service, id)!;
+    const current = (await storedGrant(service, id))!;
     const revoke = await fetch(`${op.issuer}/token/revocation`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ token: current.refresh_token!, token_type_hint: "refresh_token", client_id: clientIdOf(id) }),
+      body: new URLSearchParams({ token: current.refresh_token!, token_type_hint: "refresh_token", client_id: await clientIdOf(id) }),
     });
     expect(revoke.status).toBe(200);
     clock.advance(0.81 * HOUR);
@@ -114,13 +114,13 @@ describe("the authorization code flow against oidc-provider", () => {
     expect(after.state).toBe("disconnected");
     expect(after.disconnect_reason).toContain("refresh failed");
     expect(after.disconnect_reason).toContain("invalid_grant");
-    expect(storedGrant(service, id)).toBeUndefined();
+    expect((await storedGrant(service, id))).toBeUndefined();
     expectProblem(await service.api("POST", `/api/v1/connectors/${id}/mcp`, { body: {} }), 409);
   });
 
   test("a rejected token is refreshed once and the request replayed, invisibly to the client", async () => {
     const { id } = await authorize();
-    const before = storedGrant(service, id)!;
+    const before = (await storedGrant(service, id))!;
     const [rejectedBefore, refreshesBefore] = [server.rejected.count, op.refreshed.count];
     server.rejectTokensSeenSoFar();
     const me = await whoami(id);
@@ -128,7 +128,7 @@ describe("the authorization code flow against oidc-provider", () => {
     // The server did refuse the old token, and the client never saw it: the proxy refreshed once and replayed.
     expect(server.rejected.count).toBeGreaterThan(rejectedBefore);
     expect(op.refreshed.count).toBe(refreshesBefore + 1);
-    const after = storedGrant(service, id)!;
+    const after = (await storedGrant(service, id))!;
     expect(after.access_token).not.toBe(before.access_token);
     expect(me.jti).toBe(decodeJwt(after.access_token).jti as string);
   });
@@ -147,14 +147,14 @@ describe("the authorization code flow against oidc-provider", () => {
 
   test("disconnect revokes the grant at the authorization server (RFC 7009) before forgetting it", async () => {
     const { id } = await authorize();
-    const { refresh_token } = storedGrant(service, id)!;
-    const clientId = clientIdOf(id);
+    const { refresh_token } = (await storedGrant(service, id))!;
+    const clientId = await clientIdOf(id);
     const destroyedBefore = op.destroyed.refreshTokens;
     const off = await service.api("POST", `/api/v1/connectors/${id}/disconnect`);
     expect(off.body).toMatchObject({ state: "disconnected" });
     // oidc-provider destroyed the refresh token on the revocation request (its JWT access tokens cannot be revoked).
     expect(op.destroyed.refreshTokens).toBe(destroyedBefore + 1);
-    expect(storedGrant(service, id)).toBeUndefined();
+    expect((await storedGrant(service, id))).toBeUndefined();
     const attempt = await fetch(`${op.issuer}/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -167,8 +167,8 @@ describe("the authorization code flow against oidc-provider", () => {
   test("the client registered at an authorization server is reused for its next connector", async () => {
     const first = await authorize();
     const second = await authorize();
-    expect(clientIdOf(second.id)).toBe(clientIdOf(first.id));
-    const clients = sqliteOf(service.deps).query("SELECT issuer FROM oauth_clients").all();
+    expect(await clientIdOf(second.id)).toBe(await clientIdOf(first.id));
+    const clients = await queryRows(service.deps, sql`SELECT issuer FROM oauth_clients`);
     expect(clients).toEqual([{ issuer: op.issuer }]);
   });
 

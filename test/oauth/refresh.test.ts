@@ -55,7 +55,9 @@ describe("leases", () => {
 
 describe("two processes, one grant", () => {
   test("a refresh while another process holds the lease waits for it and uses the token it stored, with no token request of its own", async () => {
-    const t = await createTestApp();
+    // The other process stores its new token while this one waits.
+    let otherProcess = async () => {};
+    const t = await createTestApp({ whileSleeping: () => otherProcess() });
     try {
       const id = (await t.api("POST", "/api/v1/connectors", { body: { url: "https://mcp.example/mcp" } })).body.id as string;
       const grants = createOAuthRepository(t.deps.store);
@@ -75,10 +77,8 @@ describe("two processes, one grant", () => {
         });
       await store("old-token");
       expect(await grants.lease(id, "the-other-process", now, now + 30_000)).toBe(true);
-      // The other process stores its new token while this one waits.
-      const waiting = t.services.authorization.refresh(id);
-      await store("the-other-process-s-token");
-      expect(await waiting).toEqual({ ok: true, accessToken: "the-other-process-s-token" });
+      otherProcess = () => store("the-other-process-s-token");
+      expect(await t.services.authorization.refresh(id)).toEqual({ ok: true, accessToken: "the-other-process-s-token" });
       expect(t.clock.now()).toBe(now + 500);
       expect(t.network.requests).toEqual([]);
     } finally {
@@ -109,18 +109,18 @@ describe("the authorization server goes away", () => {
     await fetch(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), { redirect: "manual" });
     const id = created.body.id as string;
     expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
-    const expiresAt = storedGrant(service, id)!.expires_at!;
+    const expiresAt = (await storedGrant(service, id))!.expires_at!;
     await op.stop();
 
     // Due at 80 % of the hour: the refresh fails (the server is unreachable: transient) and is retried later.
     clock.advance(0.81 * 3_600_000);
     await service.runJobs();
-    expect(storedGrant(service, id)!.failures).toBe(1);
+    expect((await storedGrant(service, id))!.failures).toBe(1);
     await service.runJobs(); // not due again yet: 5 s of backoff
-    expect(storedGrant(service, id)!.failures).toBe(1);
+    expect((await storedGrant(service, id))!.failures).toBe(1);
     clock.advance(5_000);
     await service.runJobs();
-    expect(storedGrant(service, id)!.failures).toBe(2);
+    expect((await storedGrant(service, id))!.failures).toBe(2);
     expect(clock.now()).toBeLessThan(expiresAt);
     expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
 

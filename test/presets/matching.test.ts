@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../support/app";
-import { sqliteOf } from "../support/store";
+import { sql } from "drizzle-orm";
+import { queryRows } from "../support/store";
 
 const CUSTOM = [
   {
@@ -73,11 +74,8 @@ describe("CONNECTOR__PRESETS", () => {
   });
   afterAll(() => service.close());
 
-  const connectorRow = (id: string) =>
-    sqliteOf(service.deps).query("SELECT client_id, client_secret FROM connectors WHERE id = ?").get(id) as {
-      client_id: string | null;
-      client_secret: string | null;
-    };
+  const connectorRow = async (id: string) =>
+    (await queryRows<{ client_id: string | null; client_secret: string | null }>(service.deps, sql`SELECT client_id, client_secret FROM connectors WHERE id = ${id}`))[0];
   const secretOf = (id: string, sealed: string) => service.deps.sealer.open(sealed, `connectors/${id}/client_secret`);
 
   test("replaces the built-in list, and the listing shows no client secret or env value", async () => {
@@ -97,7 +95,7 @@ describe("CONNECTOR__PRESETS", () => {
   test("applies preset credentials and metadata when the request has none", async () => {
     const res = await service.api("POST", "/api/v1/connectors", { body: { url: "https://tools.example.com/mcp/" } });
     expect(res.body).toMatchObject({ preset: "https://tools.example.com/mcp", metadata: CUSTOM[0]!.metadata });
-    const row = connectorRow(res.body.id);
+    const row = (await connectorRow(res.body.id))!;
     expect(row.client_id).toBe("preset-client");
     expect(secretOf(res.body.id, row.client_secret!)).toBe("preset-secret-value");
   });
@@ -107,7 +105,7 @@ describe("CONNECTOR__PRESETS", () => {
       body: { url: "https://tools.example.com/mcp", client_id: "mine", metadata: { name: "Mine" } },
     });
     expect(res.body).toMatchObject({ preset: "https://tools.example.com/mcp", metadata: { name: "Mine" } });
-    const row = connectorRow(res.body.id);
+    const row = (await connectorRow(res.body.id))!;
     expect(row.client_id).toBe("mine");
     // The preset's secret belongs to the preset's client id: it is not paired with the caller's.
     expect(row.client_secret).toBeNull();
@@ -118,7 +116,7 @@ describe("CONNECTOR__PRESETS", () => {
       body: { url: "https://tools.example.com/mcp", client_id: "mine", client_secret: "my-secret" },
     });
     expect(res.body.metadata).toEqual(CUSTOM[0]!.metadata);
-    const row = connectorRow(res.body.id);
+    const row = (await connectorRow(res.body.id))!;
     expect(row.client_id).toBe("mine");
     expect(secretOf(res.body.id, row.client_secret!)).toBe("my-secret");
   });
@@ -128,7 +126,7 @@ describe("CONNECTOR__PRESETS", () => {
       body: { url: "https://tools.example.com/mcp", match_preset: false },
     });
     expect(res.body).toMatchObject({ preset: null, metadata: {} });
-    expect(connectorRow(res.body.id)).toEqual({ client_id: null, client_secret: null });
+    expect(await connectorRow(res.body.id)).toEqual({ client_id: null, client_secret: null });
   });
 
   test("an mcp+stdio URL is accepted only through its stdio preset", async () => {

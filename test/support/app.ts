@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { buildApp, createServices, type Deps, type Services } from "../../src/app";
 import { loadConfig, type Config } from "../../src/config/load";
-import { openSqliteStore } from "../../src/db/sqlite";
+import { openTestStore } from "./store";
 import { createLogger } from "../../src/observability/logger";
 import { createLocalRuntime } from "../../src/runtime/local";
 import type { Runtime } from "../../src/runtime/runtime";
@@ -35,12 +35,14 @@ export type TestAppOptions = {
   clock?: SteppedClock;
   runtime?: Runtime;
   publicUrl?: string;
+  /** What happens while the services wait (after the clock has moved on): another process's work, say. */
+  whileSleeping?: (ms: number) => Promise<void>;
 };
 
 export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
 
 /**
- * The whole service as `buildApp(deps)`, driven through `app.handle`: an in-memory database with the real
+ * The whole service as `buildApp(deps)`, driven through `app.handle`: a fresh database (SQLite in memory, or PostgreSQL with TEST_STORE=postgres) with the real
  * migrations, a stepped clock, and a fake network instead of sockets. Fast (milliseconds a request) and
  * deterministic; the end-to-end tests with real peers use test/support/service.ts instead.
  */
@@ -49,7 +51,7 @@ export async function createTestApp(options: TestAppOptions = {}) {
   const network = options.network ?? fakeNetwork();
   const config = loadConfig({ DATABASE__PATH: ":memory:", SCHEDULER__INTERVAL_SECONDS: "3600", ...options.env });
   options.configure?.(config);
-  const store = openSqliteStore(":memory:");
+  const store = await openTestStore();
   const logs: string[] = [];
   const log = createLogger({ level: "debug", write: (line) => logs.push(line), clock: clock.now });
   const publicUrl = options.publicUrl ?? PUBLIC_URL;
@@ -59,7 +61,10 @@ export async function createTestApp(options: TestAppOptions = {}) {
     sealer: createSealer(randomBytes(32)),
     log,
     clock: clock.now,
-    sleep: async (ms) => clock.advance(ms),
+    sleep: async (ms) => {
+      clock.advance(ms);
+      await options.whileSleeping?.(ms);
+    },
     newId: () => Bun.randomUUIDv7(),
     fetch: network.fetch,
     resolveHost: network.resolve,

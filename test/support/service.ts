@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { startService, type RunningService } from "../../src/cli/serve";
 import { apiOver, type Api, type Credentials } from "./api";
+import { testDatabaseEnv } from "./store";
 
 export const ADMIN = { username: "admin", password: "admin-password-for-tests" };
 
@@ -15,14 +16,15 @@ export type TestService = RunningService & {
 };
 
 /**
- * The whole service in this process on 127.0.0.1 with a free port and an in-memory database: for end-to-end
+ * The whole service in this process on 127.0.0.1 with a free port and a fresh database (SQLite in memory, or PostgreSQL with TEST_STORE=postgres): for end-to-end
  * tests with real peers over real sockets. `clock` is what the services read (a test steps it instead of waiting).
  */
 export async function startTestService(env: Record<string, string> = {}, options: { clock?: () => number } = {}): Promise<TestService> {
   const logs: string[] = [];
+  const database = "DATABASE__PATH" in env || "DATABASE__URL" in env ? {} : await testDatabaseEnv();
   const service = await startService(
     {
-      DATABASE__PATH: ":memory:",
+      ...database,
       SERVER__PORT: "0",
       SECRETS__KEY: randomBytes(32).toString("base64"),
       AUTH__ADMIN_PASSWORD: ADMIN.password,

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../support/app";
 import { expectProblem } from "../support/api";
-import { sqliteOf } from "../support/store";
+import { sql } from "drizzle-orm";
+import { queryRows } from "../support/store";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -75,7 +76,7 @@ describe("API tokens", () => {
 
   test("the database holds only a digest of the token", async () => {
     const token = (await t.api("POST", "/api/v1/tokens", { body: { name: "digest" } })).body.token as string;
-    const rows = sqliteOf(t.deps).query("SELECT token_digest FROM api_tokens").all() as { token_digest: string }[];
+    const rows = await queryRows<{ token_digest: string }>(t.deps, sql`SELECT token_digest FROM api_tokens`);
     expect(rows.length).toBeGreaterThan(0);
     for (const row of rows) expect(row.token_digest).not.toContain(token.slice(4, 20));
   });
@@ -85,7 +86,7 @@ describe("API tokens", () => {
     expect((await lee.api("GET", "/api/v1/users/me")).status).toBe(200);
     // Change the password directly: the remembered Basic credential must stop working.
     const hash = await Bun.password.hash("a-new-password", "argon2id");
-    sqliteOf(t.deps).query("UPDATE users SET password_hash = ? WHERE id = ?").run(hash, lee.id);
+    await queryRows(t.deps, sql`UPDATE users SET password_hash = ${hash} WHERE id = ${lee.id}`);
     expectProblem(await lee.api("GET", "/api/v1/users/me"), 401);
     expect((await t.apiOf({ username: "lee", password: "a-new-password" })("GET", "/api/v1/users/me")).status).toBe(200);
   });

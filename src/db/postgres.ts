@@ -1,0 +1,87 @@
+import { SQL } from "bun";
+import { sql } from "drizzle-orm";
+import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import { postgresMigrations } from "./migrations.macro" with { type: "macro" };
+import type { Db, Store } from "./store";
+
+export type PostgresStore = Store & { readonly dialect: "postgres"; readonly client: SQL };
+
+export const POSTGRES_MIGRATIONS: MigrationMeta[] = postgresMigrations();
+
+/** The advisory lock every replica takes to migrate: replicas starting together migrate once, one after another. */
+const MIGRATION_LOCK = 0x63_73_6d_67; // "csmg"
+
+export type PostgresOptions = {
+  /** Connections in this process's pool. */
+  maxConnections?: number;
+  migrations?: MigrationMeta[];
+};
+
+/**
+ * Opens the PostgreSQL store at `url` (Bun's built-in client) and applies the embedded migrations under an advisory
+ * lock. Drizzle keeps its own bookkeeping (`drizzle.__drizzle_migrations`), so drizzle-kit and the binary agree.
+ */
+export async function openPostgresStore(url: string, options: PostgresOptions = {}): Promise<PostgresStore> {
+  const client = new SQL(url, { max: options.maxConnections ?? 10, idleTimeout: 60, connectionTimeout: 10 });
+  try {
+    const pg = drizzle({ client });
+    const applied = await migrate(client, pg, options.migrations ?? POSTGRES_MIGRATIONS);
+    return postgresStore(client, pg, applied);
+  } catch (e) {
+    await client.close();
+    throw e;
+  }
+}
+
+function postgresStore(client: SQL, pg: BunSQLDatabase, applied: number): PostgresStore {
+  return {
+    dialect: "postgres",
+    // The repositories' queries are the same on both dialects (see store.ts); only their types are SQLite's.
+    db: pg as unknown as Db,
+    client,
+    applied,
+    table: (_sqlite, postgres) => postgres as never,
+    transaction: (body) =>
+      pg.transaction(async (tx) => {
+        // A transaction-scoped advisory lock per key: check-then-insert rules hold between replicas too.
+        const lock = (key: string) => tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${key}))`);
+        const steps = body(tx as unknown as Db, lock);
+        let step = steps.next();
+        while (!step.done) step = steps.next(step.value === undefined ? undefined : await step.value);
+        return step.value;
+      }),
+    prepareFirst(name, query) {
+      const prepared = query.prepare(name) as { execute(params: Record<string, unknown>): Promise<never[]> };
+      return async (params) => (await prepared.execute(params))[0];
+    },
+    async ping() {
+      await client`SELECT 1`;
+    },
+    close: () => client.close(),
+  };
+}
+
+async function migrate(client: SQL, pg: BunSQLDatabase, migrations: MigrationMeta[]): Promise<number> {
+  const session = await client.reserve();
+  try {
+    await session`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+    try {
+      const [table] = await session`SELECT to_regclass('drizzle.__drizzle_migrations') AS name`;
+      const last = table?.name ? Number((await session`SELECT max(created_at) AS at FROM drizzle.__drizzle_migrations`)[0]?.at ?? 0) : null;
+      const pending = migrations.filter((m) => last === null || m.folderMillis > last).length;
+      if (pending) {
+        await (pg as unknown as { dialect: { migrate(m: MigrationMeta[], s: unknown, c: object): Promise<void> }; session: unknown }).dialect.migrate(
+          migrations,
+          (pg as unknown as { session: unknown }).session,
+          {},
+        );
+      }
+      return pending;
+    } finally {
+      await session`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`;
+    }
+  } finally {
+    session.release();
+  }
+}
