@@ -7,6 +7,7 @@ import { storedGrant } from "../support/oauth";
 import { expectProblem } from "../support/api";
 import { sql } from "drizzle-orm";
 import { queryRows } from "../support/store";
+import { waitFor } from "../support/wait";
 
 // A connector's OAuth authorization through app.handle, against a scripted authorization server in-process and a
 // stepped clock; the same flows run against oidc-provider in flow.test.ts and callback-errors.test.ts.
@@ -171,6 +172,8 @@ describe("after the callback", () => {
     expect(issued).toBeGreaterThan(0);
     const revokedBefore = oauth.seen.revoked.length;
     expect((await t.api("POST", `/api/v1/connectors/${id}/disconnect`)).body.state).toBe("disconnected");
+    // Revocation runs after the answer (the connection's end does not wait for the authorization server).
+    await waitFor("both revocations", () => oauth.seen.revoked.length - revokedBefore >= 2, 5_000);
     const revoked = oauth.seen.revoked.slice(revokedBefore);
     expect(revoked).toHaveLength(2);
     expect(revoked[0]).toStartWith("rt-");
