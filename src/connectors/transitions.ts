@@ -10,8 +10,10 @@ export type TransitionDeps = {
   /**
    * A connection ended (the connector is now disconnected, waits for a new authorization, or is deleted): what
    * lives outside its row goes too, its OAuth grant and its managed deployment. Set by the composition root.
+   * Awaited before the transition returns, so that what a later step makes (a callback's new grant) is never what
+   * an earlier transition's clean-up removes.
    */
-  ended(row: ConnectorRow): void;
+  ended(row: ConnectorRow): Promise<void> | void;
 };
 
 /** What a connected connector sends to its server: nothing, the stored headers, or the OAuth grant's token. */
@@ -81,14 +83,14 @@ export function createTransitions(deps: TransitionDeps) {
         authorization_url: authorizationUrl,
         redirect_url: redirectUrl,
       });
-      deps.ended(row);
+      await deps.ended(row);
       return written;
     },
 
     /** Disconnected, with the reason the user will read (spec part 7). */
     async disconnected(row: ConnectorRow, reason: string): Promise<ConnectorRow> {
       const written = await write(row, disconnectedColumns(reason, row.redirect_url));
-      deps.ended(row);
+      await deps.ended(row);
       return written;
     },
 
@@ -100,14 +102,14 @@ export function createTransitions(deps: TransitionDeps) {
       const current = await connectors.findById(id);
       if (current?.state !== "connected") return false;
       const written = await connectors.writeConnection(id, disconnectedColumns(reason, current.redirect_url), clock(), "connected");
-      if (written) deps.ended(written);
+      if (written) await deps.ended(written);
       return written !== undefined;
     },
 
     /** The connector and everything it had go (its grant and pending states by the database's cascade). */
     async deleted(row: ConnectorRow): Promise<void> {
       if (!(await connectors.delete(row.id))) throw new NotFound(`No connector ${row.id}`);
-      deps.ended(row);
+      await deps.ended(row);
     },
   };
 }
