@@ -113,6 +113,7 @@ export function createServices(deps: Deps) {
     transitions,
     clock,
     log: log.child({ component: "runtime" }),
+    sharedStore: deps.store.dialect === "postgres",
   });
   const authorization = createAuthorization({ oauth, connectors: connectorRows, credentials, transitions, upstreamFetch });
   const connectors = createConnectorService({ connectors: connectorRows, presets, sealer, clock, newId, urlGuard, maxPerUser: config.connector.maxPerUser });

@@ -14,7 +14,15 @@ export type DeploymentsDeps = {
   transitions: Transitions;
   clock: () => number;
   log: Logger;
+  /** The store is shared by replicas (PostgreSQL): a local process would serve one replica only. */
+  sharedStore: boolean;
 };
+
+/** Why managed connectors cannot run here, if they cannot: the local runtime on a store shared by replicas. */
+export const localOnSharedStore = (driver: string, sharedStore: boolean) =>
+  driver === "local" && sharedStore
+    ? "Managed (mcp+stdio) servers need RUNTIME__DRIVER=kubernetes when the service runs on PostgreSQL: a local process would be reachable from one replica only"
+    : undefined;
 
 /** How long a managed deployment may stop serving before its connector is disconnected (spec part 8's 60 s). */
 export const NOT_READY_GRACE_MS = 60_000;
@@ -26,6 +34,7 @@ export const NOT_READY_GRACE_MS = 60_000;
  */
 export function createDeployments(deps: DeploymentsDeps) {
   const { runtime, transitions } = deps;
+  const refused = localOnSharedStore(runtime.driver, deps.sharedStore);
   // Connectors whose deployment a connect is making now: reconciliation leaves them alone.
   const deploying = new Set<string>();
   const notReadySince = new Map<string, number>();
@@ -59,6 +68,7 @@ export function createDeployments(deps: DeploymentsDeps) {
      * be ready (up to 60 s). Throws DeploymentFailed when it does not become ready.
      */
     async deploy(row: ConnectorRow, accessToken: string | null): Promise<void> {
+      if (refused) throw new Conflict(refused);
       const stdio = stdioOf(row);
       if (!stdio) {
         throw new Conflict(`No preset with a stdio configuration matches ${row.url} any more: the service's CONNECTOR__PRESETS changed`);
@@ -79,6 +89,11 @@ export function createDeployments(deps: DeploymentsDeps) {
       for (const id of existing.keys()) if (!wantedIds.has(id) && !deploying.has(id)) await runtime.remove(id);
       for (const row of wanted) {
         if (deploying.has(row.id)) continue;
+        if (refused) {
+          // Connected elsewhere (a database copied from SQLite, say): said once, in the connector's reason.
+          await transitions.disconnectIfConnected(row.id, refused);
+          continue;
+        }
         const state = existing.get(row.id);
         if (state?.ready) notReadySince.delete(row.id);
         else if (state) await checkNotReady(row, state.reason);

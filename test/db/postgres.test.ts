@@ -63,3 +63,25 @@ describe("the database goes away, and comes back", () => {
     }
   }, 30_000);
 });
+
+test("managed servers on PostgreSQL need the kubernetes runtime: connect is a 409 naming the setting, and one found connected is disconnected saying so", async () => {
+  const presets = JSON.stringify([{ url: "mcp+stdio://everything", metadata: { name: "Everything" }, stdio: { image: "example/everything", command: ["node", "-e", ""] } }]);
+  const url = await pg.createDatabase();
+  const service = await startTestService({ DATABASE__URL: url, SECRETS__KEY: randomBytes(32).toString("base64"), CONNECTOR__PRESETS: presets });
+  try {
+    const id = (await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } })).body.id as string;
+    const refused = await service.api("POST", `/api/v1/connectors/${id}/connect`);
+    expectProblem(refused, 409);
+    expect(refused.body.detail).toContain("RUNTIME__DRIVER=kubernetes");
+    // Connected before (a database copied from a single SQLite instance): reconciliation says why it stops.
+    const client = new SQL(url, { max: 1 });
+    await client`UPDATE connectors SET state = 'connected' WHERE id = ${id}`;
+    await client.close();
+    await service.runJobs();
+    const after = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+    expect(after.state).toBe("disconnected");
+    expect(after.disconnect_reason).toContain("RUNTIME__DRIVER=kubernetes");
+  } finally {
+    await service.stop();
+  }
+});
