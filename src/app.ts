@@ -12,6 +12,7 @@ import { createConnectorService, isManaged } from "./connectors/service";
 import { createTransitions } from "./connectors/transitions";
 import type { Store } from "./db/store";
 import { createDeployments } from "./deployments/service";
+import { createJobLeases, leased } from "./scheduler/leases";
 import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
 import type { FetchLike } from "./http/fetch";
@@ -85,6 +86,8 @@ export function createServices(deps: Deps) {
   );
 
   const credentials = createConnectorCredentials(sealer);
+  // This process among the replicas sharing the store: the owner of the leases it takes.
+  const processId = newId();
   const oauth = createOAuthClient({
     repository: createOAuthRepository(deps.store),
     sealer,
@@ -92,7 +95,7 @@ export function createServices(deps: Deps) {
     clock,
     sleep: deps.sleep,
     publicUrl: deps.publicUrl,
-    processId: newId(),
+    processId,
     log: log.child({ component: "oauth" }),
   });
   // When a connection ends, what lives outside the connector's row goes with it: its grant and its deployment.
@@ -146,11 +149,15 @@ export function createServices(deps: Deps) {
     publicUrl: deps.publicUrl,
     refreshAfterMs: config.a2a.cardRefreshMs,
   });
-  /** What the scheduler runs on every tick (scheduler/scheduler.ts), in this order. */
+  /**
+   * What the scheduler runs on every tick (scheduler/scheduler.ts), in this order. Replicas share the work: the jobs
+   * that act outside the store run on one replica at a time (a lease each); token refresh leases each grant.
+   */
+  const leases = { leases: createJobLeases(deps.store), owner: processId, clock };
   const jobs: Job[] = [
-    { name: "reconcile-deployments", run: () => deployments.reconcile() },
+    leased({ name: "reconcile-deployments", run: () => deployments.reconcile() }, leases),
     { name: "expire-oauth-states", run: async () => void (await oauth.expireStates()) },
-    { name: "refresh-agent-cards", run: () => providers.refreshStale() },
+    leased({ name: "refresh-agent-cards", run: () => providers.refreshStale() }, leases),
     {
       name: "refresh-oauth-tokens",
       run: async () => {

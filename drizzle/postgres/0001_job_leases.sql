@@ -1,0 +1,5 @@
+CREATE TABLE "job_leases" (
+	"name" text PRIMARY KEY NOT NULL,
+	"owner" text NOT NULL,
+	"until" bigint NOT NULL
+);
