@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import * as oauth from "oauth4webapi";
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
+import { UPSTREAM_CALL_TIMEOUT_MS } from "../http/fetch";
 import type { Logger } from "../observability/logger";
 import { createOpenedCache } from "../secrets/opened-cache";
 import type { Sealer } from "../secrets/sealer";
@@ -56,8 +57,13 @@ export type RefreshOutcome = { ok: true; accessToken: string } | { ok: false; fa
 
 const digest = (state: string) => createHash("sha256").update(state).digest("hex");
 const LEASE_MS = 30_000;
-/** How long to wait for another process's refresh of the same grant before using what it stored. */
-const LEASE_WAIT_MS = 500;
+/**
+ * Another process (a replica) refreshing the same grant is waited for rather than raced (a second use of a rotated
+ * refresh token would be refused, or revoke the grant): looked at every LEASE_POLL_MS, for as long as its token
+ * request may take.
+ */
+export const LEASE_POLL_MS = 250;
+const LEASE_WAIT_MAX_MS = UPSTREAM_CALL_TIMEOUT_MS + 1_000;
 /** The client as oauth4webapi takes it, from what a state or grant recorded. */
 const clientOf = (context: GrantContext): oauth.Client => ({ client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method });
 
@@ -97,15 +103,24 @@ export function createOAuthClient(deps: OAuthClientDeps) {
     });
   }
 
-  async function doRefresh(connectorId: string): Promise<RefreshOutcome> {
-    const now = clock();
-    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS))) {
-      // Another process holds the lease and is refreshing: use what it stores.
-      await deps.sleep(LEASE_WAIT_MS);
+  /** Another process holds the grant's lease and is refreshing: wait until it stored new tokens or let go, then use them. */
+  async function awaitOtherRefresh(connectorId: string): Promise<RefreshOutcome> {
+    const before = (await repository.findGrant(connectorId))?.secrets;
+    const until = clock() + LEASE_WAIT_MAX_MS;
+    for (;;) {
+      await deps.sleep(LEASE_POLL_MS);
       const row = await repository.findGrant(connectorId);
-      if (row && (row.expires_at === null || row.expires_at > clock())) return { ok: true, accessToken: openGrant(row).access_token };
+      if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true };
+      const settled = row.secrets !== before || row.lease_until === null || row.lease_until < clock();
+      if (!settled && clock() < until) continue;
+      if (row.expires_at === null || row.expires_at > clock()) return { ok: true, accessToken: openGrant(row).access_token };
       return { ok: false, failure: { reason: "another process is refreshing the token", permanent: false, kind: "unreachable" }, expired: false };
     }
+  }
+
+  async function doRefresh(connectorId: string): Promise<RefreshOutcome> {
+    const now = clock();
+    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS))) return awaitOtherRefresh(connectorId);
     try {
       const row = await repository.findGrant(connectorId);
       if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true };
