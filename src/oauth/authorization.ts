@@ -80,8 +80,8 @@ export function createAuthorization(deps: AuthorizationDeps) {
      * Refreshes a connector's token (the scheduler, or the proxy after a 401). A permanent failure, or any
      * failure once the token has expired, disconnects the connector with the reason.
      */
-    async refresh(connectorId: string): Promise<RefreshOutcome> {
-      const outcome = await oauth.refresh(connectorId);
+    async refresh(connectorId: string, rejected?: string): Promise<RefreshOutcome> {
+      const outcome = await oauth.refresh(connectorId, rejected);
       if (!outcome.ok && (outcome.failure.permanent || outcome.expired)) {
         await transitions.disconnectIfConnected(connectorId, `OAuth token refresh failed: ${outcome.failure.reason}`);
       }

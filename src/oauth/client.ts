@@ -56,14 +56,15 @@ export type CallbackOutcome =
 export type RefreshOutcome = { ok: true; accessToken: string } | { ok: false; failure: OAuthFailure; expired: boolean };
 
 const digest = (state: string) => createHash("sha256").update(state).digest("hex");
-const LEASE_MS = 30_000;
+/** A refresh lease: the token request's own timeout and a margin (a killed holder delays the others this long at most). */
+const LEASE_MS = UPSTREAM_CALL_TIMEOUT_MS + 5_000;
 /**
  * Another process (a replica) refreshing the same grant is waited for rather than raced (a second use of a rotated
  * refresh token would be refused, or revoke the grant): looked at every LEASE_POLL_MS, for as long as its token
- * request may take.
+ * request may take. A process killed while it held the lease holds up the others until the lease (LEASE_MS) ends.
  */
 export const LEASE_POLL_MS = 250;
-const LEASE_WAIT_MAX_MS = UPSTREAM_CALL_TIMEOUT_MS + 1_000;
+const LEASE_WAIT_MAX_MS = LEASE_MS + 1_000;
 /** The client as oauth4webapi takes it, from what a state or grant recorded. */
 const clientOf = (context: GrantContext): oauth.Client => ({ client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method });
 
@@ -103,30 +104,36 @@ export function createOAuthClient(deps: OAuthClientDeps) {
     });
   }
 
-  /** Another process holds the grant's lease and is refreshing: wait until it stored new tokens or let go, then use them. */
-  async function awaitOtherRefresh(connectorId: string): Promise<RefreshOutcome> {
+  /**
+   * Another process holds the grant's lease and is refreshing: wait until it stored new tokens, then use them. If it
+   * let go (or died: its lease ran out) without new tokens, this process tries to refresh itself.
+   */
+  async function awaitOtherRefresh(connectorId: string, until: number): Promise<RefreshOutcome> {
     const before = (await repository.findGrant(connectorId))?.secrets;
-    const until = clock() + LEASE_WAIT_MAX_MS;
     for (;;) {
       await deps.sleep(LEASE_POLL_MS);
       const row = await repository.findGrant(connectorId);
       if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true };
-      const settled = row.secrets !== before || row.lease_until === null || row.lease_until < clock();
-      if (!settled && clock() < until) continue;
-      if (row.expires_at === null || row.expires_at > clock()) return { ok: true, accessToken: openGrant(row).access_token };
-      return { ok: false, failure: { reason: "another process is refreshing the token", permanent: false, kind: "unreachable" }, expired: false };
+      if (row.secrets !== before) return { ok: true, accessToken: openGrant(row).access_token };
+      const letGo = row.lease_until === null || row.lease_until < clock();
+      if (letGo && clock() < until) return doRefresh(connectorId, undefined, until);
+      if (clock() >= until) {
+        return { ok: false, failure: { reason: "another process is refreshing the token", permanent: false, kind: "unreachable" }, expired: false };
+      }
     }
   }
 
-  async function doRefresh(connectorId: string): Promise<RefreshOutcome> {
+  async function doRefresh(connectorId: string, rejected?: string, until = clock() + LEASE_WAIT_MAX_MS): Promise<RefreshOutcome> {
     const now = clock();
-    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS))) return awaitOtherRefresh(connectorId);
+    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS))) return awaitOtherRefresh(connectorId, until);
     try {
       const row = await repository.findGrant(connectorId);
       if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true };
       const context = row.context;
       const secrets = openGrant(row);
       const expired = row.expires_at !== null && row.expires_at <= clock();
+      // Refreshed by another replica since the rejected token was sent: a second refresh would only rotate again.
+      if (rejected !== undefined && secrets.access_token !== rejected && !expired) return { ok: true, accessToken: secrets.access_token };
       if (!secrets.refresh_token) {
         return { ok: false, failure: { reason: "the access token expired and the authorization server issued no refresh token", permanent: true, kind: "rejected" }, expired: true };
       }
@@ -265,11 +272,15 @@ export function createOAuthClient(deps: OAuthClientDeps) {
       return row ? openGrant(row).access_token : undefined;
     },
 
-    /** Refreshes a connector's token; concurrent callers in this process share one request (single flight). */
-    refresh(connectorId: string): Promise<RefreshOutcome> {
+    /**
+     * Refreshes a connector's token; concurrent callers in this process share one request (single flight). Given the
+     * access token a server just rejected, a newer one already stored (another replica refreshed meanwhile) is used
+     * without another refresh.
+     */
+    refresh(connectorId: string, rejected?: string): Promise<RefreshOutcome> {
       let running = inFlight.get(connectorId);
       if (!running) {
-        running = doRefresh(connectorId).finally(() => inFlight.delete(connectorId));
+        running = doRefresh(connectorId, rejected).finally(() => inFlight.delete(connectorId));
         inFlight.set(connectorId, running);
       }
       return running;

@@ -34,7 +34,8 @@ export function createProxyService({ connectors, transitions, authorization, tar
    * token — the body was teed, so a POST can be sent again. [MCP authorization (2025-11-25) §"Token Handling"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#token-handling).
    */
   async function retryAfterRefresh(request: Request, row: ConnectorRow, url: URL, headers: Headers, options: ForwardOptions, spare: ReadableStream<Uint8Array> | null): Promise<Forwarded> {
-    const refreshed = await authorization.refresh(row.id);
+    const rejected = headers.get("authorization")?.replace(/^Bearer /, "");
+    const refreshed = await authorization.refresh(row.id, rejected);
     if (!refreshed.ok) {
       await spare?.cancel();
       return credentialsRejected(row, `access token and its refresh failed (${refreshed.failure.reason})`);
@@ -99,7 +100,9 @@ export function createProxyService({ connectors, transitions, authorization, tar
      * caller's and the connector's places (stream-limits.ts) until the exchange is over.
      */
     async handle(caller: Principal, id: string, request: Request): Promise<Response> {
-      const row = await connectors.owned(caller, id, true);
+      let row = await connectors.owned(caller, id, true);
+      // The cached row may be up to a second behind a connect on another replica: a refusal is checked in the store.
+      if (row.state !== "connected") row = await connectors.owned(caller, id);
       if (row.state !== "connected") {
         const why = row.disconnect_reason ? ` (${row.disconnect_reason})` : "";
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { SQL } from "bun";
 import { startEverything } from "../peers/everything";
+import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
+import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import type { Peer } from "../peers/ports";
 import { apiClient, ADMIN } from "../support/service";
 import { mcpClient, toolText as text } from "../support/mcp";
@@ -10,12 +13,38 @@ import { waitFor } from "../support/wait";
 // Three replicas of the compiled binary on one PostgreSQL database behind nginx round-robin (no sticky sessions).
 let cluster: Cluster;
 let everything: Peer;
+let op: OidcPeer;
+let protectedServer: OAuthMcpServer;
 beforeAll(async () => {
-  [cluster, everything] = await Promise.all([startCluster(3), startEverything()]);
+  [cluster, everything, op] = await Promise.all([startCluster(3), startEverything(), startOidcProvider({ accessTokenTtl: 3600 })]);
+  protectedServer = startOAuthMcpServer(op.issuer);
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([cluster?.stop(), everything?.stop()]);
+  await Promise.all([cluster?.stop(), everything?.stop(), op?.stop(), protectedServer?.stop()]);
 });
+
+const basic = `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}`;
+/** A stateless MCP initialize sent to one replica's proxy; its status. */
+const initializeOn = (base: string, id: string) =>
+  fetch(`${base}/api/v1/connectors/${id}/mcp`, {
+    method: "POST",
+    headers: { authorization: basic, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+  }).then(async (r) => (await r.arrayBuffer(), r.status));
+
+/** Connect on the first replica, the user's callback on the second (the balancer's URL, replaced): connected. */
+async function authorizedConnector(): Promise<string> {
+  const [first, second] = cluster.replicas;
+  const api = apiClient(first!.url);
+  const id = (await api("POST", "/api/v1/connectors", { body: { url: protectedServer.url } })).body.id as string;
+  const connect = await api("POST", `/api/v1/connectors/${id}/connect`);
+  expect(connect.body.state).toBe("auth_required");
+  const callback = new URL(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer));
+  expect(callback.origin).toBe(cluster.url); // the public URL every replica shares
+  const landed = await fetch(`${second!.url}${callback.pathname}${callback.search}`, { redirect: "manual" });
+  expect(landed.status).toBe(200);
+  return id;
+}
 
 /** Proxied MCP requests each replica served for this connector (from its request log). */
 const servedBy = (id: string) =>
@@ -87,4 +116,72 @@ describe("what one replica changes, every replica sees", () => {
     await waitFor("b to refuse", async () => (await ping(b)) === 409, 5_000);
     expect(performance.now() - at).toBeLessThan(1_500);
   });
+});
+
+describe("OAuth across replicas", () => {
+  test("connect on one, callback on another, proxy through a third; concurrent 401s on all three refresh once", async () => {
+    const id = await authorizedConnector();
+    const third = cluster.replicas[2]!;
+    expect((await apiClient(third.url)("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    expect(await initializeOn(third.url, id)).toBe(200);
+
+    // The server stops accepting every token it has seen: each replica's next request gets a 401 and refreshes.
+    protectedServer.rejectTokensSeenSoFar();
+    const before = op.refreshed.count;
+    const statuses = await Promise.all(cluster.replicas.map((r) => initializeOn(r.url, id)));
+    expect(statuses).toEqual([200, 200, 200]);
+    const refreshes = op.refreshed.count - before;
+    console.log(`refreshes at the authorization server for 3 concurrent 401s on 3 replicas: ${refreshes}`);
+    expect(refreshes).toBe(1);
+    expect((await cluster.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+  }, 30_000);
+
+  test("a replica killed while it held a grant's refresh lease: another takes over when the lease runs out", async () => {
+    const id = await authorizedConnector();
+    // The grant's lease as a replica killed mid-refresh left it: held, running out 2 s from now.
+    const db = new SQL(cluster.databaseUrl, { max: 1 });
+    await db`UPDATE oauth_grants SET lease_owner = 'a-replica-killed-mid-refresh', lease_until = ${Date.now() + 2_000} WHERE connector_id = ${id}`;
+    await db.close();
+    protectedServer.rejectTokensSeenSoFar();
+    const before = op.refreshed.count;
+    const started = performance.now();
+    expect(await initializeOn(cluster.replicas[1]!.url, id)).toBe(200);
+    const waited = performance.now() - started;
+    console.log(`lease taken over after ${waited.toFixed(0)} ms (it had 2000 ms left)`);
+    expect(waited).toBeGreaterThan(1_500);
+    expect(waited).toBeLessThan(6_000);
+    expect(op.refreshed.count - before).toBe(1);
+    expect((await cluster.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+  }, 30_000);
+});
+
+describe("a replica killed with SIGKILL", () => {
+  test("mid-stream: the call streaming through it fails, a new session through the balancer works at once, the connector stays connected", async () => {
+    const id = (await cluster.api("POST", "/api/v1/connectors", { body: { url: everything.url } })).body.id as string;
+    await cluster.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+    const victim = cluster.replicas[0]!;
+    // A long tool call streaming progress through the replica that is about to die.
+    const { client, close } = await mcpClient(`${victim.url}/api/v1/connectors/${id}/mcp`);
+    let progressed!: () => void;
+    const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
+    const call = client
+      .callTool({ name: "trigger-long-running-operation", arguments: { duration: 5, steps: 10 } }, undefined, { onprogress: () => progressed(), timeout: 8_000 })
+      .then(() => "answered", () => "failed");
+    await firstProgress;
+    const killedAt = performance.now();
+    await victim.kill();
+
+    // Through the balancer, a new session works at once: nginx passes the refused connection to another replica.
+    const { client: again, close: closeAgain } = await mcpClient(`${cluster.url}/api/v1/connectors/${id}/mcp`);
+    expect(text(await again.callTool({ name: "echo", arguments: { message: "after the kill" } }))).toBe("Echo: after the kill");
+    console.log(`first successful request after the kill: ${(performance.now() - killedAt).toFixed(0)} ms`);
+    await closeAgain();
+    // The call that was streaming through the dead replica fails for its client (the SDK retries it there until it
+    // times out); nothing else is lost.
+    expect(await call).toBe("failed");
+    await close().catch(() => undefined);
+    expect((await cluster.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    await victim.restart();
+    expect((await fetch(`${victim.url}/readyz`)).status).toBe(200);
+  }, 60_000);
 });

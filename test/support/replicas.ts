@@ -57,7 +57,7 @@ export async function startCluster(count = 3, env: Record<string, string> = {}):
   };
 
   const replicas = await Promise.all(
-    ports.map(async (port, i) => {
+    ports.map(async (port) => {
       let started: Started = await startBinary(work, { ...settings, SERVER__PORT: String(port) });
       const earlier: string[] = [];
       const replica: Replica = {
