@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { SQL } from "bun";
 import { startEverything } from "../peers/everything";
@@ -7,6 +10,7 @@ import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/o
 import type { Peer } from "../peers/ports";
 import { apiClient, ADMIN } from "../support/service";
 import { mcpClient, toolText as text } from "../support/mcp";
+import { runSuite, SCENARIOS } from "../support/conformance";
 import { startCluster, type Cluster } from "../support/replicas";
 import { waitFor } from "../support/wait";
 
@@ -82,6 +86,23 @@ describe("through the balancer, requests alternating between replicas", () => {
     // Every replica took part in the one session: the proxy keeps no per-session state.
     expect(servedBy(id).every((n) => n > 0)).toBe(true);
   }, 60_000);
+});
+
+describe("the conformance kit through the balancer", () => {
+  test("every check of the server suite ends the same through three replicas as against the server directly", async () => {
+    const out = mkdtempSync(join(tmpdir(), "cs-conformance-replicas-"));
+    try {
+      const id = (await cluster.api("POST", "/api/v1/connectors", { body: { url: everything.url } })).body.id as string;
+      await cluster.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+      const direct = await runSuite(everything.url, join(out, "direct"));
+      const balanced = await runSuite(`${cluster.url}/api/v1/connectors/${id}/mcp`.replace("http://", `http://${ADMIN.username}:${ADMIN.password}@`), join(out, "balanced"));
+      expect([...balanced.keys()].sort()).toEqual([...SCENARIOS].sort());
+      for (const scenario of SCENARIOS) expect({ scenario, checks: balanced.get(scenario) }).toEqual({ scenario, checks: direct.get(scenario) });
+      expect(servedBy(id).every((n) => n > 0)).toBe(true);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe("what one replica changes, every replica sees", () => {
