@@ -6,6 +6,7 @@ import { migrate } from "./cli/migrate";
 import { rotateKey } from "./cli/rotate-key";
 import { serve } from "./cli/serve";
 import { VERSION } from "./version";
+import { copy } from "./cli/copy";
 
 const USAGE = `connector-service ${VERSION}: stores, authorizes and proxies remote MCP servers.
 
@@ -13,6 +14,8 @@ Usage:
   connector-service [serve]          start the service (configuration from environment variables)
   connector-service migrate          apply database migrations and exit
   connector-service rotate-key       re-seal every stored secret under a new key (stop the service first)
+  connector-service copy --from A --to B
+                                     copy every row between stores (a SQLite file or a postgres:// URL), secrets as sealed
   connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]
                                      serve a stdio MCP server over MCP Streamable HTTP on /mcp
   connector-service healthcheck [URL] exit 0 when GET URL/healthz answers 200 (default: the configured host and port)
@@ -33,6 +36,8 @@ async function main(argv: string[]): Promise<number> {
       return gateway(rest);
     case "migrate":
       return rest.length ? unknown(rest[0]!) : migrate(process.env);
+    case "copy":
+      return copy(rest);
     case "rotate-key":
       return rest.length ? unknown(rest[0]!) : rotateKey(process.env);
     case "healthcheck":
