@@ -7,10 +7,11 @@
  * Needs nginx on PATH (Debian: apt-get install nginx-light). Uses dist/connector-service when built,
  * else runs the source with Bun. Every process binds 127.0.0.1 and is stopped at the end.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createServer } from "node:net";
+import { cpuMs } from "./cpu";
 
 const ROOT = resolve(import.meta.dir, "..");
 const args = new Map<string, string>();
@@ -22,20 +23,6 @@ const LATENCY_COUNT = Number(args.get("latency-count") ?? 4000);
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
 const children: Bun.Subprocess[] = [];
-/** CPU time (user + system, ms) a process and its children used so far, from /proc (Linux). */
-function cpuMs(pid: number): number {
-  const read = (p: number) => {
-    try {
-      const fields = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]!.split(" ");
-      return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 100 Hz ticks
-    } catch {
-      return 0;
-    }
-  };
-  const children = Bun.spawnSync(["ps", "-o", "pid=", "--ppid", String(pid)]).stdout.toString().trim().split(/\s+/).filter(Boolean).map(Number);
-  return read(pid) + children.reduce((n, c) => n + read(c), 0);
-}
-
 const freePort = () =>
   new Promise<number>((ok) => {
     const s = createServer().listen(0, "127.0.0.1", () => {

@@ -13,6 +13,7 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { freePort } from "../test/peers/ports";
+import { cpuMs } from "./cpu";
 import { startPostgres } from "../test/peers/postgres";
 
 const ROOT = resolve(import.meta.dir, "..");
@@ -49,7 +50,7 @@ const waitReady = async (url: string) => {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
 
-type Result = { rps: number; p50_ms: number; p99_ms: number; failures: number };
+type Result = { rps: number; p50_ms: number; p99_ms: number; failures: number; cpu_us?: number };
 async function load(url: string, count: number, concurrency: number, auth?: string): Promise<Result> {
   const proc = Bun.spawn([process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), ...(auth ? [auth] : [])], { stdout: "pipe", stderr: "inherit" });
   const out = await new Response(proc.stdout).text();
@@ -62,7 +63,8 @@ async function startService(name: string, env: Record<string, string>) {
   const binary = join(ROOT, "dist/connector-service");
   const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
   const settings = { PATH: process.env.PATH!, SERVER__PORT: String(port), AUTH__ADMIN_PASSWORD: PASSWORD, CONNECTOR__MAX_PER_USER: String(CONNECTORS + 10), ...env };
-  children.push(Bun.spawn(command, { cwd: work, env: settings, stdout: "ignore", stderr: "inherit" }));
+  const proc = Bun.spawn(command, { cwd: work, env: settings, stdout: "ignore", stderr: "inherit" });
+  children.push(proc);
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url);
   const basic = `Basic ${btoa(`admin:${PASSWORD}`)}`;
@@ -71,7 +73,7 @@ async function startService(name: string, env: Record<string, string>) {
     if (!res.ok) throw new Error(`${name} ${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json();
   };
-  return { name, url, api };
+  return { name, url, api, pid: proc.pid };
 }
 
 async function main() {
@@ -87,16 +89,24 @@ async function main() {
     ];
 
     // The proxy: one connector each, the same load, rounds interleaved so that both see the same machine.
-    const targets: { name: string; url: string; auth?: string }[] = [{ name: "direct", url: upstream }];
+    const targets: { name: string; url: string; auth?: string; pid?: number }[] = [{ name: "direct", url: upstream }];
     for (const s of services) {
       const connector = await s.api("POST", "/api/v1/connectors", { url: upstream });
       await s.api("POST", `/api/v1/connectors/${connector.id}/connect`, {});
       const token = (await s.api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
-      targets.push({ name: `proxy on ${s.name}`, url: `${s.url}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}` });
+      targets.push({ name: `proxy on ${s.name}`, url: `${s.url}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}`, pid: s.pid });
     }
     for (const t of targets) await load(t.url, 2000, CONCURRENCY, t.auth); // warm-up
     const runs: Record<string, Result[]> = {};
-    for (let round = 0; round < ROUNDS; round++) for (const t of targets) (runs[t.name] ??= []).push(await load(t.url, COUNT, CONCURRENCY, t.auth));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const t of targets) {
+        const before = t.pid ? cpuMs(t.pid) : 0;
+        const result = await load(t.url, COUNT, CONCURRENCY, t.auth);
+        // What the service itself spent per call: its cost, however the two cores were shared.
+        if (t.pid) result.cpu_us = ((cpuMs(t.pid) - before) * 1000) / COUNT;
+        (runs[t.name] ??= []).push(result);
+      }
+    }
 
     // Listing: CONNECTORS connectors each, then pages of 100 — the first, and deep ones by cursor.
     const lists: Record<string, { first: number[]; deep: number[] }> = {};
@@ -133,10 +143,11 @@ async function main() {
     }
 
     console.log(`\nconnector-service on two stores: proxy throughput at concurrency ${CONCURRENCY} (${COUNT} calls, ${ROUNDS} rounds, median); lists of ${CONNECTORS} connectors (${LISTS} each)\n`);
-    console.log("target                  req/s   p50 ms   p99 ms  failures");
+    console.log("target                  req/s   p50 ms   p99 ms  service CPU us/req  failures");
     for (const [name, results] of Object.entries(runs)) {
+      const cpu = results[0]!.cpu_us === undefined ? "-" : median(results.map((r) => r.cpu_us!)).toFixed(1);
       console.log(
-        `${name.padEnd(22)} ${median(results.map((r) => r.rps)).toFixed(0).padStart(6)}  ${median(results.map((r) => r.p50_ms)).toFixed(3).padStart(7)}  ${median(results.map((r) => r.p99_ms)).toFixed(3).padStart(7)}  ${results.reduce((n, r) => n + r.failures, 0)}`,
+        `${name.padEnd(22)} ${median(results.map((r) => r.rps)).toFixed(0).padStart(6)}  ${median(results.map((r) => r.p50_ms)).toFixed(3).padStart(7)}  ${median(results.map((r) => r.p99_ms)).toFixed(3).padStart(7)}  ${cpu.padStart(18)}  ${results.reduce((n, r) => n + r.failures, 0)}`,
       );
     }
     const rps = (name: string) => median(runs[name]!.map((r) => r.rps));
