@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
-import { getTableColumns, getTableName, sql, type SQL } from "drizzle-orm";
-import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import { getTableColumns, getTableName, sql, type Column, type SQL, type Table } from "drizzle-orm";
 import { providers, providersPg } from "../a2a/table";
 import { connectors, connectorsPg } from "../connectors/table";
 import { openStore } from "../db/open";
@@ -12,7 +11,7 @@ import { api_tokens, api_tokensPg, users, usersPg } from "../users/table";
  * What a copy moves, parents before children (foreign keys), each with its primary key (what makes a second run an
  * update, not a duplicate). Job leases are not copied: they belong to the running processes of one deployment.
  */
-const TABLES: { sqlite: SQLiteTable; postgres: unknown; key: string[] }[] = [
+const TABLES: { sqlite: Table; postgres: unknown; key: string[] }[] = [
   { sqlite: users, postgres: usersPg, key: ["id"] },
   { sqlite: api_tokens, postgres: api_tokensPg, key: ["id"] },
   { sqlite: connectors, postgres: connectorsPg, key: ["id"] },
@@ -66,20 +65,23 @@ export async function copy(args: string[]): Promise<number> {
 
 /** Copies every table of `source` into `target` in one transaction; the rows per table. */
 export async function copyRows(source: Store, target: Store): Promise<Record<string, number>> {
-  const read: { table: SQLiteTable; key: string[]; rows: Record<string, unknown>[] }[] = [];
+  const read: { table: Table; key: string[]; rows: Record<string, unknown>[] }[] = [];
   for (const { sqlite, postgres, key } of TABLES) {
-    read.push({ table: target.table(sqlite, postgres as SQLiteTable), key, rows: await source.db.select().from(source.table(sqlite, postgres as SQLiteTable)) });
+    read.push({ table: target.table(sqlite, postgres), key, rows: await source.db.select().from(source.table(sqlite, postgres) as never) });
   }
   return target.transaction(function* (tx) {
     const counts: Record<string, number> = {};
     for (const { table, key, rows } of read) {
-      const columns = getTableColumns(table) as Record<string, SQLiteColumn>;
+      const columns: Record<string, Column> = getTableColumns(table);
       // Every column but the key takes the source's value: `excluded` is the row that was to be inserted.
       const set: Record<string, SQL> = {};
       for (const [field, column] of Object.entries(columns)) if (!key.includes(field)) set[field] = sql.raw(`excluded."${column.name}"`);
       const target = key.map((field) => columns[field]!);
       for (let i = 0; i < rows.length; i += BATCH) {
-        yield tx.insert(table).values(rows.slice(i, i + BATCH) as never).onConflictDoUpdate({ target, set });
+        yield tx
+          .insert(table as never)
+          .values(rows.slice(i, i + BATCH) as never)
+          .onConflictDoUpdate({ target: target as never, set });
       }
       counts[getTableName(table)] = rows.length;
     }
