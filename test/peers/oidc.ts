@@ -8,6 +8,8 @@ export type OidcPeer = {
   destroyed: { refreshTokens: number; grants: number };
   /** Successful refresh_token grants at the token endpoint. */
   refreshed: { count: number };
+  /** Token requests wait this long first (0: none). */
+  slowTokenEndpoint(ms: number): void;
   stop(): Promise<void>;
   /** Listens again on the same port after `stop`, with everything it knew (an outage, not a reset). */
   restart(): Promise<void>;
@@ -63,7 +65,17 @@ export async function startOidcProvider(options: OidcOptions = {}): Promise<Oidc
   provider.on("grant.success", (ctx: { oidc: { params?: { grant_type?: unknown } } }) => {
     if (ctx.oidc.params?.grant_type === "refresh_token") refreshed.count++;
   });
-  const server: Server = createServer(provider.callback());
+  // A token endpoint that can be made slow: a request whose client went away meanwhile is dropped unprocessed (as
+  // one lost on the way would be), so a client killed mid-refresh leaves the grant as it was.
+  const slow = { ms: 0 };
+  const handle = provider.callback();
+  const server: Server = createServer(async (req, res) => {
+    if (slow.ms && req.url?.startsWith("/token")) {
+      await Bun.sleep(slow.ms);
+      if (req.socket.destroyed) return;
+    }
+    handle(req, res);
+  });
   const listen = () => new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   await listen();
   return {
@@ -71,6 +83,7 @@ export async function startOidcProvider(options: OidcOptions = {}): Promise<Oidc
     provider,
     destroyed,
     refreshed,
+    slowTokenEndpoint: (ms) => void (slow.ms = ms),
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
