@@ -16,7 +16,7 @@ const LAYERS: string[][] = [
   ["users", "relay"],
   ["presets"],
   ["connectors", "runtime", "config"],
-  ["oauth", "deployments", "a2a"],
+  ["oauth", "deployments", "a2a", "authserver"],
   ["connections", "proxy"],
   ["app"],
   ["cli"],

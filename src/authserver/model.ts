@@ -1,0 +1,68 @@
+import { t } from "elysia";
+
+/** Where the authorization server's endpoints live, under the service's public URL. */
+export const OAUTH_PATHS = {
+  authorize: "/oauth/authorize",
+  token: "/oauth/token",
+  register: "/oauth/register",
+  revoke: "/oauth/revoke",
+} as const;
+
+/** Lifetimes. Access tokens are short: a revoked grant or a deleted connector is refused at once anyway. */
+export const ACCESS_TOKEN_TTL_MS = 15 * 60_000;
+export const REFRESH_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
+/** [RFC 6749 §4.1.2](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2): codes are short-lived (10 minutes at most); one is plenty. */
+export const CODE_TTL_MS = 60_000;
+/** How long a person has between the authorization request and their consent. */
+export const REQUEST_TTL_MS = 10 * 60_000;
+/** A registered client that never got a token is forgotten after this. */
+export const UNUSED_CLIENT_TTL_MS = 24 * 3_600_000;
+/** Client ID Metadata Documents: fetched with these caps, and fetched again after `METADATA_DOCUMENT_TTL_MS`. */
+export const METADATA_DOCUMENT_MAX_BYTES = 16 * 1024;
+export const METADATA_DOCUMENT_TIMEOUT_MS = 5_000;
+export const METADATA_DOCUMENT_TTL_MS = 3_600_000;
+
+/** Prefixes that tell the proxy's authentication which kind of bearer token it holds. */
+export const ACCESS_TOKEN_PREFIX = "csa_";
+export const REFRESH_TOKEN_PREFIX = "csr_";
+
+/** What the service keeps of a client's metadata ([RFC 7591 §2](https://www.rfc-editor.org/rfc/rfc7591#section-2)), all it shows or checks. */
+export type ClientMetadata = {
+  redirect_uris: string[];
+  client_name?: string;
+  client_uri?: string;
+  software_id?: string;
+  software_version?: string;
+};
+
+/** An authorization request as validated at the authorization endpoint, kept until the person answers. */
+export type AuthorizationParams = {
+  client_id: string;
+  redirect_uri: string;
+  state: string | null;
+  code_challenge: string;
+  /** The connector whose proxy URL is the `resource`. */
+  connector_id: string;
+  scope: string | null;
+};
+
+const Uri = t.String({ minLength: 1, maxLength: 2048 });
+
+/** A registration request ([RFC 7591 §3.1](https://www.rfc-editor.org/rfc/rfc7591#section-3.1)): only public clients with the code flow are registered here. */
+export const RegistrationBody = t.Object(
+  {
+    redirect_uris: t.Array(Uri, { minItems: 1, maxItems: 10 }),
+    client_name: t.Optional(t.String({ maxLength: 200 })),
+    client_uri: t.Optional(Uri),
+    logo_uri: t.Optional(Uri),
+    software_id: t.Optional(t.String({ maxLength: 200 })),
+    software_version: t.Optional(t.String({ maxLength: 100 })),
+    token_endpoint_auth_method: t.Optional(t.Literal("none", { description: "Only public clients (PKCE) are registered" })),
+    grant_types: t.Optional(t.Array(t.Union([t.Literal("authorization_code"), t.Literal("refresh_token")]), { maxItems: 2 })),
+    response_types: t.Optional(t.Array(t.Literal("code"), { maxItems: 1 })),
+    scope: t.Optional(t.String({ maxLength: 500 })),
+  },
+  // RFC 7591 §2: a server ignores metadata it does not understand.
+  { additionalProperties: true },
+);
+export type RegistrationBody = typeof RegistrationBody.static;

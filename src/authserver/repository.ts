@@ -1,0 +1,165 @@
+import { and, asc, eq, isNull, lt, lte, sql } from "drizzle-orm";
+import { createTtlCache } from "../cache/ttl-cache";
+import type { Store } from "../db/store";
+import { users as sqliteUsers, usersPg } from "../users/table";
+import {
+  as_clients as sqliteClients,
+  as_clientsPg,
+  as_grants as sqliteGrants,
+  as_grantsPg,
+  as_requests as sqliteRequests,
+  as_requestsPg,
+  as_tokens as sqliteTokens,
+  as_tokensPg,
+} from "./table";
+
+export type ClientRow = typeof sqliteClients.$inferSelect;
+export type RequestRow = typeof sqliteRequests.$inferSelect;
+export type GrantRow = typeof sqliteGrants.$inferSelect;
+export type TokenRow = typeof sqliteTokens.$inferSelect;
+/** What the proxy needs of an access token: whose it is, for which connector, until when. */
+export type AccessTokenOwner = Pick<TokenRow, "digest" | "kind" | "expires_at"> &
+  Pick<GrantRow, "connector_id" | "client_id"> & { grant_id: string; user_id: string; username: string; role: "admin" | "user" };
+
+/** The authorization server's records, on either store. */
+export type AuthServerRepository = {
+  findClient(clientId: string): Promise<ClientRow | undefined>;
+  /** Registers unless `max` registered clients that never got a token are kept already (one transaction). */
+  registerClient(row: ClientRow, max: number): Promise<boolean>;
+  /** A client known by its metadata document: stored or refreshed. */
+  saveMetadataClient(row: ClientRow): Promise<void>;
+  touchClient(clientId: string, at: number): Promise<void>;
+  saveRequest(row: RequestRow): Promise<void>;
+  findRequest(handleDigest: string): Promise<RequestRow | undefined>;
+  signedIn(handleDigest: string, userId: string): Promise<void>;
+  /** Single use: deleted as it is read. */
+  takeRequest(handleDigest: string): Promise<RequestRow | undefined>;
+  insertGrant(row: GrantRow): Promise<void>;
+  findGrant(id: string): Promise<GrantRow | undefined>;
+  grantsOf(userId: string): Promise<GrantRow[]>;
+  /** False when the user has no such grant. Its tokens go with it (cascade). */
+  deleteGrant(userId: string, id: string): Promise<boolean>;
+  touchGrant(id: string, at: number): Promise<void>;
+  insertToken(row: TokenRow): Promise<void>;
+  /** Codes are single use: deleted as they are read. */
+  takeCode(digest: string): Promise<TokenRow | undefined>;
+  findToken(digest: string): Promise<TokenRow | undefined>;
+  /** Marks a refresh token used, once: false when it was used already (presented a second time). */
+  useRefreshToken(digest: string, at: number): Promise<boolean>;
+  deleteToken(digest: string): Promise<void>;
+  /** For the proxy, on every request: cached as API tokens are (a revocation in this process applies at once). */
+  accessTokenOwner(digest: string): Promise<AccessTokenOwner | undefined>;
+  /** Expired requests, codes and tokens, and registered clients never used. */
+  deleteExpired(now: number): Promise<number>;
+};
+
+/** How long an access token's owner may be reused without a query (the same bound as API tokens). */
+export const ACCESS_TOKEN_CACHE_MS = 1000;
+
+export function createAuthServerRepository(store: Store, clock: () => number = Date.now): AuthServerRepository {
+  const { db } = store;
+  const clients = store.table(sqliteClients, as_clientsPg);
+  const requests = store.table(sqliteRequests, as_requestsPg);
+  const grants = store.table(sqliteGrants, as_grantsPg);
+  const tokens = store.table(sqliteTokens, as_tokensPg);
+  const users = store.table(sqliteUsers, usersPg);
+  const owners = createTtlCache<AccessTokenOwner>(ACCESS_TOKEN_CACHE_MS, 10_000, clock);
+  const ownerOf = store.prepareFirst<AccessTokenOwner>(
+    "as_access_token_owner",
+    db
+      .select({
+        digest: tokens.digest,
+        kind: tokens.kind,
+        expires_at: tokens.expires_at,
+        grant_id: grants.id,
+        connector_id: grants.connector_id,
+        client_id: grants.client_id,
+        user_id: users.id,
+        username: users.username,
+        role: users.role,
+      })
+      .from(tokens)
+      .innerJoin(grants, eq(grants.id, tokens.grant_id))
+      .innerJoin(users, eq(users.id, grants.user_id))
+      .where(eq(tokens.digest, sql.placeholder("digest"))),
+  );
+  const first = <T>(rows: T[]) => rows[0];
+
+  return {
+    findClient: async (clientId) => first(await db.select().from(clients).where(eq(clients.client_id, clientId)).limit(1)),
+    registerClient: (row, max) =>
+      store.transaction(function* (tx, lock) {
+        yield lock("as_clients:registered");
+        const [kept] = yield tx
+          .select({ n: sql<number>`count(*)`.mapWith(Number) })
+          .from(clients)
+          .where(and(eq(clients.kind, "registered"), isNull(clients.last_used_at)));
+        if ((kept?.n ?? 0) >= max) return false;
+        yield tx.insert(clients).values(row);
+        return true;
+      }),
+    async saveMetadataClient(row) {
+      await db
+        .insert(clients)
+        .values(row)
+        .onConflictDoUpdate({ target: clients.client_id, set: { metadata: row.metadata, expires_at: row.expires_at } });
+    },
+    async touchClient(clientId, at) {
+      await db.update(clients).set({ last_used_at: at }).where(eq(clients.client_id, clientId));
+    },
+    async saveRequest(row) {
+      await db.insert(requests).values(row);
+    },
+    findRequest: async (handleDigest) => first(await db.select().from(requests).where(eq(requests.handle_digest, handleDigest)).limit(1)),
+    async signedIn(handleDigest, userId) {
+      await db.update(requests).set({ user_id: userId }).where(eq(requests.handle_digest, handleDigest));
+    },
+    takeRequest: async (handleDigest) => first(await db.delete(requests).where(eq(requests.handle_digest, handleDigest)).returning()),
+    async insertGrant(row) {
+      await db.insert(grants).values(row);
+    },
+    findGrant: async (id) => first(await db.select().from(grants).where(eq(grants.id, id)).limit(1)),
+    grantsOf: async (userId) => db.select().from(grants).where(eq(grants.user_id, userId)).orderBy(asc(grants.created_at), asc(grants.id)),
+    async deleteGrant(userId, id) {
+      const deleted = await db
+        .delete(grants)
+        .where(and(eq(grants.user_id, userId), eq(grants.id, id)))
+        .returning({ id: grants.id });
+      // Its tokens went with it (cascade): forget what this process remembers of them.
+      if (deleted.length) owners.clear();
+      return deleted.length === 1;
+    },
+    async touchGrant(id, at) {
+      await db.update(grants).set({ last_used_at: at }).where(eq(grants.id, id));
+    },
+    async insertToken(row) {
+      await db.insert(tokens).values(row);
+    },
+    takeCode: async (digest) => first(await db.delete(tokens).where(and(eq(tokens.digest, digest), eq(tokens.kind, "code"))).returning()),
+    findToken: async (digest) => first(await db.select().from(tokens).where(eq(tokens.digest, digest)).limit(1)),
+    useRefreshToken: async (digest, at) =>
+      (
+        await db
+          .update(tokens)
+          .set({ used_at: at })
+          .where(and(eq(tokens.digest, digest), eq(tokens.kind, "refresh"), isNull(tokens.used_at)))
+          .returning({ digest: tokens.digest })
+      ).length === 1,
+    async deleteToken(digest) {
+      owners.delete(digest);
+      await db.delete(tokens).where(eq(tokens.digest, digest));
+    },
+    accessTokenOwner: (digest) => owners.readThrough(digest, () => ownerOf({ digest })),
+    async deleteExpired(now) {
+      const gone = [
+        ...(await db.delete(requests).where(lte(requests.expires_at, now)).returning({ d: requests.handle_digest })),
+        ...(await db.delete(tokens).where(lte(tokens.expires_at, now)).returning({ d: tokens.digest })),
+        ...(await db
+          .delete(clients)
+          .where(and(eq(clients.kind, "registered"), isNull(clients.last_used_at), lt(clients.expires_at, now)))
+          .returning({ d: clients.client_id })),
+      ];
+      return gone.length;
+    },
+  };
+}
