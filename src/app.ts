@@ -1,4 +1,9 @@
 import { Elysia } from "elysia";
+import { createClients } from "./authserver/clients";
+import { createAuthServerRepository } from "./authserver/repository";
+import { authServerRoutes } from "./authserver/routes";
+import { createAuthServer } from "./authserver/service";
+import { Unauthorized } from "./http-errors/errors";
 import { createProviderRepository } from "./a2a/repository";
 import { a2aRoutes, providerRoutes } from "./a2a/routes";
 import { createProviderService } from "./a2a/service";
@@ -29,6 +34,7 @@ import { oauthRoutes } from "./oauth/routes";
 import type { Logger } from "./observability/logger";
 import { createPresetCatalog } from "./presets/catalog";
 import { presetRoutes } from "./presets/routes";
+import { proxyEntry } from "./proxy/entry";
 import { proxyRoutes } from "./proxy/routes";
 import { createProxyService } from "./proxy/service";
 import { createStreamLimits } from "./proxy/stream-limits";
@@ -78,6 +84,17 @@ export function createServices(deps: Deps) {
   const users = createUserRepository(deps.store, clock);
   const connectorRows = createConnectorRepository(deps.store, clock);
   const presets = createPresetCatalog(config.presets);
+  const authServerRows = createAuthServerRepository(deps.store, clock);
+  const failureLimit = createFailureLimit({ clock, maxFailures: config.auth.maxFailures, windowMs: config.auth.failureWindowMs });
+  // Basic, API tokens, and the authorization server's access tokens (each good at one connector's proxy only).
+  const authenticator = createAuthenticator({ users, clock, otherBearer: (token) => authServer.verify(token) });
+  const authenticateProxy = authenticateRequests(authenticator, failureLimit, deps.clientAddress);
+  /** The API's: an access token for a connector's proxy is not a credential for the API. */
+  const authenticate = async (request: Request) => {
+    const principal = await authenticateProxy(request);
+    if (principal.connector !== undefined) throw new Unauthorized("This access token is for one connector's MCP proxy only, not for the API");
+    return principal;
+  };
   const urlGuard = createUrlGuard({ blockPrivate: config.security.blockPrivateNetworks, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
   const metrics = createRegistry();
@@ -140,6 +157,26 @@ export function createServices(deps: Deps) {
     clock,
     forward: relayOptions(metrics, "mcp", "MCP server", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], relaySettings),
   });
+  // The service as the authorization server of its own proxy URLs (authserver/): MCP clients that know only a URL.
+  const authServerClients = createClients({
+    repository: authServerRows,
+    fetch: upstreamFetch,
+    clock,
+    newId,
+    maxRegistrations: config.authServer.maxRegistrations,
+  });
+  const authServer = createAuthServer({
+    repository: authServerRows,
+    clients: authServerClients,
+    clock,
+    newId,
+    publicUrl: deps.publicUrl,
+    connector: (id) => connectorRows.findById(id),
+    user: async (id) => {
+      const user = await users.findById(id);
+      return user && { id: user.id, username: user.username, role: user.role };
+    },
+  });
   const providers = createProviderService({
     providers: createProviderRepository(deps.store),
     fetch: upstreamFetch,
@@ -157,6 +194,7 @@ export function createServices(deps: Deps) {
   const jobs: Job[] = [
     leased({ name: "reconcile-deployments", run: () => deployments.reconcile() }, leases),
     { name: "expire-oauth-states", run: async () => void (await oauth.expireStates()) },
+    { name: "expire-authorization-server-records", run: async () => void (await authServer.cleanUp()) },
     leased({ name: "refresh-agent-cards", run: () => providers.refreshStale() }, leases),
     {
       name: "refresh-oauth-tokens",
@@ -167,11 +205,23 @@ export function createServices(deps: Deps) {
   ];
   return {
     users: createUserService({ users, clock, newId, maxTokensPerUser: config.auth.maxTokensPerUser }),
-    authenticate: authenticateRequests(
-      createAuthenticator({ users, clock }),
-      createFailureLimit({ clock, maxFailures: config.auth.maxFailures, windowMs: config.auth.failureWindowMs }),
-      deps.clientAddress,
-    ),
+    authenticate,
+    authenticateProxy,
+    authServer: {
+      server: authServer,
+      clients: authServerClients,
+      /** The sign-in page's check: a Basic credential in all but name, under the same brake on failures. */
+      async signIn(request: Request, username: string, password: string) {
+        const client = deps.clientAddress(request) ?? "unknown";
+        failureLimit.check(client);
+        try {
+          return await authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`);
+        } catch (e) {
+          if (e instanceof Unauthorized) failureLimit.failed(client);
+          throw e;
+        }
+      },
+    },
     connectors,
     connections,
     authorization,
@@ -179,6 +229,7 @@ export function createServices(deps: Deps) {
     presets,
     proxy,
     providers,
+    proxyEntry: proxyEntry({ proxy, authenticate: authenticateProxy, publicUrl: deps.publicUrl, log, requestId: (request) => deps.requestIds.get(request) }),
     a2aForward: relayOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
     metrics,
     jobs,
@@ -200,7 +251,8 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(oauthRoutes(services.authorization, deps.publicUrl))
     .use(connectorRoutes(services.connectors, auth, apiBody))
     .use(connectionRoutes(services.connections, auth, apiBody))
-    .use(proxyRoutes(services.proxy, auth))
+    .use(proxyRoutes(services.proxyEntry))
+    .use(authServerRoutes(services.authServer, auth))
     .use(providerRoutes(services.providers, auth, apiBody))
     .use(a2aRoutes(services.providers, services.authenticate, auth, services.a2aForward));
 }

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { Unauthorized } from "../http-errors/errors";
-import { RELAYED_BODY } from "../docs/plugin";
+import { OWN_BODY } from "../docs/plugin";
 import { Problem } from "../http-errors/model";
 import { RELAYED_JSON_BODY, type ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
@@ -95,7 +95,7 @@ export function a2aRoutes(providers: ProviderService, authenticate: RequestAuthe
     detail: {
       summary: "A2A: send a JSON-RPC request to the agent",
       description: "The agent card's `url`. Forwarded to the agent's own endpoint, streaming; HTTP Basic (or an API token).",
-      ...RELAYED_BODY,
+      ...OWN_BODY,
     },
   };
   return new Elysia({ prefix: "/api/v1/a2a", detail: { tags: ["A2A"] } })

@@ -41,11 +41,9 @@ export type AuthServerRepository = {
   deleteGrant(userId: string, id: string): Promise<boolean>;
   touchGrant(id: string, at: number): Promise<void>;
   insertToken(row: TokenRow): Promise<void>;
-  /** Codes are single use: deleted as they are read. */
-  takeCode(digest: string): Promise<TokenRow | undefined>;
   findToken(digest: string): Promise<TokenRow | undefined>;
-  /** Marks a refresh token used, once: false when it was used already (presented a second time). */
-  useRefreshToken(digest: string, at: number): Promise<boolean>;
+  /** Marks a code or refresh token used, once: false when it was used already (presented a second time). */
+  useToken(digest: string, kind: "code" | "refresh", at: number): Promise<boolean>;
   deleteToken(digest: string): Promise<void>;
   /** For the proxy, on every request: cached as API tokens are (a revocation in this process applies at once). */
   accessTokenOwner(digest: string): Promise<AccessTokenOwner | undefined>;
@@ -135,14 +133,13 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
     async insertToken(row) {
       await db.insert(tokens).values(row);
     },
-    takeCode: async (digest) => first(await db.delete(tokens).where(and(eq(tokens.digest, digest), eq(tokens.kind, "code"))).returning()),
     findToken: async (digest) => first(await db.select().from(tokens).where(eq(tokens.digest, digest)).limit(1)),
-    useRefreshToken: async (digest, at) =>
+    useToken: async (digest, kind, at) =>
       (
         await db
           .update(tokens)
           .set({ used_at: at })
-          .where(and(eq(tokens.digest, digest), eq(tokens.kind, "refresh"), isNull(tokens.used_at)))
+          .where(and(eq(tokens.digest, digest), eq(tokens.kind, kind), isNull(tokens.used_at)))
           .returning({ digest: tokens.digest })
       ).length === 1,
     async deleteToken(digest) {

@@ -86,7 +86,7 @@ export async function startService(env: Record<string, string | undefined>, opti
   let running: RunningServer;
   try {
     running = startServer(buildApp(deps, services).fetch, {
-      routes: proxyNativeRoute(services.proxy, services.authenticate, log, requestIds),
+      routes: proxyNativeRoute(services.proxyEntry),
       host: config.server.host,
       port: config.server.port,
       // A backstop only: the API (API__MAX_BODY_BYTES) and the relays (PROXY__MAX_BODY_BYTES) refuse larger bodies

@@ -20,6 +20,9 @@ export type Config = {
   log: { level: "debug" | "info" | "warn" | "error" };
   security: { blockPrivateNetworks: boolean };
   oauth: { allowedRedirectOrigins: string[] };
+  authServer: { maxRegistrations: number };
+  /** Origins whose browser pages may call the proxy and the OAuth endpoints ("*": any). */
+  cors: { allowedOrigins: string[] };
   api: { maxBodyBytes: number };
   proxy: { maxBodyBytes: number; upstreamTimeoutMs: number; maxStreamsPerUser: number; maxStreamsPerConnector: number };
   scheduler: { intervalMs: number };
@@ -143,6 +146,8 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     log: { level: raw.log.level },
     security: { blockPrivateNetworks: raw.security.block_private_networks },
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
+    authServer: { maxRegistrations: raw.authserver.max_registrations },
+    cors: { allowedOrigins: raw.cors.allowed_origins.map((o) => (o === "*" ? o : new URL(o).origin)) },
     api: { maxBodyBytes: raw.api.max_body_bytes },
     proxy: {
       maxBodyBytes: raw.proxy.max_body_bytes,

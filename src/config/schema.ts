@@ -45,6 +45,12 @@ export const ConfigSchema = t.Object({
   }),
   security: t.Object({ block_private_networks: t.Boolean({ default: false, description: "true or false" }) }),
   oauth: t.Object({ allowed_redirect_origins: t.Array(Origin, { default: [], description: "a comma-separated list of origins (scheme://host[:port])" }) }),
+  authserver: t.Object({
+    max_registrations: t.Integer({ minimum: 1, maximum: 1_000_000, default: 1000, description: "an integer from 1 to 1000000" }),
+  }),
+  cors: t.Object({
+    allowed_origins: t.Array(t.Union([Origin, t.Literal("*")]), { default: ["*"], description: "* or a comma-separated list of origins (scheme://host[:port])" }),
+  }),
   a2a: t.Object({
     card_refresh_seconds: t.Number({ minimum: 10, maximum: 604_800, default: 3600, description: "a number of seconds from 10 to 604800" }),
   }),
@@ -67,4 +73,4 @@ export type RawConfig = typeof ConfigSchema.static;
 export const SECRET_SETTINGS = new Set(["SECRETS__KEY", "SECRETS__NEW_KEY", "AUTH__ADMIN_PASSWORD"]);
 
 /** Settings read as comma-separated lists. */
-export const LIST_SETTINGS = new Set(["OAUTH__ALLOWED_REDIRECT_ORIGINS"]);
+export const LIST_SETTINGS = new Set(["OAUTH__ALLOWED_REDIRECT_ORIGINS", "CORS__ALLOWED_ORIGINS"]);

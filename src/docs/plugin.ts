@@ -13,8 +13,11 @@ const SPEC_PATH = "/openapi.json";
 
 /** A route whose body may be left out says so with this in its `detail` (the generator marks every body required). */
 export const OPTIONAL_BODY = { "x-optional-body": true } as const;
-/** A relay's route (MCP, A2A) says so with this in its `detail`: its body streams upstream unread, any media type. */
-export const RELAYED_BODY = { "x-relayed-body": true } as const;
+/**
+ * A route that reads its body itself says so with this in its `detail`: the relays (MCP, A2A: streamed upstream
+ * unread) and the OAuth endpoints (forms and errors as the OAuth RFCs define them). No 400/415 of the API's parser.
+ */
+export const OWN_BODY = { "x-own-body": true } as const;
 
 type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: { title?: string } }> };
 type Operation = {
@@ -22,7 +25,7 @@ type Operation = {
   security?: unknown[];
   responses?: Record<string, Response>;
   "x-optional-body"?: boolean;
-  "x-relayed-body"?: boolean;
+  "x-own-body"?: boolean;
 };
 type Document = { paths?: Record<string, Record<string, Operation>> };
 
@@ -62,11 +65,11 @@ function finishDocument(document: Document) {
       if (operation.security?.length) add(COMMON.authenticated);
       if (operation.requestBody) {
         add(COMMON.body);
-        if (!operation["x-relayed-body"]) add(COMMON.parsedBody);
+        if (!operation["x-own-body"]) add(COMMON.parsedBody);
       }
       if (operation["x-optional-body"] && operation.requestBody) operation.requestBody.required = false;
       delete operation["x-optional-body"];
-      delete operation["x-relayed-body"];
+      delete operation["x-own-body"];
       for (const response of Object.values(responses)) {
         const json = response.content?.["application/json"];
         if (json && json.schema?.title === Problem.title) response.content = { [PROBLEM_CONTENT_TYPE]: json };

@@ -30,6 +30,13 @@ export class Unauthorized extends AppError {
   override readonly headers = { "www-authenticate": 'Basic realm="connector-service", charset="UTF-8"' };
 }
 
+/** [RFC 6750 §3.1](https://www.rfc-editor.org/rfc/rfc6750#section-3.1) invalid_token: a bearer token that is not good here. */
+export class InvalidToken extends AppError {
+  readonly status = 401;
+  readonly type = "invalid-token";
+  readonly title = "The access token is not valid here";
+}
+
 export class Forbidden extends AppError {
   readonly status = 403;
   readonly type = "forbidden";

@@ -1,10 +1,9 @@
 import { Elysia, t } from "elysia";
-import { RELAYED_BODY } from "../docs/plugin";
+import { OWN_BODY } from "../docs/plugin";
 import { Problem } from "../http-errors/model";
-import type { AuthPlugin } from "../users/auth-plugin";
 import { RELAYED_JSON_BODY } from "../http/json-body";
 import { IdParams } from "../http/params";
-import type { ProxyService } from "./service";
+import type { ProxyEntry } from "./entry";
 
 const detail = (summary: string, description: string) => ({
   summary,
@@ -12,11 +11,12 @@ const detail = (summary: string, description: string) => ({
     `${description} Authenticated like the API; only for a connected connector of the caller. The client's own Authorization and cookies are never forwarded; the connector's stored credentials are. ` +
     "Problems of type oauth-scope-required (403) and oauth-authorization-required (409) mean the connector now waits for the user to open its auth_request.authorization_url; upstream-credentials-revoked (502) that it was disconnected.",
   tags: ["MCP proxy"],
-  ...RELAYED_BODY,
+  // Authenticated in the entry (entry.ts), which also challenges for this service's OAuth.
+  security: [{ basic: [] as string[] }, { bearer: [] as string[] }] as Record<string, string[]>[],
+  ...OWN_BODY,
 });
 
 const options = (summary: string, description: string, body = false) => ({
-  auth: true as const,
   params: IdParams,
   // The body is streamed to the MCP server untouched: declared for the docs, never parsed.
   parse: RELAYED_JSON_BODY,
@@ -35,19 +35,18 @@ const options = (summary: string, description: string, body = false) => ({
   detail: detail(summary, description),
 });
 
-export function proxyRoutes(proxy: ProxyService, auth: AuthPlugin) {
+export function proxyRoutes(entry: ProxyEntry) {
   return new Elysia({ prefix: "/api/v1/connectors" })
-    .use(auth)
-    .post("/:id/mcp", ({ principal, params, request }) => proxy.handle(principal, params.id, request), options(
+    .post("/:id/mcp", ({ params, request }) => entry(request, params.id), options(
       "MCP: send a JSON-RPC message",
       "MCP Streamable HTTP POST. Send `Accept: application/json, text/event-stream`.",
       true,
     ))
-    .get("/:id/mcp", ({ principal, params, request }) => proxy.handle(principal, params.id, request), options(
+    .get("/:id/mcp", ({ params, request }) => entry(request, params.id), options(
       "MCP: open the server's notification stream",
       "MCP Streamable HTTP GET (text/event-stream), resumable with Last-Event-ID.",
     ))
-    .delete("/:id/mcp", ({ principal, params, request }) => proxy.handle(principal, params.id, request), options(
+    .delete("/:id/mcp", ({ params, request }) => entry(request, params.id), options(
       "MCP: end the session",
       "MCP Streamable HTTP DELETE with Mcp-Session-Id.",
     ));

@@ -2,7 +2,7 @@ import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/a
 import type { ConnectorRow } from "../connectors/repository";
 import type { ConnectorService } from "../connectors/service";
 import type { Transitions } from "../connectors/transitions";
-import { Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed } from "../http-errors/errors";
+import { Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
 import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
@@ -100,6 +100,8 @@ export function createProxyService({ connectors, transitions, authorization, tar
      * caller's and the connector's places (stream-limits.ts) until the exchange is over.
      */
     async handle(caller: Principal, id: string, request: Request): Promise<Response> {
+      // [RFC 8707 §2](https://www.rfc-editor.org/rfc/rfc8707#section-2): an access token of this service's authorization server is for one connector's proxy URL.
+      if (caller.connector !== undefined && caller.connector !== id) throw new InvalidToken("This access token was issued for another connector's MCP proxy URL");
       let row = await connectors.owned(caller, id, true);
       // The cached row may be up to a second behind a connect on another replica: a refusal is checked in the store.
       if (row.state !== "connected") row = await connectors.owned(caller, id);

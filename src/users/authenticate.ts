@@ -48,6 +48,8 @@ export type AuthenticatorOptions = {
   /** How long a verified Basic credential is remembered (DESIGN.md "Users and ownership"). */
   rememberMs?: number;
   maxRemembered?: number;
+  /** Another kind of bearer token this service issues (its authorization server's access tokens), if it is one. */
+  otherBearer?: (token: string) => Promise<Principal | undefined>;
 };
 
 /**
@@ -55,7 +57,7 @@ export type AuthenticatorOptions = {
  * credential new to the process; a verified one is remembered, keyed by a digest of the header, and
  * forgotten as soon as the user's password hash changes.
  */
-export function createAuthenticator({ users, clock, rememberMs = 60_000, maxRemembered = 1000 }: AuthenticatorOptions): Authenticator {
+export function createAuthenticator({ users, clock, rememberMs = 60_000, maxRemembered = 1000, otherBearer }: AuthenticatorOptions): Authenticator {
   const remembered = new Map<string, Remembered>();
   // Verified against when the username is unknown, so both paths cost one argon2id verification.
   const decoy = Bun.password.hash("decoy password, never valid", "argon2id");
@@ -83,7 +85,11 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
   }
 
   async function bearer(token: string): Promise<Principal> {
-    if (!token.startsWith(TOKEN_PREFIX)) throw new Unauthorized("The bearer token is not an API token of this service");
+    if (!token.startsWith(TOKEN_PREFIX)) {
+      const other = await otherBearer?.(token);
+      if (other) return other;
+      throw new Unauthorized("The bearer token is not a valid token of this service");
+    }
     const digest = digestToken(token);
     const found = await users.findTokenByDigest(digest);
     if (!found || !safeEqual(found.token_digest, digest)) throw new Unauthorized("Unknown or revoked API token");

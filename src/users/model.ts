@@ -48,5 +48,8 @@ export const CreatedToken = t.Composite([
 ]);
 export type CreatedToken = typeof CreatedToken.static;
 
-/** The authenticated caller, as services see it. */
-export type Principal = { id: string; username: string; role: Role };
+/**
+ * The authenticated caller, as services see it. `connector` is set for an access token of the service's own
+ * authorization server: it acts for the person only at that connector's MCP proxy, nowhere else.
+ */
+export type Principal = { id: string; username: string; role: Role; connector?: string };

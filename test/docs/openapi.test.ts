@@ -90,7 +90,7 @@ test("every refusal is documented as the problem+json the service sends, with th
   expect(Object.keys(relay)).not.toContain("415");
   // Public routes take no credentials, so they cannot be refused for them.
   expect(Object.keys(doc.paths["/healthz"].get.responses)).toEqual(["200"]);
-  expect(JSON.stringify(doc)).not.toContain("x-relayed-body");
+  expect(JSON.stringify(doc)).not.toContain("x-own-body");
   // What the document says is what is sent.
   const refused = await t.api("POST", "/api/v1/connectors", { raw: "not json", headers: { "content-type": "text/plain" } });
   expect(refused.status).toBe(415);

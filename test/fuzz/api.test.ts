@@ -89,10 +89,19 @@ test("whatever the request, never a 5xx of the service's own, and every refusal 
       if (authorization !== undefined) headers.authorization = authorization;
       if (body?.contentType) headers["content-type"] = body.contentType;
       if (url.endsWith("/mcp")) headers.accept = "application/json, text/event-stream";
-      const res = await readResponse(await t.handle(new Request(`${t.publicUrl}${url}${search ? `?${search}` : ""}`, { method: op.method, headers, body: body?.text })));
+      const response = await t.handle(new Request(`${t.publicUrl}${url}${search ? `?${search}` : ""}`, { method: op.method, headers, body: body?.text }));
+      // An event stream (the proxy's GET) stays open: its headers are the answer.
+      const stream = response.headers.get("content-type")?.startsWith("text/event-stream");
+      if (stream) await response.body?.cancel();
+      const res = stream ? { status: response.status, headers: response.headers, body: undefined, text: "" } : await readResponse(response);
       sent++;
       if (res.status >= 500) expect({ op: `${op.method} ${op.path}`, status: res.status, body: res.text.slice(0, 300), acceptable: acceptable5xx(op, res) }).toMatchObject({ acceptable: true });
-      const html = op.path.endsWith("/oauth/callback") || op.path === "/docs";
+      const html = op.path.endsWith("/oauth/callback") || op.path === "/docs" || op.path === "/oauth/authorize";
+      // The authorization server's endpoints answer as the OAuth RFCs say: JSON errors (RFC 6749 §5.2, RFC 7591 §3.2.2).
+      if (res.status >= 400 && /^\/oauth\/(token|revoke|register)$/.test(op.path)) {
+        expect({ op: `${op.method} ${op.path}`, type: res.headers.get("content-type"), error: typeof res.body?.error }).toEqual({ op: `${op.method} ${op.path}`, type: "application/json", error: "string" });
+        return;
+      }
       const relayed = /\/mcp$|\/a2a\//.test(op.path) && !(res.headers.get("content-type") ?? "").startsWith("application/problem+json") && res.headers.get("x-request-id") === null;
       if (res.status >= 400 && !html && !relayed && !(res.status >= 400 && /\/mcp$/.test(op.path) && res.body?.jsonrpc)) {
         expect({ op: `${op.method} ${op.path}`, status: res.status, type: res.headers.get("content-type"), body: res.text.slice(0, 200) }).toMatchObject({ type: expect.stringMatching(/^application\/problem\+json/) });

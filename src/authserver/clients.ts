@@ -1,0 +1,152 @@
+import { classifyFetchFailure, type FetchLike } from "../http/fetch";
+import { readCapped } from "../http/read-capped";
+import {
+  METADATA_DOCUMENT_MAX_BYTES,
+  METADATA_DOCUMENT_TIMEOUT_MS,
+  METADATA_DOCUMENT_TTL_MS,
+  UNUSED_CLIENT_TTL_MS,
+  type ClientMetadata,
+  type RegistrationBody,
+} from "./model";
+import type { AuthServerRepository, ClientRow } from "./repository";
+
+/** Why a client cannot be used, in words for the person (an error page) or the client (a registration error). */
+export class ClientRefused extends Error {}
+
+export type ClientsDeps = {
+  repository: AuthServerRepository;
+  /** The guarded fetch: a metadata document's URL passes the same address rules as every URL the service fetches. */
+  fetch: FetchLike;
+  clock: () => number;
+  newId: () => string;
+  /** Registered clients that never got a token, kept at most (a flood of registrations is refused beyond it). */
+  maxRegistrations: number;
+};
+
+/**
+ * The clients of the authorization server: registered ones ([RFC 7591](https://www.rfc-editor.org/rfc/rfc7591)) and
+ * those whose client_id is the https URL of their metadata document ([Client ID Metadata Documents](https://datatracker.ietf.org/doc/draft-ietf-oauth-client-id-metadata-document/),
+ * as MCP authorization 2025-11-25 prefers). Only public clients: PKCE is their proof.
+ */
+export function createClients(deps: ClientsDeps) {
+  const { repository, clock } = deps;
+
+  /** [RFC 7591 §2](https://www.rfc-editor.org/rfc/rfc7591#section-2) redirect URIs: https, or http on a loopback host (native apps, RFC 8252 §7.3); no fragment. */
+  function checkRedirectUri(uri: string): string | undefined {
+    if (!URL.canParse(uri)) return `${uri} is not an absolute URL`;
+    const url = new URL(uri);
+    if (url.hash) return `${uri} has a fragment`;
+    if (url.protocol === "https:") return undefined;
+    if (url.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(url.hostname)) return undefined;
+    // Private-use schemes of native apps ([RFC 8252 §7.1](https://www.rfc-editor.org/rfc/rfc8252#section-7.1)): a reverse domain name with a dot.
+    if (/^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/i.test(url.protocol)) return undefined;
+    return `${uri} must be https (or http on a loopback address, or a native app's own scheme)`;
+  }
+
+  function metadataOf(body: { redirect_uris: string[]; client_name?: string; client_uri?: string; software_id?: string; software_version?: string }): ClientMetadata {
+    return {
+      redirect_uris: body.redirect_uris,
+      ...(body.client_name !== undefined && { client_name: body.client_name }),
+      ...(body.client_uri !== undefined && { client_uri: body.client_uri }),
+      ...(body.software_id !== undefined && { software_id: body.software_id }),
+      ...(body.software_version !== undefined && { software_version: body.software_version }),
+    };
+  }
+
+  /** [CIMD §3](https://datatracker.ietf.org/doc/draft-ietf-oauth-client-id-metadata-document/): an https URL with a path, no fragment, credentials or dot segments. */
+  function isMetadataDocumentUrl(clientId: string): boolean {
+    if (!clientId.startsWith("https://") || !URL.canParse(clientId)) return false;
+    const url = new URL(clientId);
+    return url.pathname !== "/" && !url.hash && !url.username && !url.password && !/\/\.\.?(\/|$)/.test(clientId.slice(url.origin.length));
+  }
+
+  async function fetchMetadataDocument(clientId: string): Promise<ClientMetadata> {
+    let response: Response;
+    try {
+      response = await deps.fetch(new URL(clientId), { headers: { accept: "application/json" }, redirect: "manual", signal: AbortSignal.timeout(METADATA_DOCUMENT_TIMEOUT_MS) });
+    } catch (e) {
+      throw new ClientRefused(`the client's metadata document at ${clientId} could not be fetched: ${classifyFetchFailure(e, METADATA_DOCUMENT_TIMEOUT_MS).detail}`);
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new ClientRefused(`the client's metadata document at ${clientId} answered HTTP ${response.status}`);
+    }
+    const bytes = await readCapped(response.body, METADATA_DOCUMENT_MAX_BYTES);
+    if (!bytes) throw new ClientRefused(`the client's metadata document at ${clientId} is larger than ${METADATA_DOCUMENT_MAX_BYTES} bytes`);
+    let document: Record<string, unknown>;
+    try {
+      document = JSON.parse(bytes.toString("utf8"));
+    } catch {
+      throw new ClientRefused(`the client's metadata document at ${clientId} is not JSON`);
+    }
+    const problem = checkDocument(clientId, document);
+    if (problem) throw new ClientRefused(`the client's metadata document at ${clientId} ${problem}`);
+    return metadataOf(document as unknown as ClientMetadata);
+  }
+
+  /** What a metadata document must be ([CIMD §4.1](https://datatracker.ietf.org/doc/draft-ietf-oauth-client-id-metadata-document/)), for a public client of this server. */
+  function checkDocument(clientId: string, document: unknown): string | undefined {
+    if (typeof document !== "object" || document === null || Array.isArray(document)) return "is not a JSON object";
+    const d = document as Record<string, unknown>;
+    if (d.client_id !== clientId) return "does not name itself as its client_id";
+    if (!Array.isArray(d.redirect_uris) || d.redirect_uris.length === 0 || d.redirect_uris.length > 10 || !d.redirect_uris.every((u) => typeof u === "string")) {
+      return "has no list of redirect_uris (1 to 10 strings)";
+    }
+    for (const uri of d.redirect_uris as string[]) {
+      const why = checkRedirectUri(uri);
+      if (why) return `has a redirect URI this server does not accept: ${why}`;
+    }
+    if (d.token_endpoint_auth_method !== undefined && d.token_endpoint_auth_method !== "none") return "asks for a client authentication this server does not offer (only none, with PKCE)";
+    for (const field of ["client_name", "client_uri", "software_id", "software_version"]) {
+      if (d[field] !== undefined && (typeof d[field] !== "string" || (d[field] as string).length > 2048)) return `has a ${field} that is not a short string`;
+    }
+    return undefined;
+  }
+
+  return {
+    isMetadataDocumentUrl,
+
+    /** The client by its id: registered, or its metadata document (cached, fetched again once stale). Throws ClientRefused. */
+    async find(clientId: string): Promise<ClientRow> {
+      const known = await repository.findClient(clientId);
+      if (!isMetadataDocumentUrl(clientId)) {
+        if (!known) throw new ClientRefused(`there is no client ${JSON.stringify(clientId.slice(0, 100))} (register it first, or use a client metadata document URL)`);
+        return known;
+      }
+      if (known && known.expires_at !== null && known.expires_at > clock()) return known;
+      const row: ClientRow = {
+        client_id: clientId,
+        kind: "metadata-document",
+        metadata: await fetchMetadataDocument(clientId),
+        created_at: known?.created_at ?? clock(),
+        expires_at: clock() + METADATA_DOCUMENT_TTL_MS,
+        last_used_at: known?.last_used_at ?? null,
+      };
+      await repository.saveMetadataClient(row);
+      return row;
+    },
+
+    /** [RFC 7591 §3](https://www.rfc-editor.org/rfc/rfc7591#section-3): registers a public client; throws ClientRefused with the reason. */
+    async register(body: RegistrationBody): Promise<ClientRow> {
+      for (const uri of body.redirect_uris) {
+        const why = checkRedirectUri(uri);
+        if (why) throw new ClientRefused(why);
+      }
+      const row: ClientRow = {
+        client_id: deps.newId(),
+        kind: "registered",
+        metadata: metadataOf(body),
+        created_at: clock(),
+        expires_at: clock() + UNUSED_CLIENT_TTL_MS,
+        last_used_at: null,
+      };
+      if (!(await repository.registerClient(row, deps.maxRegistrations))) {
+        throw new TooManyRegistrations(`this server keeps at most ${deps.maxRegistrations} registered clients that have not been used yet; try again later`);
+      }
+      return row;
+    },
+  };
+}
+export type Clients = ReturnType<typeof createClients>;
+
+export class TooManyRegistrations extends ClientRefused {}

@@ -1,0 +1,75 @@
+import type { ClientRow } from "./repository";
+
+/**
+ * The person's pages of the authorization flow: sign-in, consent, and errors. Plain HTML forms — no script, no
+ * outside URL, not framable — so they work in any browser an MCP client opens.
+ */
+
+const escape = (value: string) =>
+  value.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+
+const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d1f23}
+main{max-width:28rem;margin:10vh auto;background:#fff;padding:2rem;border-radius:.5rem;box-shadow:0 1px 3px #0002}
+h1{font-size:1.3rem;margin-top:0}label{display:block;margin:.8rem 0 .2rem}input[type=text],input[type=password]{width:100%;box-sizing:border-box;padding:.5rem;font:inherit}
+button{font:inherit;padding:.5rem 1rem;margin:1rem .5rem 0 0;cursor:pointer}.note{color:#5b606b;font-size:.9rem}.warn{color:#8a4b00}.error{color:#a40e26}
+dl{margin:1rem 0}dt{font-weight:600}dd{margin:0 0 .6rem 0;word-break:break-all}`;
+
+export const PAGE_HEADERS = {
+  "content-type": "text/html; charset=utf-8",
+  "cache-control": "no-store",
+  "x-frame-options": "DENY",
+  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+  "referrer-policy": "no-referrer",
+};
+
+const page = (title: string, body: string, status = 200) =>
+  new Response(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escape(title)} · connector-service</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`, {
+    status,
+    headers: PAGE_HEADERS,
+  });
+
+/** Who is asking, as the client says and as far as the service can tell. */
+function clientFacts(client: ClientRow, redirectUri: string): string {
+  const name = client.metadata.client_name?.trim() || "An application without a name";
+  const verified =
+    client.kind === "metadata-document"
+      ? `<dd class="note">Known by its metadata document at ${escape(new URL(client.client_id).host)}</dd>`
+      : `<dd class="warn">Unverified: it registered itself and named itself</dd>`;
+  return `<dt>Application</dt><dd>${escape(name)}</dd>${verified}<dt>It will receive the answer at</dt><dd>${escape(new URL(redirectUri).host || redirectUri)}</dd>`;
+}
+
+export function signInPage(handle: string, client: ClientRow, redirectUri: string, error?: string): Response {
+  return page(
+    "Sign in",
+    `<h1>Sign in to connector-service</h1>
+<p>An application asks to use one of your MCP connectors.</p>
+<dl>${clientFacts(client, redirectUri)}</dl>
+${error ? `<p class="error">${escape(error)}</p>` : ""}
+<form method="post" action="">
+<input type="hidden" name="handle" value="${escape(handle)}"><input type="hidden" name="step" value="sign-in">
+<label for="username">User name</label><input id="username" name="username" type="text" autocomplete="username" required autofocus>
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button>
+</form>`,
+    error ? 401 : 200,
+  );
+}
+
+export function consentPage(handle: string, client: ClientRow, redirectUri: string, connector: { name: string; url: string }, username: string): Response {
+  return page(
+    "Allow access",
+    `<h1>Allow access to an MCP connector?</h1>
+<p>Signed in as <strong>${escape(username)}</strong>.</p>
+<dl>${clientFacts(client, redirectUri)}
+<dt>It will reach</dt><dd>${escape(connector.name)} (${escape(connector.url)}), through this service, with the credentials the connector holds</dd></dl>
+<p class="note">You can revoke this at any time (GET and DELETE /api/v1/grants).</p>
+<form method="post" action="">
+<input type="hidden" name="handle" value="${escape(handle)}"><input type="hidden" name="step" value="consent">
+<button type="submit" name="decision" value="allow">Allow</button><button type="submit" name="decision" value="deny">Deny</button>
+</form>`,
+  );
+}
+
+export function errorPage(message: string, status = 400): Response {
+  return page("Cannot continue", `<h1>This request cannot continue</h1><p class="error">${escape(message)}</p>`, status);
+}

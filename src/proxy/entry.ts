@@ -1,0 +1,41 @@
+import { AppError } from "../http-errors/errors";
+import { errorResponse } from "../http-errors/problem";
+import type { Logger } from "../observability/logger";
+import type { RequestAuthenticator } from "../users/authenticate";
+import type { ProxyService } from "./service";
+
+export type ProxyEntryDeps = {
+  proxy: ProxyService;
+  /** Basic, API tokens, and the authorization server's access tokens. */
+  authenticate: RequestAuthenticator;
+  publicUrl: () => string;
+  log: Logger;
+  requestId: (request: Request) => string | undefined;
+};
+
+/** Where a connector's proxy URL publishes its protected resource metadata ([RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1): path inserted after the well-known prefix). */
+export const resourceMetadataUrl = (publicUrl: string, id: string) => `${publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${id}/mcp`;
+
+/**
+ * One MCP request at a connector's proxy URL, for Bun's native route and the Elysia routes alike: authenticated,
+ * relayed, or answered with a problem. A 401 challenges for both ways in: a Bearer token from this service's
+ * authorization server, named by the resource metadata URL ([RFC 9728 §5.1](https://www.rfc-editor.org/rfc/rfc9728#section-5.1), MCP authorization), and HTTP Basic.
+ */
+export function proxyEntry(deps: ProxyEntryDeps) {
+  return async (request: Request, id: string): Promise<Response> => {
+    try {
+      return await deps.proxy.handle(await deps.authenticate(request), id, request);
+    } catch (error) {
+      const response = errorResponse(error, deps.log, deps.requestId(request));
+      if (response.status === 401) {
+        const invalid = error instanceof AppError && error.type === "invalid-token" ? ', error="invalid_token"' : "";
+        response.headers.set(
+          "www-authenticate",
+          `Bearer resource_metadata="${resourceMetadataUrl(deps.publicUrl(), id)}"${invalid}, Basic realm="connector-service", charset="UTF-8"`,
+        );
+      }
+      return response;
+    }
+  };
+}
+export type ProxyEntry = ReturnType<typeof proxyEntry>;
