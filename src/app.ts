@@ -21,6 +21,7 @@ import { createJobLeases, leased } from "./scheduler/leases";
 import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
 import type { FetchLike } from "./http/fetch";
+import { createCors } from "./http/cors";
 import { apiBodyPlugin } from "./http/json-body";
 import { problemPlugin } from "./http/problem-plugin";
 import type { RequestIds } from "./http/request-id";
@@ -98,6 +99,7 @@ export function createServices(deps: Deps) {
   const urlGuard = createUrlGuard({ blockPrivate: config.security.blockPrivateNetworks, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
   const metrics = createRegistry();
+  const cors = createCors(config.cors.allowedOrigins);
   metrics.gauge("connectors", "Connectors by state", "state", async () =>
     (await connectorRows.countByState()).map(({ state, count }) => [state, count]),
   );
@@ -209,6 +211,7 @@ export function createServices(deps: Deps) {
     authenticateProxy,
     authServer: {
       server: authServer,
+      cors,
       clients: authServerClients,
       /** The sign-in page's check: a Basic credential in all but name, under the same brake on failures. */
       async signIn(request: Request, username: string, password: string) {
@@ -229,7 +232,7 @@ export function createServices(deps: Deps) {
     presets,
     proxy,
     providers,
-    proxyEntry: proxyEntry({ proxy, authenticate: authenticateProxy, publicUrl: deps.publicUrl, log, requestId: (request) => deps.requestIds.get(request) }),
+    proxyEntry: proxyEntry({ proxy, authenticate: authenticateProxy, publicUrl: deps.publicUrl, log, requestId: (request) => deps.requestIds.get(request), cors }),
     a2aForward: relayOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
     metrics,
     jobs,

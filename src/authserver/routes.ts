@@ -5,6 +5,7 @@ import { NotFound, TooManyRequests, Unauthorized } from "../http-errors/errors";
 import { Problem } from "../http-errors/model";
 import { readCapped } from "../http/read-capped";
 import { IdParams } from "../http/params";
+import type { Cors } from "../http/cors";
 import type { AuthPlugin } from "../users/auth-plugin";
 import type { Principal } from "../users/model";
 import { ClientRefused, TooManyRegistrations, type Clients } from "./clients";
@@ -57,14 +58,40 @@ export type AuthServerRouteDeps = {
   clients: Clients;
   /** Checks a person's user name and password on the sign-in page (the failure brake applies). */
   signIn(request: Request, username: string, password: string): Promise<Principal>;
+  /** What browser-based MCP clients call across origins: the documents and the token, registration and revocation endpoints. */
+  cors: Cors;
+};
+
+/** The paths browser-based clients call across origins, and their methods (the authorization endpoint is a page: not one). */
+const CROSS_ORIGIN: Record<string, string> = {
+  "/.well-known/oauth-authorization-server": "GET",
+  "/.well-known/openid-configuration": "GET",
+  "/.well-known/oauth-protected-resource": "GET",
+  "/.well-known/oauth-protected-resource/api/v1/connectors/:id/mcp": "GET",
+  [OAUTH_PATHS.register]: "POST",
+  [OAUTH_PATHS.token]: "POST",
+  [OAUTH_PATHS.revoke]: "POST",
 };
 
 /** The authorization server's endpoints and discovery documents, and the grants API. */
-export function authServerRoutes({ server, clients, signIn }: AuthServerRouteDeps, auth: AuthPlugin) {
-  const discovery = () => oauthJson(server.metadata());
+export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRouteDeps, auth: AuthPlugin) {
+  /** A handler whose answers carry the CORS headers. */
+  const crossOrigin =
+    <C extends { request: Request }>(handler: (context: C) => Response | Promise<Response>) =>
+    async (context: C) =>
+      cors.decorate(context.request, await handler(context));
+  const discovery = crossOrigin(() => oauthJson(server.metadata()));
+  const preflights = new Elysia({ detail: { tags: ["Authorization server"] } });
+  for (const [path, methods] of Object.entries(CROSS_ORIGIN)) {
+    preflights.options(path, ({ request }) => cors.preflight(request, methods), {
+      response: { 204: t.Void({ description: "Allowed: the CORS headers say for how long" }), 403: Problem },
+      detail: { summary: `CORS preflight of ${path}`, description: "For browser-based MCP clients; allowed origins are CORS__ALLOWED_ORIGINS.", security: [] },
+    });
+  }
   return (
     new Elysia({ detail: { tags: ["Authorization server"] } })
       .use(auth)
+      .use(preflights)
       .get("/.well-known/oauth-authorization-server", discovery, {
         response: { 200: Json },
         detail: { summary: "Authorization server metadata (RFC 8414)", description: "Where MCP clients find the endpoints to sign a person in for a connector's proxy URL." },
@@ -73,18 +100,18 @@ export function authServerRoutes({ server, clients, signIn }: AuthServerRouteDep
         response: { 200: Json },
         detail: { summary: "The same metadata at the OpenID discovery path", description: "MCP clients try this path too; there is no ID token." },
       })
-      .get("/.well-known/oauth-protected-resource/api/v1/connectors/:id/mcp", ({ params }) => oauthJson(server.resourceMetadata(params.id)), {
+      .get("/.well-known/oauth-protected-resource/api/v1/connectors/:id/mcp", crossOrigin(({ params }: { request: Request; params: { id: string } }) => oauthJson(server.resourceMetadata(params.id))), {
         params: IdParams,
         response: { 200: Json },
         detail: { summary: "Protected resource metadata of a connector's proxy URL (RFC 9728)", description: "Names this service as the authorization server." },
       })
-      .get("/.well-known/oauth-protected-resource", () => oauthJson({ resource: server.issuer(), authorization_servers: [server.issuer()], bearer_methods_supported: ["header"] }), {
+      .get("/.well-known/oauth-protected-resource", crossOrigin(() => oauthJson({ resource: server.issuer(), authorization_servers: [server.issuer()], bearer_methods_supported: ["header"] })), {
         response: { 200: Json },
         detail: { summary: "Protected resource metadata, root form", description: "Tokens are for one connector's proxy URL: read the path-specific document the 401 names." },
       })
       .post(
         OAUTH_PATHS.register,
-        async ({ request }) => {
+        crossOrigin(async ({ request }) => {
           const text = await smallBody(request);
           const refuse = (description: string, error = "invalid_client_metadata") => oauthJson({ error, error_description: description }, 400);
           if (text === undefined) return refuse(`the registration is larger than ${MAX_OAUTH_BODY_BYTES} bytes`);
@@ -110,7 +137,7 @@ export function authServerRoutes({ server, clients, signIn }: AuthServerRouteDep
             if (e instanceof ClientRefused) return refuse(e.message, "invalid_redirect_uri");
             throw e;
           }
-        },
+        }),
         {
           parse: JSON_UNREAD,
           body: t.Any({ description: "Client metadata (RFC 7591 §2): redirect_uris required; only public clients (token_endpoint_auth_method none)" }),
@@ -183,14 +210,14 @@ export function authServerRoutes({ server, clients, signIn }: AuthServerRouteDep
       )
       .post(
         OAUTH_PATHS.token,
-        async ({ request }) => {
+        crossOrigin(async ({ request }) => {
           try {
             return oauthJson(await server.token(await form(request)));
           } catch (e) {
             if (e instanceof OAuthError) return oauthError(e);
             throw e;
           }
-        },
+        }),
         {
           parse: FORM,
           body: FormBody,
@@ -200,7 +227,7 @@ export function authServerRoutes({ server, clients, signIn }: AuthServerRouteDep
       )
       .post(
         OAUTH_PATHS.revoke,
-        async ({ request }) => {
+        crossOrigin(async ({ request }) => {
           try {
             await server.revoke(await form(request));
             return new Response(null, { status: 200, headers: { "cache-control": "no-store" } });
@@ -208,7 +235,7 @@ export function authServerRoutes({ server, clients, signIn }: AuthServerRouteDep
             if (e instanceof OAuthError) return oauthError(e);
             throw e;
           }
-        },
+        }),
         {
           parse: FORM,
           body: FormBody,

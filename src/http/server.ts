@@ -5,7 +5,7 @@ import { assignRequestId, type RequestIds } from "./request-id";
 
 export type Fetch = (request: Request) => Response | Promise<Response>;
 /** Bun's native routes (`path` → method → handler) served ahead of `fetch`. */
-export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "DELETE", (request: Request & { params: Record<string, string> }) => Promise<Response>>>>;
+export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "DELETE" | "OPTIONS", (request: Request & { params: Record<string, string> }) => Promise<Response>>>>;
 
 export type ServerOptions = {
   routes?: NativeRoutes;

@@ -1,5 +1,6 @@
 import { AppError } from "../http-errors/errors";
 import { errorResponse } from "../http-errors/problem";
+import type { Cors } from "../http/cors";
 import type { Logger } from "../observability/logger";
 import type { RequestAuthenticator } from "../users/authenticate";
 import type { ProxyService } from "./service";
@@ -11,7 +12,11 @@ export type ProxyEntryDeps = {
   publicUrl: () => string;
   log: Logger;
   requestId: (request: Request) => string | undefined;
+  /** Browser-based MCP clients call across origins (http/cors.ts). */
+  cors: Cors;
 };
+
+const METHODS = "POST, GET, DELETE";
 
 /** Where a connector's proxy URL publishes its protected resource metadata ([RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1): path inserted after the well-known prefix). */
 export const resourceMetadataUrl = (publicUrl: string, id: string) => `${publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${id}/mcp`;
@@ -22,7 +27,7 @@ export const resourceMetadataUrl = (publicUrl: string, id: string) => `${publicU
  * authorization server, named by the resource metadata URL ([RFC 9728 §5.1](https://www.rfc-editor.org/rfc/rfc9728#section-5.1), MCP authorization), and HTTP Basic.
  */
 export function proxyEntry(deps: ProxyEntryDeps) {
-  return async (request: Request, id: string): Promise<Response> => {
+  const answer = async (request: Request, id: string): Promise<Response> => {
     try {
       return await deps.proxy.handle(await deps.authenticate(request), id, request);
     } catch (error) {
@@ -36,6 +41,11 @@ export function proxyEntry(deps: ProxyEntryDeps) {
       }
       return response;
     }
+  };
+  return {
+    handle: async (request: Request, id: string) => deps.cors.decorate(request, await answer(request, id)),
+    /** A CORS preflight: answered before any authentication (browsers send no credentials with it). */
+    preflight: (request: Request) => deps.cors.preflight(request, METHODS),
   };
 }
 export type ProxyEntry = ReturnType<typeof proxyEntry>;

@@ -9,6 +9,7 @@ type RoutedRequest = Request & { params: Record<string, string> };
  * entry (entry.ts) as the Elysia routes in routes.ts, which describe it in OpenAPI (and serve it under `app.handle`).
  */
 export function proxyNativeRoute(entry: ProxyEntry) {
-  const handle = (request: RoutedRequest) => entry(request, request.params.id ?? "");
-  return { [PROXY_ROUTE]: { POST: handle, GET: handle, DELETE: handle } };
+  const handle = (request: RoutedRequest) => entry.handle(request, request.params.id ?? "");
+  const preflight = async (request: RoutedRequest) => entry.preflight(request);
+  return { [PROXY_ROUTE]: { POST: handle, GET: handle, DELETE: handle, OPTIONS: preflight } };
 }

@@ -37,17 +37,27 @@ const options = (summary: string, description: string, body = false) => ({
 
 export function proxyRoutes(entry: ProxyEntry) {
   return new Elysia({ prefix: "/api/v1/connectors" })
-    .post("/:id/mcp", ({ params, request }) => entry(request, params.id), options(
+    .post("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), options(
       "MCP: send a JSON-RPC message",
       "MCP Streamable HTTP POST. Send `Accept: application/json, text/event-stream`.",
       true,
     ))
-    .get("/:id/mcp", ({ params, request }) => entry(request, params.id), options(
+    .get("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), options(
       "MCP: open the server's notification stream",
       "MCP Streamable HTTP GET (text/event-stream), resumable with Last-Event-ID.",
     ))
-    .delete("/:id/mcp", ({ params, request }) => entry(request, params.id), options(
+    .delete("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), options(
       "MCP: end the session",
       "MCP Streamable HTTP DELETE with Mcp-Session-Id.",
-    ));
+    ))
+    .options("/:id/mcp", ({ request }) => entry.preflight(request), {
+      params: IdParams,
+      response: { 204: t.Void({ description: "Allowed: the CORS headers say for how long" }), 403: Problem },
+      detail: {
+        summary: "CORS preflight of the MCP proxy",
+        description: "For browser-based MCP clients; allowed origins are CORS__ALLOWED_ORIGINS. No credentials.",
+        tags: ["MCP proxy"],
+        security: [],
+      },
+    });
 }

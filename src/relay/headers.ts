@@ -16,7 +16,8 @@ export function relayedRequestHeaders(client: Headers, names: readonly string[],
 
 /**
  * Response headers that are not passed back: hop-by-hop and framing, which the service's own connection
- * sets; cookies, since the service's origin is not the upstream's.
+ * sets; cookies, since the service's origin is not the upstream's; CORS headers, since the service's own origin
+ * policy decides (http/cors.ts).
  */
 const DROPPED_RESPONSE_HEADERS = new Set([...HOP_BY_HOP_HEADERS, "content-length", "set-cookie", "date", "server", "alt-svc"]);
 
@@ -25,7 +26,7 @@ export function clientResponseHeaders(upstream: Headers): Headers {
   // [RFC 9110 §7.6.1](https://www.rfc-editor.org/rfc/rfc9110#section-7.6.1): headers named in Connection are hop-by-hop too.
   const named = new Set((upstream.get("connection") ?? "").toLowerCase().split(",").map((s) => s.trim()));
   upstream.forEach((value, name) => {
-    if (!DROPPED_RESPONSE_HEADERS.has(name) && !named.has(name)) out.append(name, value);
+    if (!DROPPED_RESPONSE_HEADERS.has(name) && !named.has(name) && !name.startsWith("access-control-")) out.append(name, value);
   });
   return out;
 }
