@@ -3,7 +3,8 @@ import { createClients } from "./authserver/clients";
 import { createAuthServerRepository } from "./authserver/repository";
 import { authServerRoutes } from "./authserver/routes";
 import { createAuthServer } from "./authserver/service";
-import { Unauthorized } from "./http-errors/errors";
+import { ACCESS_TOKEN_PREFIX } from "./authserver/model";
+import { InvalidToken, Unauthorized } from "./http-errors/errors";
 import { createProviderRepository } from "./a2a/repository";
 import { a2aRoutes, providerRoutes } from "./a2a/routes";
 import { createProviderService } from "./a2a/service";
@@ -88,7 +89,18 @@ export function createServices(deps: Deps) {
   const authServerRows = createAuthServerRepository(deps.store, clock);
   const failureLimit = createFailureLimit({ clock, maxFailures: config.auth.maxFailures, windowMs: config.auth.failureWindowMs });
   // Basic, API tokens, and the authorization server's access tokens (each good at one connector's proxy only).
-  const authenticator = createAuthenticator({ users, clock, otherBearer: (token) => authServer.verify(token) });
+  // An expired or revoked one is an invalid_token (RFC 6750 §3.1), the client's cue to refresh; not a failure that
+  // counts toward AUTH__MAX_FAILURES: 256 random bits are not guessed, and a client racing its refresh must not lock itself out.
+  const authenticator = createAuthenticator({
+    users,
+    clock,
+    otherBearer: async (token) => {
+      if (!token.startsWith(ACCESS_TOKEN_PREFIX)) return undefined;
+      const principal = await authServer.verify(token);
+      if (!principal) throw new InvalidToken("The access token has expired or was revoked: refresh it, or authorize again");
+      return principal;
+    },
+  });
   const authenticateProxy = authenticateRequests(authenticator, failureLimit, deps.clientAddress);
   /** The API's: an access token for a connector's proxy is not a credential for the API. */
   const authenticate = async (request: Request) => {
@@ -162,7 +174,9 @@ export function createServices(deps: Deps) {
   // The service as the authorization server of its own proxy URLs (authserver/): MCP clients that know only a URL.
   const authServerClients = createClients({
     repository: authServerRows,
-    fetch: upstreamFetch,
+    // A metadata document's URL comes from anyone who opens the authorization endpoint: it must be a public address,
+    // whatever SECURITY__BLOCK_PRIVATE_NETWORKS says for the URLs users give (else the service fetches inside the network for strangers).
+    fetch: guardedFetch(deps.fetch, createUrlGuard({ blockPrivate: true, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) })),
     clock,
     newId,
     maxRegistrations: config.authServer.maxRegistrations,

@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, lt, lte, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, lt, lte, notExists, sql } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store } from "../db/store";
 import { users as sqliteUsers, usersPg } from "../users/table";
@@ -47,8 +47,8 @@ export type AuthServerRepository = {
   deleteToken(digest: string): Promise<void>;
   /** For the proxy, on every request: cached as API tokens are (a revocation in this process applies at once). */
   accessTokenOwner(digest: string): Promise<AccessTokenOwner | undefined>;
-  /** Expired requests, codes and tokens, and registered clients never used. */
-  deleteExpired(now: number): Promise<number>;
+  /** Expired requests, codes and tokens; grants with no token left since `emptyBefore`; registered clients never used. */
+  deleteExpired(now: number, emptyBefore: number): Promise<number>;
 };
 
 /** How long an access token's owner may be reused without a query (the same bound as API tokens). */
@@ -147,10 +147,15 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
       await db.delete(tokens).where(eq(tokens.digest, digest));
     },
     accessTokenOwner: (digest) => owners.readThrough(digest, () => ownerOf({ digest })),
-    async deleteExpired(now) {
+    async deleteExpired(now, emptyBefore) {
       const gone = [
         ...(await db.delete(requests).where(lte(requests.expires_at, now)).returning({ d: requests.handle_digest })),
         ...(await db.delete(tokens).where(lte(tokens.expires_at, now)).returning({ d: tokens.digest })),
+        // A grant whose code was never exchanged, or whose refresh token ran out: nothing can use it any more.
+        ...(await db
+          .delete(grants)
+          .where(and(lt(grants.created_at, emptyBefore), notExists(db.select({ d: tokens.digest }).from(tokens).where(eq(tokens.grant_id, grants.id)))))
+          .returning({ d: grants.id })),
         ...(await db
           .delete(clients)
           .where(and(eq(clients.kind, "registered"), isNull(clients.last_used_at), lt(clients.expires_at, now)))

@@ -289,7 +289,7 @@ export function createAuthServer(deps: AuthServerDeps) {
 
     grantsOf: (userId: string) => repository.grantsOf(userId),
     revokeGrant: (userId: string, id: string) => repository.deleteGrant(userId, id),
-    cleanUp: () => repository.deleteExpired(clock()),
+    cleanUp: () => repository.deleteExpired(clock(), clock() - CODE_TTL_MS),
   };
 }
 export type AuthServer = ReturnType<typeof createAuthServer>;

@@ -35,6 +35,7 @@ export class InvalidToken extends AppError {
   readonly status = 401;
   readonly type = "invalid-token";
   readonly title = "The access token is not valid here";
+  override readonly headers = { "www-authenticate": 'Bearer error="invalid_token"' };
 }
 
 export class Forbidden extends AppError {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { scriptedServer } from "../peers/scripted-server";
-import { createTestApp, type TestApp } from "../support/app";
+import { createTestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
 
 // CORS for browser-based MCP clients, through app.handle: what a browser on another origin may call (the proxy, the

@@ -12,13 +12,23 @@ export const TEST_STORE: "sqlite" | "postgres" = process.env.TEST_STORE === "pos
 
 let server: Promise<Postgres> | undefined;
 
-/** The test process's PostgreSQL server, started on first use and stopped when the process exits. */
+/**
+ * The test process's PostgreSQL server, started on first use and stopped after the last test file (preload.ts:
+ * `bun test` runs no "exit" listener, so that alone would leave the server and its files behind).
+ */
 export function sharedPostgres(): Promise<Postgres> {
   server ??= startPostgres().then((pg) => {
     process.once("exit", () => pg.kill());
     return pg;
   });
   return server;
+}
+
+/** Stops the shared server, if one was started, and deletes its files. */
+export async function stopSharedPostgres(): Promise<void> {
+  const started = server;
+  server = undefined;
+  if (started) await (await started).stop();
 }
 
 /** The database settings of a service under test: a fresh PostgreSQL database, or SQLite in memory. */
