@@ -5,6 +5,7 @@ import { authServerRoutes } from "./authserver/routes";
 import { createAuthServer } from "./authserver/service";
 import { ACCESS_TOKEN_PREFIX } from "./authserver/model";
 import { InvalidToken, Unauthorized } from "./http-errors/errors";
+import { Problem } from "./http-errors/model";
 import { createProviderRepository } from "./a2a/repository";
 import { a2aRoutes, providerRoutes } from "./a2a/routes";
 import { createProviderService } from "./a2a/service";
@@ -14,10 +15,16 @@ import { createConnectionService } from "./connections/service";
 import { createConnectorCredentials } from "./connectors/credentials";
 import { createConnectorRepository } from "./connectors/repository";
 import { connectorRoutes } from "./connectors/routes";
+import { CONNECTOR_STATES } from "./connectors/model";
 import { createConnectorService, isManaged } from "./connectors/service";
 import { createTransitions } from "./connectors/transitions";
 import type { Store } from "./db/store";
 import { createDeployments } from "./deployments/service";
+import { createEventFeed } from "./events/feed";
+import { createWebhookCursorRepository } from "./events/repository";
+import { eventRoutes } from "./events/routes";
+import { createEventStreams, EVENT_RETENTION_MS } from "./events/stream";
+import { createWebhooks, webhookKey } from "./events/webhooks";
 import { createJobLeases, leased } from "./scheduler/leases";
 import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
@@ -26,10 +33,11 @@ import { createCors } from "./http/cors";
 import { apiBodyPlugin } from "./http/json-body";
 import { problemPlugin } from "./http/problem-plugin";
 import type { RequestIds } from "./http/request-id";
+import { registerProcessMetrics } from "./metrics/process";
 import { createRegistry } from "./metrics/registry";
 import { metricsRoutes } from "./metrics/routes";
 import { createAuthorization } from "./oauth/authorization";
-import { createOAuthClient } from "./oauth/client";
+import { createOAuthClient, REFRESH_OUTCOMES } from "./oauth/client";
 import { createOAuthHttp } from "./oauth/http";
 import { createOAuthRepository } from "./oauth/repository";
 import { oauthRoutes } from "./oauth/routes";
@@ -53,6 +61,8 @@ import { createFailureLimit } from "./users/failure-limit";
 import { createUserRepository } from "./users/repository";
 import { userRoutes } from "./users/routes";
 import { createUserService } from "./users/service";
+import { sessionRoutes } from "./users/session-routes";
+import { createSessions } from "./users/sessions";
 import { VERSION } from "./version";
 
 /** Everything the services take from outside: replaced in tests by an in-memory database, a stepped clock, a fake fetch. */
@@ -84,7 +94,9 @@ export type Deps = {
 export function createServices(deps: Deps) {
   const { config, sealer, clock, newId, log } = deps;
   const users = createUserRepository(deps.store, clock);
-  const connectorRows = createConnectorRepository(deps.store, clock);
+  // Every change to a connector writes an event (connectors/repository.ts); this process's readers hear of it at once.
+  const connectorRows = createConnectorRepository(deps.store, clock, () => feed.kick());
+  const feed = createEventFeed({ repository: connectorRows, clock, log: log.child({ component: "events" }) });
   const presets = createPresetCatalog(config.presets);
   const authServerRows = createAuthServerRepository(deps.store, clock);
   const failureLimit = createFailureLimit({ clock, maxFailures: config.auth.maxFailures, windowMs: config.auth.failureWindowMs });
@@ -102,19 +114,39 @@ export function createServices(deps: Deps) {
     },
   });
   const authenticateProxy = authenticateRequests(authenticator, failureLimit, deps.clientAddress);
+  const sessions = createSessions({ users, clock, publicUrl: deps.publicUrl });
+  // The API's also take the console's session cookie (never the proxy: MCP clients use no cookies).
+  const authenticateApi = authenticateRequests(authenticator, failureLimit, deps.clientAddress, (request) => sessions.principal(request));
   /** The API's: an access token for a connector's proxy is not a credential for the API. */
   const authenticate = async (request: Request) => {
-    const principal = await authenticateProxy(request);
+    const principal = await authenticateApi(request);
     if (principal.connector !== undefined) throw new Unauthorized("This access token is for one connector's MCP proxy only, not for the API");
     return principal;
   };
+  /** A user name and password typed into one of the service's pages: a Basic credential in all but name, under the same brake on failures. */
+  async function signIn(request: Request, username: string, password: string) {
+    const client = deps.clientAddress(request) ?? "unknown";
+    failureLimit.check(client);
+    try {
+      return await authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`);
+    } catch (e) {
+      if (e instanceof Unauthorized) failureLimit.failed(client);
+      throw e;
+    }
+  }
   const urlGuard = createUrlGuard({ blockPrivate: config.security.blockPrivateNetworks, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
   const metrics = createRegistry();
   const cors = createCors(config.cors.allowedOrigins);
-  metrics.gauge("connectors", "Connectors by state", "state", async () =>
-    (await connectorRows.countByState()).map(({ state, count }) => [state, count]),
+  // Every state, at 0 when no connector is in it: a scraper wants stable series.
+  metrics.gauge(
+    "connectors",
+    "Connectors by state",
+    "state",
+    async () => (await connectorRows.countByState()).map(({ state, count }) => [state, count]),
+    CONNECTOR_STATES,
   );
+  registerProcessMetrics(metrics, { version: VERSION });
 
   const credentials = createConnectorCredentials(sealer);
   // This process among the replicas sharing the store: the owner of the leases it takes.
@@ -128,6 +160,7 @@ export function createServices(deps: Deps) {
     publicUrl: deps.publicUrl,
     processId,
     log: log.child({ component: "oauth" }),
+    refreshes: metrics.counter("oauth_token_refreshes_total", "Refreshes of connectors' upstream OAuth tokens by this process, by outcome", "outcome", REFRESH_OUTCOMES),
   });
   // When a connection ends, what lives outside the connector's row goes with it: its grant and its deployment.
   const transitions = createTransitions({
@@ -207,10 +240,27 @@ export function createServices(deps: Deps) {
    * that act outside the store run on one replica at a time (a lease each); token refresh leases each grant.
    */
   const leases = { leases: createJobLeases(deps.store), owner: processId, clock };
+  const webhooks =
+    config.webhooks.urls.length > 0
+      ? createWebhooks({
+          urls: config.webhooks.urls,
+          key: webhookKey(config.webhooks.secret!),
+          cursors: createWebhookCursorRepository(deps.store),
+          events: connectorRows,
+          fetch: upstreamFetch,
+          clock,
+          log: log.child({ component: "webhooks" }),
+          exclusive: async (round) => void (await leased({ name: "deliver-webhooks", run: round }, leases).run()),
+        })
+      : undefined;
+  if (webhooks) feed.subscribe(() => void webhooks.deliver());
   const jobs: Job[] = [
     leased({ name: "reconcile-deployments", run: () => deployments.reconcile() }, leases),
     { name: "expire-oauth-states", run: async () => void (await oauth.expireStates()) },
     { name: "expire-authorization-server-records", run: async () => void (await authServer.cleanUp()) },
+    { name: "expire-console-sessions", run: async () => void (await sessions.cleanUp()) },
+    { name: "expire-connector-events", run: async () => void (await connectorRows.deleteEventsBefore(clock() - EVENT_RETENTION_MS)) },
+    ...(webhooks ? [{ name: "deliver-webhooks", run: () => webhooks.deliver() }] : []),
     leased({ name: "refresh-agent-cards", run: () => providers.refreshStale() }, leases),
     {
       name: "refresh-oauth-tokens",
@@ -220,25 +270,24 @@ export function createServices(deps: Deps) {
     },
   ];
   return {
-    users: createUserService({ users, clock, newId, maxTokensPerUser: config.auth.maxTokensPerUser }),
-    authenticate,
-    authenticateProxy,
-    authServer: {
-      server: authServer,
-      cors,
-      clients: authServerClients,
-      /** The sign-in page's check: a Basic credential in all but name, under the same brake on failures. */
-      async signIn(request: Request, username: string, password: string) {
-        const client = deps.clientAddress(request) ?? "unknown";
-        failureLimit.check(client);
-        try {
-          return await authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`);
-        } catch (e) {
-          if (e instanceof Unauthorized) failureLimit.failed(client);
-          throw e;
+    users: createUserService({
+      users,
+      clock,
+      newId,
+      maxTokensPerUser: config.auth.maxTokensPerUser,
+      // A deleted user's connectors go as DELETE would take them: deployments removed, upstream grants revoked.
+      async beforeDelete(userId) {
+        const owner = { id: userId, username: "", role: "user" as const };
+        for (let rows = await connectorRows.page(userId, 50, undefined); rows.length > 0; rows = await connectorRows.page(userId, 50, undefined)) {
+          for (const row of rows) await connections.delete(owner, row.id);
         }
       },
-    },
+    }),
+    authenticate,
+    authenticateProxy,
+    authServer: { server: authServer, cors, clients: authServerClients, signIn },
+    sessions,
+    signIn,
     connectors,
     connections,
     authorization,
@@ -246,7 +295,17 @@ export function createServices(deps: Deps) {
     presets,
     proxy,
     providers,
-    proxyEntry: proxyEntry({ proxy, authenticate: authenticateProxy, publicUrl: deps.publicUrl, log, requestId: (request) => deps.requestIds.get(request), cors }),
+    eventStreams: createEventStreams({ feed, repository: connectorRows }),
+    events: { feed, webhooks },
+    proxyEntry: proxyEntry({
+      proxy,
+      authenticate: authenticateProxy,
+      publicUrl: deps.publicUrl,
+      log,
+      requestId: (request) => deps.requestIds.get(request),
+      cors,
+      responses: metrics.statusCounter("mcp_proxy_responses_total", "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included"),
+    }),
     a2aForward: relayOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
     metrics,
     jobs,
@@ -262,10 +321,18 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(problemPlugin(deps.log, deps.requestIds))
     .use(docsPlugin(VERSION))
     .use(healthRoutes(deps.readiness, deps.store))
-    .use(metricsRoutes(services.metrics))
+    .use(
+      metricsRoutes(services.metrics, {
+        token: deps.config.metrics.token,
+        problem: Problem,
+        refuse: (detail, challenge) => Object.assign(new Unauthorized(detail), { headers: { "www-authenticate": challenge } }),
+      }),
+    )
     .use(userRoutes(services.users, auth, apiBody))
+    .use(sessionRoutes(services, auth, apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate: null })))
     .use(presetRoutes(services.presets, auth))
     .use(oauthRoutes(services.authorization, deps.publicUrl))
+    .use(eventRoutes(services.eventStreams, auth))
     .use(connectorRoutes(services.connectors, auth, apiBody))
     .use(connectionRoutes(services.connections, auth, apiBody))
     .use(proxyRoutes(services.proxyEntry))

@@ -19,7 +19,7 @@ export type GrantRow = typeof sqliteGrants.$inferSelect;
 export type TokenRow = typeof sqliteTokens.$inferSelect;
 /** What the proxy needs of an access token: whose it is, for which connector, until when. */
 export type AccessTokenOwner = Pick<TokenRow, "digest" | "kind" | "expires_at"> &
-  Pick<GrantRow, "connector_id" | "client_id"> & { grant_id: string; user_id: string; username: string; role: "admin" | "user" };
+  Pick<GrantRow, "connector_id" | "client_id"> & { grant_id: string; user_id: string; username: string; role: "admin" | "user"; disabled_at: number | null };
 
 /** The authorization server's records, on either store. */
 export type AuthServerRepository = {
@@ -75,6 +75,7 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
         user_id: users.id,
         username: users.username,
         role: users.role,
+        disabled_at: users.disabled_at,
       })
       .from(tokens)
       .innerJoin(grants, eq(grants.id, tokens.grant_id))

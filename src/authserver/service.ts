@@ -283,7 +283,7 @@ export function createAuthServer(deps: AuthServerDeps) {
     /** A bearer access token at the proxy: the person it acts for and the one connector it may reach, else undefined. */
     async verify(token: string): Promise<(Principal & { connector: string }) | undefined> {
       const owner = await repository.accessTokenOwner(digest(token));
-      if (!owner || owner.kind !== "access" || owner.expires_at <= clock()) return undefined;
+      if (!owner || owner.kind !== "access" || owner.expires_at <= clock() || owner.disabled_at !== null) return undefined;
       return { id: owner.user_id, username: owner.username, role: owner.role, connector: owner.connector_id };
     },
 

@@ -1,7 +1,7 @@
 import { buildApp, createServices, type Deps, type Services } from "../app";
 import { ConfigError, describeConfig, loadConfig, type Config } from "../config/load";
 import { openStore } from "../db/open";
-import { startServer, type RunningServer } from "../http/server";
+import { readTlsCertificate, startServer, TlsFileError, type RunningServer, type TlsCertificate } from "../http/server";
 import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
@@ -17,6 +17,11 @@ export type RunningService = {
   deps: Deps;
   services: Services;
   log: Logger;
+  /**
+   * Reads SERVER__TLS_CERT_FILE and SERVER__TLS_KEY_FILE again and serves new connections with them; open ones keep
+   * going. What SIGHUP does. False (and the previous certificate still served, the reason logged) when it could not.
+   */
+  reloadTls(): boolean;
   /** Graceful: stop accepting, finish in-flight requests (up to the shutdown timeout), close the database. */
   stop(): Promise<void>;
 };
@@ -28,6 +33,18 @@ export type StartOptions = { writeLog?: (line: string) => void; clock?: () => nu
 export async function startService(env: Record<string, string | undefined>, options: StartOptions = {}): Promise<RunningService> {
   const config = loadConfig(env);
   const log = createLogger({ level: config.log.level, ...(options.writeLog && { write: options.writeLog }) });
+  const clock = options.clock ?? Date.now;
+  // Before anything is created (a key file, a database): a bad certificate file is a setting's error.
+  let tls: TlsCertificate | undefined;
+  if (config.server.tls) {
+    try {
+      tls = readTlsCertificate(config.server.tls);
+    } catch (e) {
+      if (e instanceof TlsFileError) throw new ConfigError(tlsSetting(e), e.message);
+      throw e;
+    }
+    warnIfExpired(tls, clock(), log);
+  }
   let key;
   try {
     key = loadSealingKey(config.secrets.key, config.secrets.keyFile);
@@ -56,7 +73,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     store,
     sealer: createSealer(key.key, key.previous),
     log,
-    clock: options.clock ?? Date.now,
+    clock,
     sleep: Bun.sleep,
     // UUIDv7 ([RFC 9562 §5.7](https://www.rfc-editor.org/rfc/rfc9562#section-5.7)): time-ordered and monotonic, so "newest first" has no ties to break at random.
     newId: () => Bun.randomUUIDv7(),
@@ -89,6 +106,7 @@ export async function startService(env: Record<string, string | undefined>, opti
       routes: proxyNativeRoute(services.proxyEntry),
       host: config.server.host,
       port: config.server.port,
+      tls,
       // A backstop only: the API (API__MAX_BODY_BYTES) and the relays (PROXY__MAX_BODY_BYTES) refuse larger bodies
       // themselves, with a problem document; Bun's own 413 has no body.
       maxRequestBodySize: 4 * Math.max(config.api.maxBodyBytes, config.proxy.maxBodyBytes),
@@ -117,6 +135,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     url: running.url,
     public_url: publicUrl,
     docs: `${publicUrl}/docs`,
+    ...(tls && { tls: describeCertificate(tls) }),
     settings: describeConfig(env, config),
   });
 
@@ -126,6 +145,27 @@ export async function startService(env: Record<string, string | undefined>, opti
     deps,
     services,
     log,
+    reloadTls() {
+      if (!config.server.tls) {
+        log.warn("no TLS certificate to reload: SERVER__TLS_CERT_FILE and SERVER__TLS_KEY_FILE are not set");
+        return false;
+      }
+      if (stopping) return false;
+      let next: TlsCertificate;
+      try {
+        next = readTlsCertificate(config.server.tls);
+        running.replaceCertificate(next);
+      } catch (e) {
+        log.error("TLS certificate not reloaded: still serving the previous one", {
+          ...(e instanceof TlsFileError && { setting: tlsSetting(e) }),
+          reason: (e as Error).message,
+        });
+        return false;
+      }
+      log.info("TLS certificate reloaded: new connections get it, open ones keep theirs", describeCertificate(next));
+      warnIfExpired(next, clock(), log);
+      return true;
+    },
     async stop() {
       stopping = true;
       const stopped = running.stop(config.server.shutdownTimeoutMs);
@@ -138,6 +178,19 @@ export async function startService(env: Record<string, string | undefined>, opti
       log.info("stopped");
     },
   };
+}
+
+const tlsSetting = (e: TlsFileError) => (e.file === "certificate" ? "SERVER__TLS_CERT_FILE" : "SERVER__TLS_KEY_FILE");
+
+/** What the log says about a certificate: whose it is and until when, never the key. */
+const describeCertificate = (tls: TlsCertificate) => ({
+  subject: tls.subject.replaceAll("\n", ", "),
+  fingerprint_sha256: tls.fingerprint256,
+  valid_until: tls.validTo.toISOString(),
+});
+
+function warnIfExpired(tls: TlsCertificate, now: number, log: Logger): void {
+  if (tls.validTo.getTime() <= now) log.warn("the TLS certificate has expired: clients will refuse it until it is renewed", describeCertificate(tls));
 }
 
 /** The service could not start for a reason outside its settings' syntax (the port is taken, the disk refuses). */
@@ -166,10 +219,18 @@ export async function serve(env: Record<string, string | undefined>): Promise<nu
     process.stderr.write(`connector-service: could not start: ${e instanceof StartFailed ? e.message : (e as Error).message}\n`);
     return 1;
   }
+  // SIGHUP (`systemctl reload`): a renewed certificate, without a restart. Without TLS it is logged and ignored
+  // rather than left to its default action, which would end the process.
+  const hangup = () => {
+    service.log.info("SIGHUP: reloading the TLS certificate");
+    service.reloadTls();
+  };
+  process.on("SIGHUP", hangup);
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
   });
+  process.off("SIGHUP", hangup);
   service.log.info("shutting down", { signal });
   await service.stop();
   return 0;

@@ -8,7 +8,14 @@ import { parsePresets } from "../presets/parse";
 import { ConfigSchema, LIST_SETTINGS, SECRET_SETTINGS, type RawConfig } from "./schema";
 
 export type Config = {
-  server: { host: string; port: number; publicUrl: string | undefined; shutdownTimeoutMs: number };
+  server: {
+    host: string;
+    port: number;
+    publicUrl: string | undefined;
+    shutdownTimeoutMs: number;
+    /** PEM files (absolute paths) to serve https with, read at start and again on SIGHUP; both or neither. */
+    tls: { certFile: string; keyFile: string } | undefined;
+  };
   database: { path: string; url: string | undefined; maxConnections: number };
   /** Base64 key from SECRETS__KEY, or the key file to read or create. */
   secrets: { key: string | undefined; keyFile: string | undefined; newKey: string | undefined };
@@ -23,10 +30,14 @@ export type Config = {
   authServer: { maxRegistrations: number };
   /** Origins whose browser pages may call the proxy and the OAuth endpoints ("*": any). */
   cors: { allowedOrigins: string[] };
+  /** WEBHOOKS__URLS get every connector event, signed with WEBHOOKS__SECRET. */
+  webhooks: { urls: string[]; secret: string | undefined };
   api: { maxBodyBytes: number };
   proxy: { maxBodyBytes: number; upstreamTimeoutMs: number; maxStreamsPerUser: number; maxStreamsPerConnector: number };
   scheduler: { intervalMs: number };
   a2a: { cardRefreshMs: number };
+  /** METRICS__TOKEN: when set, /metrics wants it as a bearer token. */
+  metrics: { token: string | undefined };
 };
 
 /** A bad setting: the message names the variable. `serve` prints it and exits 2. */
@@ -78,7 +89,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     const given = env[variable];
     const setting = (ConfigSchema.properties as Record<string, TObject>)[path[0]!]?.properties[path[1]!];
     const expected = setting?.description ? `must be ${setting.description}` : first.message;
-    throw new ConfigError(variable, `${expected}${given === undefined ? "" : ` (got "${given}")`}`);
+    // A secret's value is never echoed: the error goes to the terminal and the log.
+    throw new ConfigError(variable, `${expected}${given === undefined || SECRET_SETTINGS.has(variable) ? "" : ` (got "${given}")`}`);
   }
   return finish(withDefaults as RawConfig, env);
 }
@@ -108,6 +120,16 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     const bytes = Buffer.from(raw.secrets.key, "base64");
     if (bytes.length !== 32) throw new ConfigError("SECRETS__KEY", "must be the base64 encoding of exactly 32 bytes");
   }
+  const { tls_cert_file: certFile, tls_key_file: keyFile } = raw.server;
+  if (certFile !== undefined && keyFile === undefined) {
+    throw new ConfigError("SERVER__TLS_KEY_FILE", "must be set when SERVER__TLS_CERT_FILE is (the certificate's private key, PEM)");
+  }
+  if (keyFile !== undefined && certFile === undefined) {
+    throw new ConfigError("SERVER__TLS_CERT_FILE", "must be set when SERVER__TLS_KEY_FILE is (the certificate chain, PEM)");
+  }
+  if (raw.webhooks.urls.length > 0 && raw.webhooks.secret === undefined) {
+    throw new ConfigError("WEBHOOKS__SECRET", "must be set when WEBHOOKS__URLS is (every delivery is signed with it)");
+  }
   const inMemory = raw.database.path === ":memory:";
   const dbPath = inMemory ? ":memory:" : resolve(raw.database.path);
   // Replicas share the database, so they must share the key: a key file beside one replica would not do.
@@ -120,6 +142,8 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       port: raw.server.port,
       publicUrl: raw.server.public_url?.replace(/\/+$/, ""),
       shutdownTimeoutMs: raw.server.shutdown_timeout_seconds * 1000,
+      // Resolved now: a reload on SIGHUP reads the same files whatever the working directory is then.
+      tls: certFile !== undefined && keyFile !== undefined ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : undefined,
     },
     database: { path: dbPath, url: raw.database.url, maxConnections: raw.database.max_connections },
     secrets: {
@@ -148,6 +172,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
     authServer: { maxRegistrations: raw.authserver.max_registrations },
     cors: { allowedOrigins: raw.cors.allowed_origins.map((o) => (o === "*" ? o : new URL(o).origin)) },
+    webhooks: { urls: raw.webhooks.urls, secret: raw.webhooks.secret },
     api: { maxBodyBytes: raw.api.max_body_bytes },
     proxy: {
       maxBodyBytes: raw.proxy.max_body_bytes,
@@ -157,6 +182,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     },
     scheduler: { intervalMs: raw.scheduler.interval_seconds * 1000 },
     a2a: { cardRefreshMs: raw.a2a.card_refresh_seconds * 1000 },
+    metrics: { token: raw.metrics.token },
   };
 }
 

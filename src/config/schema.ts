@@ -13,6 +13,8 @@ export const ConfigSchema = t.Object({
     port: t.Integer({ minimum: 0, maximum: 65535, default: 8000, description: "an integer from 0 to 65535" }),
     public_url: t.Optional(t.String({ pattern: "^https?://[^/?#]+(/[^?#]*)?$", description: "an absolute http(s) URL without query or fragment" })),
     shutdown_timeout_seconds: t.Number({ minimum: 0, maximum: 3600, default: 25, description: "a number of seconds from 0 to 3600" }),
+    tls_cert_file: t.Optional(t.String({ minLength: 1, description: "the path of a PEM certificate (chain)" })),
+    tls_key_file: t.Optional(t.String({ minLength: 1, description: "the path of a PEM private key" })),
   }),
   database: t.Object({
     path: t.String({ minLength: 1, default: "./data/connector-service.db", description: "a file path or :memory:" }),
@@ -48,6 +50,10 @@ export const ConfigSchema = t.Object({
   authserver: t.Object({
     max_registrations: t.Integer({ minimum: 1, maximum: 1_000_000, default: 1000, description: "an integer from 1 to 1000000" }),
   }),
+  webhooks: t.Object({
+    urls: t.Array(t.String({ pattern: "^https?://[^\\s]+$" }), { default: [], description: "a comma-separated list of http(s) URLs" }),
+    secret: t.Optional(t.String({ minLength: 24, maxLength: 1024, description: "at least 24 characters (a whsec_ secret: base64 after the prefix)" })),
+  }),
   cors: t.Object({
     allowed_origins: t.Array(t.Union([Origin, t.Literal("*")]), { default: ["*"], description: "* or a comma-separated list of origins (scheme://host[:port])" }),
   }),
@@ -66,11 +72,15 @@ export const ConfigSchema = t.Object({
     max_streams_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 500, description: "an integer from 1 to 100000" }),
     max_streams_per_connector: t.Integer({ minimum: 1, maximum: 100_000, default: 200, description: "an integer from 1 to 100000" }),
   }),
+  metrics: t.Object({
+    // A bearer token (RFC 6750 §2.1 sends it in a header): visible ASCII, long enough not to be guessed.
+    token: t.Optional(t.String({ pattern: "^[\\x21-\\x7E]{16,1024}$", description: "16 to 1024 visible ASCII characters (no spaces)" })),
+  }),
 });
 export type RawConfig = typeof ConfigSchema.static;
 
 /** Settings whose values are masked when the effective configuration is logged. */
-export const SECRET_SETTINGS = new Set(["SECRETS__KEY", "SECRETS__NEW_KEY", "AUTH__ADMIN_PASSWORD"]);
+export const SECRET_SETTINGS = new Set(["SECRETS__KEY", "SECRETS__NEW_KEY", "AUTH__ADMIN_PASSWORD", "METRICS__TOKEN", "WEBHOOKS__SECRET"]);
 
 /** Settings read as comma-separated lists. */
-export const LIST_SETTINGS = new Set(["OAUTH__ALLOWED_REDIRECT_ORIGINS", "CORS__ALLOWED_ORIGINS"]);
+export const LIST_SETTINGS = new Set(["OAUTH__ALLOWED_REDIRECT_ORIGINS", "CORS__ALLOWED_ORIGINS", "WEBHOOKS__URLS"]);

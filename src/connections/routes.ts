@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { connectorProblems } from "../connectors/routes";
-import { ConnectBody, Connector } from "../connectors/model";
+import { ConnectBody, Connector, UpdateConnectorBody } from "../connectors/model";
 import { Problem } from "../http-errors/model";
 import type { ApiBodyPlugin } from "../http/json-body";
 import { OPTIONAL_BODY } from "../docs/plugin";
@@ -26,6 +26,17 @@ export function connectionRoutes(connections: ConnectionService, auth: AuthPlugi
         detail: { summary: "Delete a connector", description: "An OAuth grant is revoked at the authorization server first (RFC 7009); a managed deployment is removed." },
       },
     )
+    .patch("/:id", ({ principal, params, body }) => connections.update(principal, params.id, body), {
+      auth: true,
+      params: IdParams,
+      body: UpdateConnectorBody,
+      response: { 200: Connector, ...connectorProblems, 502: Problem, 504: Problem },
+      detail: {
+        summary: "Change a connector's metadata, or replace its headers",
+        description:
+          "`metadata` fields replace the stored ones (the others stay). `headers` (only for a connector connected with headers, else 409) are proven with an MCP handshake before they replace the stored ones: refused (422) or unreachable (502/504), the old headers stay and the connector stays connected.",
+      },
+    })
     .post("/:id/connect", ({ principal, params, body }) => connections.connect(principal, params.id, body ?? {}), {
       auth: true,
       params: IdParams,

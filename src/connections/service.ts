@@ -1,6 +1,6 @@
 import { isManaged, connectorView, type ConnectorService } from "../connectors/service";
 import { assertStorableHeaders } from "../connectors/headers";
-import type { ConnectBody, Connector } from "../connectors/model";
+import type { ConnectBody, Connector, UpdateConnectorBody } from "../connectors/model";
 import type { ConnectorRow } from "../connectors/repository";
 import { DISCONNECT_REQUESTED, type Transitions } from "../connectors/transitions";
 import type { Deployments } from "../deployments/service";
@@ -92,6 +92,23 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       await oauth.forget(row.id);
       const auth = withHeaders ? { method: "headers" as const, headers, accessToken: body.accessToken } : { method: "none" as const, accessToken: body.accessToken };
       return connectorView(await transitions.connected(row, auth, redirectUrl));
+    },
+
+    /**
+     * PATCH: new metadata, and new headers for a connector connected with headers — proven by a handshake first, as
+     * connect does, so refused headers leave the old ones working.
+     */
+    async update(caller: Principal, id: string, body: UpdateConnectorBody): Promise<Connector> {
+      if (body.metadata === undefined && body.headers === undefined) throw invalidField("body", "must change metadata or headers");
+      const row = await connectors.owned(caller, id);
+      if (body.headers !== undefined) {
+        if (row.state !== "connected" || row.auth_method !== "headers") {
+          throw new Conflict("Only a connector connected with headers has headers to replace: connect it with headers instead");
+        }
+        if (Object.keys(body.headers).length === 0) throw invalidField("body.headers", "must name at least one header");
+        await this.connect(caller, id, { headers: body.headers });
+      }
+      return body.metadata === undefined ? connectors.get(caller, id) : connectors.updateMetadata(caller, id, body.metadata);
     },
 
     /** Disconnect at the user's request: an OAuth grant is revoked at the authorization server first (RFC 7009). */

@@ -35,6 +35,21 @@ export const Connector = t.Object(
 );
 export type Connector = typeof Connector.static;
 
+export const CONNECTOR_EVENT_TYPES = ["connector.created", "connector.updated", "connector.deleted"] as const;
+export type ConnectorEventType = (typeof CONNECTOR_EVENT_TYPES)[number];
+
+/** What an event says of its connector: enough to update a list, never a credential. */
+export const ConnectorEventData = t.Object({
+  id: t.String(),
+  owner_id: t.String(),
+  name: t.Union([t.String(), t.Null()]),
+  url: t.String(),
+  state: t.UnionEnum(CONNECTOR_STATES),
+  disconnect_reason: t.Union([t.String(), t.Null()]),
+  updated_at: t.String({ format: "date-time" }),
+});
+export type ConnectorEventData = typeof ConnectorEventData.static;
+
 export const ConnectorList = t.Object({
   items: t.Array(Connector),
   next_cursor: t.Union([t.String(), t.Null()], { description: "Pass as `cursor` for the next page; null on the last" }),
@@ -70,6 +85,19 @@ export const ConnectBody = t.Object(
   { additionalProperties: false },
 );
 export type ConnectBody = typeof ConnectBody.static;
+
+export const UpdateConnectorBody = t.Object(
+  {
+    metadata: t.Optional(Metadata),
+    headers: t.Optional(
+      t.Record(t.String(), t.String({ maxLength: MAX_HEADER_VALUE_LENGTH }), {
+        description: "New headers for a connector connected with headers: proven with an MCP handshake before they replace the stored ones (refused: 422, the old ones stay).",
+      }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateConnectorBody = typeof UpdateConnectorBody.static;
 
 export const ListQuery = t.Object({
   // A string of decimal digits, so that "0x10", "1e1" or " 5" are refused rather than read as numbers.

@@ -1,12 +1,13 @@
-import { and, desc, eq, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lt, or, sql, type SQL } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store, TransactionBody } from "../db/store";
 import type { Reseal } from "../secrets/sealer";
 import { SEALED_COLUMNS, sealContext } from "./sealing";
-import type { ConnectorState } from "./model";
-import { connectors as sqliteConnectors, connectorsPg } from "./table";
+import type { ConnectorEventType, ConnectorState } from "./model";
+import { connector_events as sqliteEvents, connector_eventsPg, connectors as sqliteConnectors, connectorsPg } from "./table";
 
 export type ConnectorRow = typeof sqliteConnectors.$inferSelect;
+export type ConnectorEventRow = typeof sqliteEvents.$inferSelect;
 /** The columns a connection owns; only transitions.ts writes them. */
 export type ConnectionColumns = Pick<
   ConnectorRow,
@@ -32,14 +33,43 @@ export type ConnectorRepository = {
   delete(id: string): Promise<boolean>;
   /** Key rotation: every sealed value of this table re-sealed by `reseal`, inside the caller's transaction; how many. */
   resealAll(reseal: Reseal): TransactionBody<number>;
+  /** Metadata changed by its owner (PATCH); undefined when there is no such connector. */
+  writeMetadata(id: string, metadata: ConnectorRow["metadata"], at: number): Promise<ConnectorRow | undefined>;
+  /** Events after `afterId`, oldest first (at most `limit`). */
+  eventsAfter(afterId: number, limit: number): Promise<ConnectorEventRow[]>;
+  /** The newest event's id, and the oldest kept (0 when there are none). */
+  eventBounds(): Promise<{ newest: number; oldest: number }>;
+  /** Forgets events older than `before`; how many. */
+  deleteEventsBefore(before: number): Promise<number>;
 };
 
 /** How long a connector row read for the proxy may be reused (see cache/ttl-cache.ts). */
 export const CONNECTOR_CACHE_MS = 1000;
 
-export function createConnectorRepository(store: Store, clock: () => number = Date.now): ConnectorRepository {
+/** The event a change makes: what a list of connectors needs to show, no credential. */
+function eventOf(type: ConnectorEventType, row: ConnectorRow, at: number) {
+  return {
+    type,
+    connector_id: row.id,
+    owner_id: row.owner_id,
+    data: {
+      id: row.id,
+      owner_id: row.owner_id,
+      name: row.metadata.name ?? null,
+      url: row.url,
+      state: row.state,
+      disconnect_reason: row.disconnect_reason,
+      updated_at: new Date(row.updated_at).toISOString(),
+    },
+    created_at: at,
+  };
+}
+
+/** `onEvent`: told after an event was committed, so this process's readers need not wait for their next poll. */
+export function createConnectorRepository(store: Store, clock: () => number = Date.now, onEvent: () => void = () => {}): ConnectorRepository {
   const { db } = store;
   const connectors = store.table(sqliteConnectors, connectorsPg);
+  const events = store.table(sqliteEvents, connector_eventsPg);
   // Prepared once, and cached briefly: the MCP proxy looks a connector up on every request.
   const byId = store.prepareFirst<ConnectorRow>("connector_by_id", db.select().from(connectors).where(eq(connectors.id, sql.placeholder("id"))));
   const cache = createTtlCache<ConnectorRow>(CONNECTOR_CACHE_MS, 10_000, clock);
@@ -50,7 +80,11 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
         const [owned] = yield tx.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(connectors).where(eq(connectors.owner_id, row.owner_id));
         if ((owned?.n ?? 0) >= maxPerOwner) return false;
         yield tx.insert(connectors).values(row);
+        yield tx.insert(events).values(eventOf("connector.created", row, row.created_at));
         return true;
+      }).then((inserted) => {
+        if (inserted) onEvent();
+        return inserted;
       }),
     findById: (id) => byId({ id }),
     findByIdCached: (id) => cache.readThrough(id, () => byId({ id })),
@@ -74,18 +108,51 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
     },
     async writeConnection(id, columns, at, whenState) {
       const where = whenState === undefined ? eq(connectors.id, id) : and(eq(connectors.id, id), eq(connectors.state, whenState));
-      const [row] = await db.update(connectors).set({ ...columns, updated_at: at }).where(where).returning();
-      if (row) cache.set(id, row);
-      else cache.delete(id);
+      const row = await store.transaction(function* (tx) {
+        const [written]: ConnectorRow[] = yield tx.update(connectors).set({ ...columns, updated_at: at }).where(where).returning();
+        if (written) yield tx.insert(events).values(eventOf("connector.updated", written, at));
+        return written;
+      });
+      if (row) {
+        cache.set(id, row);
+        onEvent();
+      } else cache.delete(id);
       return row;
     },
+    async writeMetadata(id, metadata, at) {
+      const row = await store.transaction(function* (tx) {
+        const [written]: ConnectorRow[] = yield tx.update(connectors).set({ metadata, updated_at: at }).where(eq(connectors.id, id)).returning();
+        if (written) yield tx.insert(events).values(eventOf("connector.updated", written, at));
+        return written;
+      });
+      if (row) {
+        cache.set(id, row);
+        onEvent();
+      }
+      return row;
+    },
+    eventsAfter: async (afterId, limit) => db.select().from(events).where(gt(events.id, afterId)).orderBy(asc(events.id)).limit(limit),
+    async eventBounds() {
+      const [bounds] = await db
+        .select({ newest: sql<number>`coalesce(max(${events.id}), 0)`.mapWith(Number), oldest: sql<number>`coalesce(min(${events.id}), 0)`.mapWith(Number) })
+        .from(events);
+      return bounds ?? { newest: 0, oldest: 0 };
+    },
+    deleteEventsBefore: async (before) => (await db.delete(events).where(lt(events.created_at, before)).returning({ id: events.id })).length,
     connectedManaged: async () =>
       db.select().from(connectors).where(and(eq(connectors.state, "connected"), sql`${connectors.url} LIKE 'mcp+stdio:%'`)),
     countByState: async () =>
       db.select({ state: connectors.state, count: sql<number>`count(*)`.mapWith(Number) }).from(connectors).groupBy(connectors.state),
     async delete(id) {
       cache.delete(id);
-      return (await db.delete(connectors).where(eq(connectors.id, id)).returning({ id: connectors.id })).length === 1;
+      const now = clock();
+      const deleted = await store.transaction(function* (tx) {
+        const [row]: ConnectorRow[] = yield tx.delete(connectors).where(eq(connectors.id, id)).returning();
+        if (row) yield tx.insert(events).values(eventOf("connector.deleted", { ...row, updated_at: now }, now));
+        return row !== undefined;
+      });
+      if (deleted) onEvent();
+      return deleted;
     },
     resealAll: (reseal) =>
       function* (tx) {

@@ -1,3 +1,4 @@
+import type { Metadata } from "../presets/model";
 import { Conflict, NotFound, invalidField } from "../http-errors/errors";
 import { UnsafeUrl } from "../http/fetch";
 import type { PresetCatalog } from "../presets/catalog";
@@ -55,6 +56,14 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
   return {
     owned,
     get: async (caller: Principal, id: string): Promise<Connector> => connectorView(await owned(caller, id)),
+
+    /** Names and descriptions: the fields given replace the stored ones, the others stay. */
+    async updateMetadata(caller: Principal, id: string, metadata: Metadata): Promise<Connector> {
+      const row = await owned(caller, id);
+      const written = await connectors.writeMetadata(id, { ...row.metadata, ...metadata }, clock());
+      if (!written) throw new NotFound(`No connector ${id}`);
+      return connectorView(written);
+    },
 
     async create(caller: Principal, body: CreateConnectorBody): Promise<Connector> {
       const parsed = parseConnectorUrl(body.url);

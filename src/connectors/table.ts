@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
-import { index as pgIndex, jsonb, pgTable, text as pgText } from "drizzle-orm/pg-core";
-import { index, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { timestamps, timestampsPg, type SameRow } from "../db/columns";
+import { bigserial, index as pgIndex, jsonb, pgTable, text as pgText } from "drizzle-orm/pg-core";
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import type { Metadata } from "../presets/model";
 import { users, usersPg } from "../users/table";
-import { AUTH_METHODS, CONNECTOR_STATES } from "./model";
+import { AUTH_METHODS, CONNECTOR_EVENT_TYPES, CONNECTOR_STATES, type ConnectorEventData } from "./model";
 
 export const connectors = sqliteTable(
   "connectors",
@@ -67,4 +67,35 @@ export const connectorsPg = pgTable(
   ],
 );
 
-export const CONNECTOR_ROWS_MATCH: SameRow<typeof connectors, typeof connectorsPg> = true;
+/**
+ * What happened to connectors, in order: written in the same transaction as the change, so no change goes
+ * unannounced and none is announced that did not happen. Read by the events stream and the webhooks; kept for a
+ * bounded window (events/feed.ts). No foreign key: a deleted connector's last event outlives it.
+ */
+export const connector_events = sqliteTable(
+  "connector_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    type: text("type", { enum: CONNECTOR_EVENT_TYPES }).notNull(),
+    connector_id: text("connector_id").notNull(),
+    owner_id: text("owner_id").notNull(),
+    data: text("data", { mode: "json" }).$type<ConnectorEventData>().notNull(),
+    created_at: integer("created_at").notNull(),
+  },
+  (table) => [index("connector_events_created_idx").on(table.created_at)],
+);
+
+export const connector_eventsPg = pgTable(
+  "connector_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    type: pgText("type", { enum: CONNECTOR_EVENT_TYPES }).notNull(),
+    connector_id: pgText("connector_id").notNull(),
+    owner_id: pgText("owner_id").notNull(),
+    data: jsonb("data").$type<ConnectorEventData>().notNull(),
+    created_at: millis("created_at").notNull(),
+  },
+  (table) => [pgIndex("connector_events_created_idx").on(table.created_at)],
+);
+
+export const CONNECTOR_ROWS_MATCH: SameRow<typeof connectors, typeof connectorsPg> & SameRow<typeof connector_events, typeof connector_eventsPg> = true;

@@ -10,8 +10,11 @@ export const MAX_JSON_DEPTH = 32;
 export type ApiBodyOptions = {
   /** API__MAX_BODY_BYTES. */
   maxBytes: number;
-  /** Checks the request's credentials and throws 401 (every API route with a body is authenticated). */
-  authenticate(request: Request): Promise<unknown>;
+  /**
+   * Checks the request's credentials and throws 401. Every API route with a body is authenticated but the console's
+   * sign-in, whose body is the credentials (`null` there).
+   */
+  authenticate: ((request: Request) => Promise<unknown>) | null;
 };
 
 /**
@@ -24,7 +27,7 @@ export type ApiBodyOptions = {
 export function apiBodyPlugin({ maxBytes, authenticate }: ApiBodyOptions) {
   const tooLarge = () => bodyTooLarge(maxBytes, "API__MAX_BODY_BYTES");
   const parse = async ({ request, contentType }: { request: Request; contentType: string }): Promise<unknown> => {
-    await authenticate(request);
+    await authenticate?.(request);
     const declared = request.headers.get("content-length");
     if (!JSON_TYPE.test(contentType)) {
       if (request.body === null || declared === "0") return {};
@@ -51,7 +54,7 @@ export function apiBodyPlugin({ maxBytes, authenticate }: ApiBodyOptions) {
   };
   // "application/json" after the parser is for the OpenAPI document (the parser always answers, so Elysia's own
   // JSON parser never runs): it shows each route's body schema as JSON, the schema that validates it.
-  return new Elysia({ name: "api-body", seed: maxBytes }).guard({ as: "scoped", parse: [parse, "application/json"] });
+  return new Elysia({ name: "api-body", seed: [maxBytes, authenticate ? "authenticated" : "anonymous"] }).guard({ as: "scoped", parse: [parse, "application/json"] });
 }
 export type ApiBodyPlugin = ReturnType<typeof apiBodyPlugin>;
 

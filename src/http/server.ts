@@ -1,4 +1,6 @@
 import type { Server } from "bun";
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { errorResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
 import { assignRequestId, type RequestIds } from "./request-id";
@@ -7,10 +9,67 @@ export type Fetch = (request: Request) => Response | Promise<Response>;
 /** Bun's native routes (`path` → method → handler) served ahead of `fetch`. */
 export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "DELETE" | "OPTIONS", (request: Request & { params: Record<string, string> }) => Promise<Response>>>>;
 
+/** A certificate chain and its private key (PEM), read and checked by `readTlsCertificate`. */
+export type TlsCertificate = {
+  cert: string;
+  key: string;
+  /** For the log: what is served, never the key. */
+  subject: string;
+  fingerprint256: string;
+  validTo: Date;
+};
+
+/** A certificate or key file that cannot be served; `file` says which of the two. */
+export class TlsFileError extends Error {
+  constructor(
+    readonly file: "certificate" | "key",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Reads a PEM certificate (chain) and its private key and checks that they belong together, so that a bad file is
+ * one sentence naming the file at start-up or on reload — never a half-configured listener. Messages name the
+ * path and the problem, never file content.
+ */
+export function readTlsCertificate(files: { certFile: string; keyFile: string }): TlsCertificate {
+  const read = (file: "certificate" | "key", path: string) => {
+    try {
+      return readFileSync(path, "utf8");
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      const why = code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : code === "EISDIR" ? "is a directory" : (e as Error).message;
+      throw new TlsFileError(file, `cannot read ${path}: ${why}`);
+    }
+  };
+  const cert = read("certificate", files.certFile);
+  const key = read("key", files.keyFile);
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch {
+    throw new TlsFileError("certificate", `${files.certFile} holds no PEM certificate`);
+  }
+  let privateKey: ReturnType<typeof createPrivateKey>;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch {
+    throw new TlsFileError("key", `${files.keyFile} holds no PEM private key (unencrypted: PKCS #8, RSA or EC)`);
+  }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new TlsFileError("key", `${files.keyFile} is not the private key of the certificate in ${files.certFile}`);
+  }
+  return { cert, key, subject: x509.subject, fingerprint256: x509.fingerprint256, validTo: x509.validToDate };
+}
+
 export type ServerOptions = {
   routes?: NativeRoutes;
   host: string;
   port: number;
+  /** Serve https with this certificate; `replaceCertificate` swaps it later. */
+  tls?: TlsCertificate;
   /** Bun's own cap on a request body, a backstop above the limits the API and the relays enforce themselves. */
   maxRequestBodySize: number;
   log: Logger;
@@ -20,7 +79,17 @@ export type ServerOptions = {
   clock?: () => number;
 };
 
-export type RunningServer = { server: Server<undefined>; url: string; stop(timeoutMs: number): Promise<void> };
+export type RunningServer = {
+  /** The listener new connections reach (a certificate replacement starts a new one). */
+  readonly server: Server<undefined>;
+  url: string;
+  /**
+   * New TLS handshakes get `tls`; connections already open keep theirs until they end. Throws (and changes
+   * nothing) when the new listener cannot start.
+   */
+  replaceCertificate(tls: TlsCertificate): void;
+  stop(timeoutMs: number): Promise<void>;
+};
 
 /**
  * Serves `fetch` with one JSON log line per request (method, path, status, duration to headers,
@@ -62,30 +131,58 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
       Object.fromEntries(Object.entries(methods).map(([method, handler]) => [method, logged(handler)])),
     ]),
   );
-  const server = Bun.serve({
+  const serveOptions = {
     hostname: options.host,
-    port: options.port,
     maxRequestBodySize: options.maxRequestBodySize,
     idleTimeout: 120,
     routes,
     fetch: logged(fetch),
     // The last resort, for what escaped the handlers: the same problem document as everywhere else.
-    error: (error) => errorResponse(error, log),
-  });
+    error: (error: Error) => errorResponse(error, log),
+  };
+  // Bun 1.4's `server.reload()` ignores `tls` (it replaces handlers only) and a Bun server has no
+  // `setSecureContext`. So a new certificate gets a new listener on the same address (SO_REUSEPORT), and the old
+  // listener stops accepting and drains: its open connections — requests in flight, event streams — go on.
+  if (options.tls && options.port !== 0) {
+    // SO_REUSEPORT would let this start share the port with another process of the same user (a second instance)
+    // instead of failing: a plain bind first fails with EADDRINUSE when anything listens there.
+    void Bun.serve({ hostname: options.host, port: options.port, fetch: () => new Response(null, { status: 503 }) }).stop(true);
+  }
+  const listen = (tls: TlsCertificate | undefined, port: number): Server<undefined> =>
+    Bun.serve({ ...serveOptions, port, ...(tls && { tls: { cert: tls.cert, key: tls.key }, reusePort: true }) });
+  let server = listen(options.tls, options.port);
+  /** Listeners replaced by a new certificate, still finishing the connections they had. */
+  const draining = new Map<Server<undefined>, Promise<void>>();
+  const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
-    server,
-    url: `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`,
+    get server() {
+      return server;
+    },
+    url: `${options.tls ? "https" : "http"}://${host}:${server.port}`,
+    replaceCertificate(tls) {
+      if (!options.tls) throw new Error("this server was started without TLS");
+      const next = listen(tls, server.port!);
+      const previous = server;
+      server = next;
+      draining.set(
+        previous,
+        previous.stop(false).then(() => {
+          draining.delete(previous);
+        }),
+      );
+    },
     /** Stops accepting, lets in-flight requests finish, then closes whatever is left after `timeoutMs`. */
     async stop(timeoutMs) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const forced = new Promise<"forced">((resolve) => {
         timer = setTimeout(() => resolve("forced"), timeoutMs);
       });
-      const outcome = await Promise.race([server.stop(false).then(() => "drained" as const), forced]);
+      const current = server;
+      const outcome = await Promise.race([Promise.all([current.stop(false), ...draining.values()]).then(() => "drained" as const), forced]);
       clearTimeout(timer);
       if (outcome === "forced") {
         log.warn("shutdown timeout: closing the connections still open");
-        await server.stop(true);
+        await Promise.all([current, ...draining.keys()].map((listener) => listener.stop(true)));
       }
     },
   };

@@ -10,6 +10,8 @@ const series = (name: string, label: string | undefined, value: string, extra = 
 };
 
 export type Counter = { inc(labelValue?: string, by?: number): void };
+/** A counter labelled by an HTTP status, kept by the number itself: counting allocates no label string. */
+export type StatusCounter = { inc(status: number): void };
 export type Histogram = { observe(value: number): void };
 export type UpDown = { inc(): void; dec(): void };
 
@@ -19,10 +21,22 @@ export function createRegistry() {
   const metrics: Metric[] = [];
 
   return {
-    counter(name: string, help: string, label?: string): Counter {
-      const values = new Map<string, number>();
+    /** `initial`: label values shown (at 0) before they first happen, so a scraper sees stable series. */
+    counter(name: string, help: string, label?: string, initial: readonly string[] = []): Counter {
+      const values = new Map<string, number>(initial.map((value) => [value, 0]));
       metrics.push({ name, help, type: "counter", render: () => [...values].map(([k, v]) => `${series(name, label, k)} ${v}`) });
       return { inc: (labelValue = "", by = 1) => values.set(labelValue, (values.get(labelValue) ?? 0) + by) };
+    },
+
+    statusCounter(name: string, help: string): StatusCounter {
+      const values = new Map<number, number>();
+      metrics.push({
+        name,
+        help,
+        type: "counter",
+        render: () => [...values].sort(([a], [b]) => a - b).map(([status, v]) => `${name}{status="${status}"} ${v}`),
+      });
+      return { inc: (status) => void values.set(status, (values.get(status) ?? 0) + 1) };
     },
 
     upDown(name: string, help: string): UpDown {
@@ -31,9 +45,40 @@ export function createRegistry() {
       return { inc: () => void value++, dec: () => void value-- };
     },
 
-    /** A gauge whose values are read when scraped (e.g. connectors by state, from the database). */
-    gauge(name: string, help: string, label: string, read: () => Promise<[string, number][]>): void {
-      metrics.push({ name, help, type: "gauge", render: async () => (await read()).map(([k, v]) => `${series(name, label, k)} ${v}`) });
+    /**
+     * A gauge whose values are read when scraped (e.g. connectors by state, from the database). Every label value in
+     * `always` is shown, at 0 when `read` has none: a series that comes and goes reads as missing data, not as zero.
+     */
+    gauge(name: string, help: string, label: string, read: () => Promise<[string, number][]>, always: readonly string[] = []): void {
+      metrics.push({
+        name,
+        help,
+        type: "gauge",
+        render: async () => {
+          const values = new Map<string, number>(always.map((value) => [value, 0]));
+          for (const [k, v] of await read()) values.set(k, v);
+          return [...values].map(([k, v]) => `${series(name, label, k)} ${v}`);
+        },
+      });
+    },
+
+    /** One unlabelled value read when scraped (the process's memory, CPU time …); `undefined`: no sample this time. */
+    sampled(name: string, help: string, type: "gauge" | "counter", read: () => number | undefined): void {
+      metrics.push({
+        name,
+        help,
+        type,
+        render: () => {
+          const value = read();
+          return value === undefined ? [] : [`${name} ${value}`];
+        },
+      });
+    },
+
+    /** A constant 1 whose labels say what runs (`…_build_info`, the Prometheus convention for versions). */
+    info(name: string, help: string, labels: Record<string, string>): void {
+      const line = `${name}{${Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`).join(",")}} 1`;
+      metrics.push({ name, help, type: "gauge", render: () => [line] });
     },
 
     histogram(name: string, help: string, buckets: number[]): Histogram {

@@ -1,15 +1,37 @@
-import { Elysia, t } from "elysia";
+import { Elysia, t, type TSchema } from "elysia";
+import { METRICS_CHALLENGE, scrapeAccess } from "./access";
 import type { Registry } from "./registry";
 
-export function metricsRoutes(registry: Registry) {
+export type MetricsRouteOptions = {
+  /** METRICS__TOKEN: when set, a scrape must send it as a bearer token. */
+  token: string | undefined;
+  /**
+   * The 401 to throw for a refused scrape, with `challenge` as its WWW-Authenticate (built by the caller: the
+   * problem types live above this layer, in http-errors/).
+   */
+  refuse: (detail: string, challenge: string) => Error;
+  /** The problem document's schema, for the 401 in OpenAPI. */
+  problem: TSchema;
+};
+
+export function metricsRoutes(registry: Registry, options: MetricsRouteOptions) {
+  const refused = scrapeAccess(options.token);
   return new Elysia({ detail: { tags: ["Health"] } }).get(
     "/metrics",
-    async () => new Response(await registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }),
+    async ({ request }) => {
+      // Before any work: a refused scrape reads nothing, not even the database.
+      const why = refused(request.headers.get("authorization"));
+      if (why === "missing") throw options.refuse("This service's metrics need METRICS__TOKEN as a bearer token", METRICS_CHALLENGE);
+      if (why === "wrong") throw options.refuse("The bearer token is not METRICS__TOKEN", `${METRICS_CHALLENGE}, error="invalid_token"`);
+      return new Response(await registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
+    },
     {
-      response: { 200: t.String({ description: "Prometheus text exposition format" }) },
+      response: { 200: t.String({ description: "Prometheus text exposition format" }), 401: options.problem },
       detail: {
         summary: "Prometheus metrics",
-        description: "Proxy requests by status, upstream latency, open streams, connectors by state. No credentials needed; no secrets in it.",
+        description:
+          "Proxy requests by the status the client got and by the upstream's status, upstream latency, open streams, OAuth token refreshes by outcome, connectors by state, process memory, CPU time and open files, and the running version. " +
+          'Open when METRICS__TOKEN is unset; when it is set, send `Authorization: Bearer <METRICS__TOKEN>`, else 401 with `WWW-Authenticate: Bearer realm="metrics"`. No secrets in it.',
       },
     },
   );

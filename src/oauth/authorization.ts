@@ -81,7 +81,9 @@ export function createAuthorization(deps: AuthorizationDeps) {
      * failure once the token has expired, disconnects the connector with the reason.
      */
     async refresh(connectorId: string, rejected?: string): Promise<RefreshOutcome> {
-      const outcome = await oauth.refresh(connectorId, rejected);
+      // Whose connector, for the attempt's log line (the OAuth client knows grants, not owners); an owner never changes.
+      const owner = (await deps.connectors.findByIdCached(connectorId))?.owner_id;
+      const outcome = await oauth.refresh(connectorId, rejected, owner === undefined ? {} : { owner_id: owner });
       if (!outcome.ok && (outcome.failure.permanent || outcome.expired)) {
         await transitions.disconnectIfConnected(connectorId, `OAuth token refresh failed: ${outcome.failure.reason}`);
       }

@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import * as oauth from "oauth4webapi";
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
 import { UPSTREAM_CALL_TIMEOUT_MS } from "../http/fetch";
-import type { Logger } from "../observability/logger";
+import type { Counter } from "../metrics/registry";
+import type { LogFields, Logger } from "../observability/logger";
 import { createOpenedCache } from "../secrets/opened-cache";
 import type { Sealer } from "../secrets/sealer";
 import { clientAuth, resolveClient, type ClientIdentityDeps } from "./client-identity";
@@ -35,6 +36,8 @@ export type OAuthClientDeps = {
   /** Identifies this process in refresh leases. */
   processId: string;
   log?: Logger;
+  /** oauth_token_refreshes_total{outcome}: this process's refresh attempts, by REFRESH_OUTCOMES. */
+  refreshes?: Counter;
 };
 
 export type BeginInput = {
@@ -54,6 +57,14 @@ export type CallbackOutcome =
   | { ok: false; connectorId: string | null; redirect_url: string | null; error: string; error_description: string };
 
 export type RefreshOutcome = { ok: true; accessToken: string } | { ok: false; failure: OAuthFailure; expired: boolean };
+
+/**
+ * What a refresh attempt came to, as counted and logged: a new token; the authorization server's invalid_grant
+ * ([RFC 6749 §5.2](https://www.rfc-editor.org/rfc/rfc6749#section-5.2): the grant is revoked or expired); anything
+ * else (network, 5xx, another OAuth error, no refresh token to send).
+ */
+export const REFRESH_OUTCOMES = ["ok", "failed", "invalid_grant"] as const;
+type RefreshAttempt = (typeof REFRESH_OUTCOMES)[number];
 
 const digest = (state: string) => createHash("sha256").update(state).digest("hex");
 /** A refresh lease: the token request's own timeout and a margin (a killed holder delays the others this long at most). */
@@ -108,34 +119,60 @@ export function createOAuthClient(deps: OAuthClientDeps) {
    * Another process holds the grant's lease and is refreshing: wait until it stored new tokens, then use them. If it
    * let go (or died: its lease ran out) without new tokens, this process tries to refresh itself.
    */
-  async function awaitOtherRefresh(connectorId: string, until: number): Promise<RefreshOutcome> {
-    const before = (await repository.findGrant(connectorId))?.secrets;
+  async function awaitOtherRefresh(connectorId: string, until: number, about: LogFields, rejected?: string): Promise<RefreshOutcome> {
+    const first = await repository.findGrant(connectorId);
+    // The other process may have stored new tokens already (its lease not yet given back): those are the answer.
+    if (first && rejected !== undefined && (first.expires_at === null || first.expires_at > clock())) {
+      const current = openGrant(first).access_token;
+      if (current !== rejected) return { ok: true, accessToken: current };
+    }
+    const before = first?.secrets;
     for (;;) {
       await deps.sleep(LEASE_POLL_MS);
       const row = await repository.findGrant(connectorId);
       if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true };
       if (row.secrets !== before) return { ok: true, accessToken: openGrant(row).access_token };
       const letGo = row.lease_until === null || row.lease_until < clock();
-      if (letGo && clock() < until) return doRefresh(connectorId, undefined, until);
+      if (letGo && clock() < until) return doRefresh(connectorId, about, rejected, until);
       if (clock() >= until) {
         return { ok: false, failure: { reason: "another process is refreshing the token", permanent: false, kind: "unreachable" }, expired: false };
       }
     }
   }
 
-  async function doRefresh(connectorId: string, rejected?: string, until = clock() + LEASE_WAIT_MAX_MS): Promise<RefreshOutcome> {
+  /**
+   * Counts and logs one refresh attempt of this process, once (concurrent callers share it: single flight). Waiting
+   * for another process's refresh is not an attempt: that process counts its own. Never a token, code or secret.
+   */
+  function attempted(connectorId: string, about: LogFields, attempt: RefreshAttempt, outcome: RefreshOutcome, expiresIn?: number): RefreshOutcome {
+    deps.refreshes?.inc(attempt);
+    const fields = { connector_id: connectorId, ...about, outcome: attempt };
+    if (outcome.ok) {
+      deps.log?.info("OAuth token refreshed", { ...fields, ...(expiresIn !== undefined && { expires_in_seconds: expiresIn }) });
+    } else {
+      const { reason, permanent } = outcome.failure;
+      const message = attempt === "invalid_grant" ? "OAuth token refresh refused (invalid_grant)" : "OAuth token refresh failed";
+      deps.log?.warn(message, { ...fields, reason, permanent, expired: outcome.expired });
+    }
+    return outcome;
+  }
+
+  async function doRefresh(connectorId: string, about: LogFields, rejected?: string, until = clock() + LEASE_WAIT_MAX_MS): Promise<RefreshOutcome> {
     const now = clock();
-    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS))) return awaitOtherRefresh(connectorId, until);
+    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS))) return awaitOtherRefresh(connectorId, until, about, rejected);
     try {
       const row = await repository.findGrant(connectorId);
-      if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true };
+      if (!row) {
+        return attempted(connectorId, about, "failed", { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true });
+      }
       const context = row.context;
       const secrets = openGrant(row);
       const expired = row.expires_at !== null && row.expires_at <= clock();
       // Refreshed by another replica since the rejected token was sent: a second refresh would only rotate again.
       if (rejected !== undefined && secrets.access_token !== rejected && !expired) return { ok: true, accessToken: secrets.access_token };
       if (!secrets.refresh_token) {
-        return { ok: false, failure: { reason: "the access token expired and the authorization server issued no refresh token", permanent: true, kind: "rejected" }, expired: true };
+        const failure: OAuthFailure = { reason: "the access token expired and the authorization server issued no refresh token", permanent: true, kind: "rejected" };
+        return attempted(connectorId, about, "failed", { ok: false, failure, expired: true });
       }
       try {
         const client = clientOf(context);
@@ -146,7 +183,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
         });
         const tokens = await oauth.processRefreshTokenResponse(context.as, client, response);
         await storeTokens(connectorId, context, tokens, secrets, secrets.client_secret);
-        return { ok: true, accessToken: tokens.access_token };
+        return attempted(connectorId, about, "ok", { ok: true, accessToken: tokens.access_token }, tokens.expires_in);
       } catch (e) {
         const failure = describeOAuthError(e);
         const failures = row.failures + 1;
@@ -155,7 +192,8 @@ export function createOAuthClient(deps: OAuthClientDeps) {
           refresh_at: failure.permanent ? null : retryAt(clock(), failures, row.expires_at),
           updated_at: clock(),
         });
-        return { ok: false, failure, expired };
+        const invalidGrant = e instanceof oauth.ResponseBodyError && e.error === "invalid_grant";
+        return attempted(connectorId, about, invalidGrant ? "invalid_grant" : "failed", { ok: false, failure, expired });
       }
     } finally {
       await repository.release(connectorId, deps.processId);
@@ -275,12 +313,12 @@ export function createOAuthClient(deps: OAuthClientDeps) {
     /**
      * Refreshes a connector's token; concurrent callers in this process share one request (single flight). Given the
      * access token a server just rejected, a newer one already stored (another replica refreshed meanwhile) is used
-     * without another refresh.
+     * without another refresh. `about`: fields for the attempt's log line (the connector's owner).
      */
-    refresh(connectorId: string, rejected?: string): Promise<RefreshOutcome> {
+    refresh(connectorId: string, rejected?: string, about: LogFields = {}): Promise<RefreshOutcome> {
       let running = inFlight.get(connectorId);
       if (!running) {
-        running = doRefresh(connectorId, rejected).finally(() => inFlight.delete(connectorId));
+        running = doRefresh(connectorId, about, rejected).finally(() => inFlight.delete(connectorId));
         inFlight.set(connectorId, running);
       }
       return running;

@@ -1,6 +1,7 @@
 import { AppError } from "../http-errors/errors";
 import { errorResponse } from "../http-errors/problem";
 import type { Cors } from "../http/cors";
+import type { StatusCounter } from "../metrics/registry";
 import type { Logger } from "../observability/logger";
 import type { RequestAuthenticator } from "../users/authenticate";
 import type { ProxyService } from "./service";
@@ -14,6 +15,8 @@ export type ProxyEntryDeps = {
   requestId: (request: Request) => string | undefined;
   /** Browser-based MCP clients call across origins (http/cors.ts). */
   cors: Cors;
+  /** mcp_proxy_responses_total{status}: what the client got, the service's own answers included. */
+  responses: StatusCounter;
 };
 
 const METHODS = "POST, GET, DELETE";
@@ -43,7 +46,11 @@ export function proxyEntry(deps: ProxyEntryDeps) {
     }
   };
   return {
-    handle: async (request: Request, id: string) => deps.cors.decorate(request, await answer(request, id)),
+    handle: async (request: Request, id: string) => {
+      const response = await answer(request, id);
+      deps.responses.inc(response.status);
+      return deps.cors.decorate(request, response);
+    },
     /** A CORS preflight: answered before any authentication (browsers send no credentials with it). */
     preflight: (request: Request) => deps.cors.preflight(request, METHODS),
   };

@@ -16,12 +16,22 @@ export type RequestAuthenticator = (request: Request) => Promise<Principal>;
  * How requests are authenticated: each once (memoized per request), and only while its client is not over the limit
  * of failed attempts; a failure counts against the client's address.
  */
-export function authenticateRequests(authenticate: Authenticator, limit: FailureLimit, clientAddress: (request: Request) => string | undefined): RequestAuthenticator {
+export function authenticateRequests(
+  authenticate: Authenticator,
+  limit: FailureLimit,
+  clientAddress: (request: Request) => string | undefined,
+  /** The console's session cookie, for a request without an Authorization header (the API only; sessions.ts). */
+  session?: (request: Request) => Promise<Principal | undefined>,
+): RequestAuthenticator {
   const principals = new WeakMap<Request, Promise<Principal>>();
   const attempt = async (request: Request): Promise<Principal> => {
     const client = clientAddress(request) ?? "unknown";
     const authorization = request.headers.get("authorization");
     limit.check(client);
+    if (authorization === null && session) {
+      const signedIn = await session(request);
+      if (signedIn) return signedIn;
+    }
     try {
       return await authenticate(authorization);
     } catch (e) {
@@ -68,7 +78,7 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     const hit = remembered.get(key);
     if (hit && hit.until > now) {
       const user = await users.findById(hit.userId);
-      if (user && safeEqual(user.password_hash, hit.passwordHash)) return principal(user);
+      if (user && user.disabled_at === null && safeEqual(user.password_hash, hit.passwordHash)) return principal(user);
       remembered.delete(key);
     }
     const decoded = Buffer.from(credentials, "base64").toString("utf8");
@@ -79,6 +89,7 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     const user = USERNAME.test(username) ? await users.findByUsername(username) : undefined;
     const ok = await Bun.password.verify(decoded.slice(colon + 1), user?.password_hash ?? (await decoy));
     if (!user || !ok) throw new Unauthorized("Wrong username or password");
+    if (user.disabled_at !== null) throw new Unauthorized("This user is disabled");
     if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);
     remembered.set(key, { userId: user.id, passwordHash: user.password_hash, until: now + rememberMs });
     return principal(user);
@@ -94,6 +105,7 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     const found = await users.findTokenByDigest(digest);
     if (!found || !safeEqual(found.token_digest, digest)) throw new Unauthorized("Unknown or revoked API token");
     if (found.expires_at !== null && found.expires_at <= clock()) throw new Unauthorized("The API token has expired");
+    if (found.disabled_at !== null) throw new Unauthorized("This user is disabled");
     return principal(found);
   }
 

@@ -2,27 +2,61 @@ import { t } from "elysia";
 
 export const USERNAME_PATTERN = "^[A-Za-z0-9._@-]{1,64}$";
 export const ROLES = ["admin", "user"] as const;
-export const Role = t.UnionEnum(ROLES);
+// Not t.UnionEnum: Elysia gives that a default (its first member), so a user created without a role became an administrator.
+export const Role = t.Union([t.Literal("admin"), t.Literal("user")], { description: "admin or user" });
 export type Role = typeof Role.static;
+
+const Password = (description: string) => t.String({ minLength: 8, maxLength: 1024, description: `${description}: 8 to 1024 characters` });
 
 export const CreateUserBody = t.Object(
   {
     username: t.String({ pattern: USERNAME_PATTERN, description: "1 to 64 letters, digits or . _ @ -" }),
-    password: t.String({ minLength: 8, maxLength: 1024 }),
+    password: Password("The password"),
     role: t.Optional(Role),
   },
   { additionalProperties: false },
 );
 export type CreateUserBody = typeof CreateUserBody.static;
 
+export const UpdateUserBody = t.Object(
+  {
+    role: t.Optional(Role),
+    disabled: t.Optional(t.Boolean({ description: "true: the user can no longer sign in or use tokens or grants (their console sessions end); false: enabled again" })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateUserBody = typeof UpdateUserBody.static;
+
+export const ChangePasswordBody = t.Object(
+  { current_password: t.String({ minLength: 1, maxLength: 1024 }), new_password: Password("The new password") },
+  { additionalProperties: false },
+);
+export type ChangePasswordBody = typeof ChangePasswordBody.static;
+
+export const ResetPasswordBody = t.Object({ new_password: Password("The new password") }, { additionalProperties: false });
+export type ResetPasswordBody = typeof ResetPasswordBody.static;
+
+export const SignInBody = t.Object(
+  { username: t.String({ minLength: 1, maxLength: 64 }), password: t.String({ minLength: 1, maxLength: 1024 }) },
+  { additionalProperties: false },
+);
+export type SignInBody = typeof SignInBody.static;
+
 export const UserView = t.Object({
   id: t.String({ format: "uuid" }),
   username: t.String(),
   role: Role,
+  disabled: t.Boolean(),
   created_at: t.String({ format: "date-time" }),
 });
 export type UserView = typeof UserView.static;
 export const UserList = t.Object({ items: t.Array(UserView) });
+
+export const SessionView = t.Object({
+  user: UserView,
+  csrf_token: t.String({ description: "Send it as X-CSRF-Token with every change made with this session" }),
+  expires_at: t.String({ format: "date-time" }),
+});
 
 export const MAX_TOKEN_LIFETIME_DAYS = 3650;
 export const CreateTokenBody = t.Object(

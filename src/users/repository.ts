@@ -1,11 +1,14 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, lte, ne, sql } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store } from "../db/store";
-import { api_tokens as sqliteTokens, api_tokensPg, users as sqliteUsers, usersPg } from "./table";
+import { api_tokens as sqliteTokens, api_tokensPg, sessions as sqliteSessions, sessionsPg, users as sqliteUsers, usersPg } from "./table";
 
 export type UserRow = typeof sqliteUsers.$inferSelect;
 export type TokenRow = typeof sqliteTokens.$inferSelect;
-export type TokenOwner = Pick<TokenRow, "token_digest" | "expires_at"> & Pick<UserRow, "id" | "username" | "role">;
+export type SessionRow = typeof sqliteSessions.$inferSelect;
+export type TokenOwner = Pick<TokenRow, "token_digest" | "expires_at"> & Pick<UserRow, "id" | "username" | "role" | "disabled_at">;
+/** A console session and the user it signs in. */
+export type SessionOwner = Pick<SessionRow, "digest" | "expires_at"> & Pick<UserRow, "id" | "username" | "role" | "disabled_at">;
 
 /** Users and their API tokens, on either store. */
 export type UserRepository = {
@@ -22,6 +25,17 @@ export type UserRepository = {
   listTokens(userId: string): Promise<TokenRow[]>;
   /** False when the user has no such token. */
   deleteToken(userId: string, id: string): Promise<boolean>;
+  /** Disables (a time) or enables (null) a user; false when there is no such user. */
+  setDisabled(id: string, disabledAt: number | null, at: number): Promise<boolean>;
+  setRole(id: string, role: UserRow["role"], at: number): Promise<boolean>;
+  /** Deletes the user; their tokens, sessions and grants go with them (foreign keys cascade). */
+  delete(id: string): Promise<boolean>;
+  insertSession(row: SessionRow): Promise<void>;
+  findSession(digest: string): Promise<SessionOwner | undefined>;
+  deleteSession(digest: string): Promise<void>;
+  /** Ends every session of the user but `keep` (the one making the change, if any). */
+  deleteSessionsOf(userId: string, keep?: string): Promise<void>;
+  deleteExpiredSessions(now: number): Promise<number>;
 };
 
 /** How long a token's owner may be reused without a query; a revocation in this process applies at once. */
@@ -31,6 +45,7 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
   const { db } = store;
   const users = store.table(sqliteUsers, usersPg);
   const api_tokens = store.table(sqliteTokens, api_tokensPg);
+  const sessions = store.table(sqliteSessions, sessionsPg);
   const tokenOwners = createTtlCache<TokenOwner>(TOKEN_CACHE_MS, 10_000, clock);
   // Prepared once: authentication runs on every request, the MCP proxy's included.
   const byId = store.prepareFirst<UserRow>("user_by_id", db.select().from(users).where(eq(users.id, sql.placeholder("id"))));
@@ -43,6 +58,7 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
         id: users.id,
         username: users.username,
         role: users.role,
+        disabled_at: users.disabled_at,
       })
       .from(api_tokens)
       .innerJoin(users, eq(users.id, api_tokens.user_id))
@@ -57,6 +73,41 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
     async updatePassword(id, password_hash, at) {
       await db.update(users).set({ password_hash, updated_at: at }).where(eq(users.id, id));
     },
+    async setDisabled(id, disabled_at, at) {
+      const changed = await db.update(users).set({ disabled_at, updated_at: at }).where(eq(users.id, id)).returning({ id: users.id });
+      // A token's owner is remembered for a second: forget them all, so a disabled user is refused at once here.
+      tokenOwners.clear();
+      return changed.length === 1;
+    },
+    async setRole(id, role, at) {
+      const changed = await db.update(users).set({ role, updated_at: at }).where(eq(users.id, id)).returning({ id: users.id });
+      tokenOwners.clear();
+      return changed.length === 1;
+    },
+    async delete(id) {
+      const deleted = await db.delete(users).where(eq(users.id, id)).returning({ id: users.id });
+      tokenOwners.clear();
+      return deleted.length === 1;
+    },
+    async insertSession(row) {
+      await db.insert(sessions).values(row);
+    },
+    findSession: async (digest) =>
+      (
+        await db
+          .select({ digest: sessions.digest, expires_at: sessions.expires_at, id: users.id, username: users.username, role: users.role, disabled_at: users.disabled_at })
+          .from(sessions)
+          .innerJoin(users, eq(users.id, sessions.user_id))
+          .where(eq(sessions.digest, digest))
+          .limit(1)
+      )[0],
+    async deleteSession(digest) {
+      await db.delete(sessions).where(eq(sessions.digest, digest));
+    },
+    async deleteSessionsOf(userId, keep) {
+      await db.delete(sessions).where(keep === undefined ? eq(sessions.user_id, userId) : and(eq(sessions.user_id, userId), ne(sessions.digest, keep)));
+    },
+    deleteExpiredSessions: async (now) => (await db.delete(sessions).where(lte(sessions.expires_at, now)).returning({ d: sessions.digest })).length,
     insertToken: (row, maxPerUser) =>
       store.transaction(function* (tx, lock) {
         yield lock(`api_tokens:${row.user_id}`);

@@ -3,7 +3,7 @@ import { Problem } from "../http-errors/model";
 import type { ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "./auth-plugin";
-import { CreatedToken, CreateTokenBody, CreateUserBody, TokenList, UserList, UserView } from "./model";
+import { ChangePasswordBody, CreatedToken, CreateTokenBody, CreateUserBody, ResetPasswordBody, TokenList, UpdateUserBody, UserList, UserView } from "./model";
 import type { UserService } from "./service";
 
 const problems = { 401: Problem, 403: Problem, 404: Problem, 409: Problem, 422: Problem };
@@ -37,6 +37,65 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
       response: { 200: UserView, ...problems },
       detail: { summary: "The authenticated user" },
     })
+    .put(
+      "/users/me/password",
+      async ({ principal, body, set }) => {
+        await users.changeOwnPassword(principal, body);
+        set.status = 204;
+      },
+      {
+        auth: true,
+        body: ChangePasswordBody,
+        response: { 204: t.Void(), ...problems },
+        detail: { summary: "Change your own password", description: "Needs the current one. Your other console sessions end; API tokens keep working." },
+      },
+    )
+    .get("/users/:id", ({ principal, params }) => users.getUser(principal, params.id), {
+      auth: true,
+      params: IdParams,
+      response: { 200: UserView, ...problems },
+      detail: { summary: "A user (administrators: anyone; others: themselves)" },
+    })
+    .patch("/users/:id", ({ principal, params, body }) => users.updateUser(principal, params.id, body), {
+      auth: true,
+      params: IdParams,
+      body: UpdateUserBody,
+      response: { 200: UserView, ...problems },
+      detail: {
+        summary: "Change a user's role, or disable or enable them (administrators only)",
+        description: "A disabled user cannot sign in, and their passwords, API tokens, console sessions and OAuth grants stop working (within 1 s on every replica). Not for yourself (409).",
+      },
+    })
+    .delete(
+      "/users/:id",
+      async ({ principal, params, set }) => {
+        await users.deleteUser(principal, params.id);
+        set.status = 204;
+      },
+      {
+        auth: true,
+        params: IdParams,
+        response: { 204: t.Void(), ...problems },
+        detail: {
+          summary: "Delete a user and everything they own (administrators only)",
+          description: "Their connectors are deleted as DELETE /api/v1/connectors/{id} would (deployments removed, upstream grants revoked); their tokens, sessions and the grants they gave go too. Not yourself (409).",
+        },
+      },
+    )
+    .post(
+      "/users/:id/password",
+      async ({ principal, params, body, set }) => {
+        await users.resetPassword(principal, params.id, body);
+        set.status = 204;
+      },
+      {
+        auth: true,
+        params: IdParams,
+        body: ResetPasswordBody,
+        response: { 204: t.Void(), ...problems },
+        detail: { summary: "Set a user's password (administrators only)", description: "The user's console sessions end." },
+      },
+    )
     .post(
       "/tokens",
       async ({ principal, body, set }) => {

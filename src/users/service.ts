@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { Conflict, Forbidden, NotFound } from "../http-errors/errors";
-import type { CreateTokenBody, CreatedToken, CreateUserBody, Principal, TokenView, UserView } from "./model";
+import { Conflict, Forbidden, invalidField, NotFound } from "../http-errors/errors";
+import type { ChangePasswordBody, CreateTokenBody, CreatedToken, CreateUserBody, Principal, ResetPasswordBody, TokenView, UpdateUserBody, UserView } from "./model";
 import type { TokenRow, UserRepository, UserRow } from "./repository";
 
 export type UserServiceDeps = {
@@ -9,6 +9,8 @@ export type UserServiceDeps = {
   newId: () => string;
   /** AUTH__MAX_TOKENS_PER_USER. */
   maxTokensPerUser: number;
+  /** What goes with a deleted user besides their rows (their connectors' deployments and upstream grants). */
+  beforeDelete?: (userId: string) => Promise<void>;
 };
 
 const DAY_MS = 86_400_000;
@@ -17,12 +19,13 @@ export const TOKEN_PREFIX = "cst_";
 
 export const digestToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
-export function createUserService({ users, clock, newId, maxTokensPerUser }: UserServiceDeps) {
+export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete }: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
   const userView = (row: UserRow): UserView => ({
     id: row.id,
     username: row.username,
     role: row.role,
+    disabled: row.disabled_at !== null,
     created_at: iso(row.created_at),
   });
   const tokenView = (row: TokenRow): TokenView => ({
@@ -43,6 +46,7 @@ export function createUserService({ users, clock, newId, maxTokensPerUser }: Use
       username,
       password_hash: await Bun.password.hash(password, "argon2id"),
       role,
+      disabled_at: null,
       created_at: now,
       updated_at: now,
     };
@@ -60,6 +64,58 @@ export function createUserService({ users, clock, newId, maxTokensPerUser }: Use
     async listUsers(caller: Principal): Promise<{ items: UserView[] }> {
       requireAdmin(caller);
       return { items: (await users.list()).map(userView) };
+    },
+
+    /** One user: administrators see anyone, a user themself. */
+    async getUser(caller: Principal, id: string): Promise<UserView> {
+      if (caller.role !== "admin" && caller.id !== id) throw new NotFound(`No user ${id}`);
+      const row = await users.findById(id);
+      if (!row) throw new NotFound(`No user ${id}`);
+      return userView(row);
+    },
+
+    /** Administrators change a user's role or disable them; never their own (that could lock everyone out). */
+    async updateUser(caller: Principal, id: string, body: UpdateUserBody): Promise<UserView> {
+      requireAdmin(caller);
+      if (body.role === undefined && body.disabled === undefined) throw invalidField("body", "must change role or disabled");
+      if (id === caller.id && (body.disabled === true || body.role === "user")) {
+        throw new Conflict("You cannot disable yourself or give up your own administrator role: ask another administrator");
+      }
+      const row = await users.findById(id);
+      if (!row) throw new NotFound(`No user ${id}`);
+      const now = clock();
+      if (body.role !== undefined) await users.setRole(id, body.role, now);
+      if (body.disabled !== undefined) {
+        await users.setDisabled(id, body.disabled ? (row.disabled_at ?? now) : null, now);
+        if (body.disabled) await users.deleteSessionsOf(id);
+      }
+      return userView((await users.findById(id))!);
+    },
+
+    /** Administrators delete a user with everything they own: connectors (and their deployments), tokens, sessions, grants. */
+    async deleteUser(caller: Principal, id: string): Promise<void> {
+      requireAdmin(caller);
+      if (id === caller.id) throw new Conflict("You cannot delete yourself: ask another administrator");
+      if (!(await users.findById(id))) throw new NotFound(`No user ${id}`);
+      await beforeDelete?.(id);
+      await users.delete(id);
+    },
+
+    /** A user changes their own password, proving the current one; their other console sessions end. */
+    async changeOwnPassword(caller: Principal & { session?: string }, body: ChangePasswordBody): Promise<void> {
+      const row = await users.findById(caller.id);
+      if (!row) throw new NotFound("The authenticated user no longer exists");
+      if (!(await Bun.password.verify(body.current_password, row.password_hash))) throw invalidField("current_password", "is not your current password");
+      await users.updatePassword(row.id, await Bun.password.hash(body.new_password, "argon2id"), clock());
+      await users.deleteSessionsOf(row.id, caller.session);
+    },
+
+    /** An administrator sets another user's password; that user's console sessions end. */
+    async resetPassword(caller: Principal, id: string, body: ResetPasswordBody): Promise<void> {
+      requireAdmin(caller);
+      if (!(await users.findById(id))) throw new NotFound(`No user ${id}`);
+      await users.updatePassword(id, await Bun.password.hash(body.new_password, "argon2id"), clock());
+      await users.deleteSessionsOf(id);
     },
 
     async me(caller: Principal): Promise<UserView> {

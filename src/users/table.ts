@@ -9,6 +9,8 @@ export const users = sqliteTable("users", {
   /** argon2id (Bun.password) PHC string. */
   password_hash: text("password_hash").notNull(),
   role: text("role", { enum: ROLES }).notNull(),
+  /** Set while an administrator has disabled the user: no way in (password, tokens, console, OAuth grants). */
+  disabled_at: integer("disabled_at"),
   ...timestamps,
 });
 
@@ -28,12 +30,27 @@ export const api_tokens = sqliteTable(
   (table) => [index("api_tokens_user_idx").on(table.user_id)],
 );
 
+/** The web console's sign-ins: the cookie's value is known only to the browser; the row keeps its SHA-256 digest. */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    digest: text("digest").primaryKey(),
+    user_id: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    expires_at: integer("expires_at").notNull(),
+    created_at: integer("created_at").notNull(),
+  },
+  (table) => [index("sessions_user_idx").on(table.user_id)],
+);
+
 // PostgreSQL (DATABASE__URL): the same tables, the same rows.
 export const usersPg = pgTable("users", {
   id: pgText("id").primaryKey(),
   username: pgText("username").notNull().unique(),
   password_hash: pgText("password_hash").notNull(),
   role: pgText("role", { enum: ROLES }).notNull(),
+  disabled_at: millis("disabled_at"),
   ...timestampsPg,
 });
 
@@ -52,4 +69,17 @@ export const api_tokensPg = pgTable(
   (table) => [pgIndex("api_tokens_user_idx").on(table.user_id)],
 );
 
-export const USERS_ROWS_MATCH: SameRow<typeof users, typeof usersPg> & SameRow<typeof api_tokens, typeof api_tokensPg> = true;
+export const sessionsPg = pgTable(
+  "sessions",
+  {
+    digest: pgText("digest").primaryKey(),
+    user_id: pgText("user_id")
+      .notNull()
+      .references(() => usersPg.id, { onDelete: "cascade" }),
+    expires_at: millis("expires_at").notNull(),
+    created_at: millis("created_at").notNull(),
+  },
+  (table) => [pgIndex("sessions_user_idx").on(table.user_id)],
+);
+
+export const USERS_ROWS_MATCH: SameRow<typeof users, typeof usersPg> & SameRow<typeof api_tokens, typeof api_tokensPg> & SameRow<typeof sessions, typeof sessionsPg> = true;

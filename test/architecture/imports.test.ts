@@ -16,7 +16,7 @@ const LAYERS: string[][] = [
   ["users", "relay"],
   ["presets"],
   ["connectors", "runtime", "config"],
-  ["oauth", "deployments", "a2a", "authserver"],
+  ["oauth", "deployments", "a2a", "authserver", "events"],
   ["connections", "proxy"],
   ["app"],
   ["cli"],
@@ -95,8 +95,10 @@ describe("one place per rule", () => {
 
   test("a connector's state and credentials are written by connectors/transitions.ts alone", () => {
     expect(using(/\.writeConnection\(/)).toEqual(["connectors/transitions.ts"]);
-    // The repository's UPDATEs of the connectors table: writeConnection's, and key rotation's (which re-seals, not changes).
-    expect(sources["connectors/repository.ts"]!.match(/\.update\(connectors\)/g)).toHaveLength(2);
+    // The repository's UPDATEs of the connectors table: writeConnection's, key rotation's (which re-seals, not changes),
+    // and writeMetadata's (names and descriptions: no state, no credential).
+    expect(sources["connectors/repository.ts"]!.match(/\.update\(connectors\)/g)).toHaveLength(3);
+    expect(sources["connectors/repository.ts"]!).toContain(".update(connectors).set({ metadata, updated_at: at })");
     expect(using(/\.update\(connectors\)/)).toEqual(["connectors/repository.ts"]);
   });
 

@@ -85,7 +85,7 @@ export async function createTestApp(options: TestAppOptions = {}) {
     passwordHash ??= Bun.password.hash(TEST_PASSWORD, "argon2id");
     const now = clock.now();
     const id = deps.newId();
-    await userRows.insert({ id, username, password_hash: await passwordHash, role, created_at: now, updated_at: now });
+    await userRows.insert({ id, username, password_hash: await passwordHash, role, disabled_at: null, created_at: now, updated_at: now });
     const principal: Principal = { id, username, role };
     const { token } = await services.users.createToken(principal, { name: "tests" });
     return { principal, token, basic: { username, password: TEST_PASSWORD }, api: apiOf({ token }) };

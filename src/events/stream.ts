@@ -1,0 +1,99 @@
+import type { ConnectorEventRow, ConnectorRepository } from "../connectors/repository";
+import { TooManyRequests } from "../http-errors/errors";
+import type { Principal } from "../users/model";
+import type { EventFeed } from "./feed";
+
+/** A comment line this often keeps idle proxies and load balancers from closing a quiet stream. */
+export const HEARTBEAT_MS = 15_000;
+/** How long events are kept, so a client can resume with Last-Event-ID (older: a `reset` event). */
+export const EVENT_RETENTION_MS = 24 * 3_600_000;
+/** Event streams one user may hold open at once. */
+export const MAX_EVENT_STREAMS_PER_USER = 20;
+
+const encoder = new TextEncoder();
+/** [HTML §9.2.6](https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation): one event, its id for Last-Event-ID. */
+const frame = (event: ConnectorEventRow) => encoder.encode(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`);
+
+export type EventStreamDeps = {
+  feed: EventFeed;
+  repository: Pick<ConnectorRepository, "eventsAfter" | "eventBounds">;
+  heartbeatMs?: number;
+};
+
+/**
+ * The connector events a person may see (their own; an administrator: all) as a text/event-stream: each change once,
+ * in order; resumed after `Last-Event-ID` from what is kept (EVENT_RETENTION_MS), else told to `reset` (reload the
+ * list); a heartbeat comment every HEARTBEAT_MS.
+ */
+export function createEventStreams({ feed, repository, heartbeatMs = HEARTBEAT_MS }: EventStreamDeps) {
+  const open = new Map<string, number>();
+
+  return function stream(caller: Principal, lastEventId: string | null): Response {
+    const count = open.get(caller.id) ?? 0;
+    if (count >= MAX_EVENT_STREAMS_PER_USER) throw new TooManyRequests(`You have ${MAX_EVENT_STREAMS_PER_USER} event streams open, the most a user may have: close one`, 5);
+    open.set(caller.id, count + 1);
+    const visible = (event: ConnectorEventRow) => caller.role === "admin" || event.owner_id === caller.id;
+    const resumeFrom = lastEventId !== null && /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : undefined;
+    let unsubscribe: (() => void) | undefined;
+    let heartbeat: ReturnType<typeof setInterval> | undefined;
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      unsubscribe?.();
+      clearInterval(heartbeat);
+      const left = (open.get(caller.id) ?? 1) - 1;
+      if (left > 0) open.set(caller.id, left);
+      else open.delete(caller.id);
+    };
+
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        const enqueue = (bytes: Uint8Array) => {
+          if (closed) return;
+          try {
+            controller.enqueue(bytes);
+          } catch {
+            close();
+          }
+        };
+        // Delivered in id order, each once: `after` is the last id passed (seen or not by this caller).
+        let after = 0;
+        const pass = (event: ConnectorEventRow) => {
+          if (event.id <= after) return;
+          after = event.id;
+          if (visible(event)) enqueue(frame(event));
+        };
+        // Live events wait while the past is replayed, so that nothing arrives out of order.
+        let held: ConnectorEventRow[] | undefined = resumeFrom === undefined ? undefined : [];
+        unsubscribe = feed.subscribe((event) => (held ? held.push(event) : pass(event)));
+        enqueue(encoder.encode("retry: 3000\n: connected\n\n"));
+        const live = await feed.ready();
+        after = live;
+        if (resumeFrom !== undefined) {
+          const { oldest } = await repository.eventBounds();
+          if (resumeFrom < oldest - 1) {
+            // Older than what is kept: the client cannot catch up event by event.
+            enqueue(encoder.encode(`event: reset\ndata: {"reason":"events after ${resumeFrom} are no longer kept: reload the list"}\n\n`));
+          } else {
+            after = Math.min(resumeFrom, live);
+            for (let rows = await repository.eventsAfter(after, 500); rows.length > 0 && after < live; rows = await repository.eventsAfter(after, 500)) {
+              for (const row of rows) if (row.id <= live) pass(row);
+              if (rows.at(-1)!.id >= live) break;
+            }
+            after = Math.max(after, live);
+          }
+          const waiting = held!;
+          held = undefined;
+          for (const event of waiting) pass(event);
+        }
+        heartbeat = setInterval(() => enqueue(encoder.encode(": heartbeat\n\n")), heartbeatMs);
+      },
+      cancel: close,
+    });
+    return new Response(body, {
+      headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
+    });
+  };
+}
+export type EventStreams = ReturnType<typeof createEventStreams>;

@@ -1,0 +1,84 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { Forbidden, Unauthorized } from "../http-errors/errors";
+import type { Principal } from "./model";
+import type { UserRepository } from "./repository";
+
+/** The web console's session cookie: HttpOnly, SameSite=Strict, Secure when the service is reached over https. */
+export const SESSION_COOKIE = "cs_session";
+/** How long a console sign-in lasts; signing in again starts a new one. */
+export const SESSION_TTL_MS = 12 * 3_600_000;
+/** The header a change made with a session must carry: the session's CSRF token (GET /api/v1/session gives it). */
+export const CSRF_HEADER = "x-csrf-token";
+
+/** Methods that change something: with a session, they need the CSRF token and a same-origin request. */
+const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+const digest = (value: string) => createHash("sha256").update(value).digest("hex");
+
+export type SessionsDeps = { users: UserRepository; clock: () => number; publicUrl: () => string };
+
+/**
+ * Console sessions. The cookie holds 256 random bits; the store keeps their digest. Cross-site request forgery is
+ * refused three ways: the cookie is SameSite=Strict (browsers do not send it from another site), a change must carry
+ * the session's CSRF token in a header (which another origin cannot set without a CORS preflight the API never
+ * grants), and a change whose Origin is not the service's is refused ([OWASP CSRF cheat sheet](https://cheatsheetseries.owasp.org/cheatsheets/Cross-Site_Request_Forgery_Prevention_Cheat_Sheet.html):
+ * synchronizer token, Origin verification).
+ */
+export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
+  /** The CSRF token of a session, derived from its secret (nothing more to store or leak). */
+  const csrfOf = (secret: string) => createHash("sha256").update(`csrf:${secret}`).digest("base64url");
+  const secure = () => (publicUrl().startsWith("https:") ? "; Secure" : "");
+  const cookie = (value: string, maxAgeSeconds: number) => `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure()}`;
+
+  function secretOf(request: Request): string | undefined {
+    const header = request.headers.get("cookie");
+    if (!header) return undefined;
+    for (const part of header.split(";")) {
+      const eq = part.indexOf("=");
+      if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim() || undefined;
+    }
+    return undefined;
+  }
+
+  const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+  return {
+    /** Signs `userId` in: the Set-Cookie value and what the console needs to make changes. */
+    async start(userId: string) {
+      const secret = randomBytes(32).toString("base64url");
+      const now = clock();
+      await users.insertSession({ digest: digest(secret), user_id: userId, expires_at: now + SESSION_TTL_MS, created_at: now });
+      return { setCookie: cookie(secret, SESSION_TTL_MS / 1000), csrf_token: csrfOf(secret), expires_at: now + SESSION_TTL_MS };
+    },
+
+    /**
+     * The person a request's session cookie signs in, undefined without one. A cookie that is unknown or expired is a
+     * 401; a change without the session's CSRF token, or from another origin, a 403.
+     */
+    async principal(request: Request): Promise<(Principal & { csrf_token: string; session: string; expires_at: number }) | undefined> {
+      const secret = secretOf(request);
+      if (secret === undefined) return undefined;
+      const row = await users.findSession(digest(secret));
+      if (!row || row.expires_at <= clock()) throw new Unauthorized("Your console session has ended: sign in again");
+      if (row.disabled_at !== null) throw new Unauthorized("This user is disabled");
+      const csrf = csrfOf(secret);
+      if (UNSAFE.has(request.method)) {
+        const origin = request.headers.get("origin");
+        if (origin !== null && origin !== new URL(publicUrl()).origin) throw new Forbidden(`A change with a console session must come from ${new URL(publicUrl()).origin}, not ${origin.slice(0, 200)}`);
+        const sent = request.headers.get(CSRF_HEADER);
+        if (sent === null || !same(sent, csrf)) throw new Forbidden(`A change with a console session needs the session's ${CSRF_HEADER} header`);
+      }
+      return { id: row.id, username: row.username, role: row.role, csrf_token: csrf, session: row.digest, expires_at: row.expires_at };
+    },
+
+    /** Ends the request's session, if any; the Set-Cookie value that clears it. */
+    async end(request: Request): Promise<string> {
+      const secret = secretOf(request);
+      if (secret !== undefined) await users.deleteSession(digest(secret));
+      return cookie("", 0);
+    },
+
+    cleanUp: () => users.deleteExpiredSessions(clock()),
+  };
+}
+export type Sessions = ReturnType<typeof createSessions>;
