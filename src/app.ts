@@ -167,6 +167,7 @@ export function createServices(deps: Deps) {
     connectors: connectorRows,
     sealer,
     clock,
+    log: log.child({ component: "connectors" }),
     async ended(row) {
       if (isManaged(row)) deployments.remove(row.id); // in the background: a runtime can be slow
       await oauth.forget(row.id).catch((e) => log.warn("could not forget an OAuth grant", { connector_id: row.id, error: (e as Error).message }));

@@ -29,7 +29,7 @@ export function providerRoutes(providers: ProviderService, auth: AuthPlugin, api
     .use(auth)
     .use(apiBody)
     .post(
-      "/",
+      "",
       async ({ principal, body, set }) => {
         const provider = await providers.register(principal, body);
         set.status = 201;
@@ -47,7 +47,7 @@ export function providerRoutes(providers: ProviderService, auth: AuthPlugin, api
         },
       },
     )
-    .get("/", () => providers.list(), {
+    .get("", () => providers.list(), {
       auth: true,
       response: { 200: ProviderList, 401: Problem },
       detail: { summary: "List agent providers" },

@@ -1,6 +1,6 @@
 import { Value } from "@sinclair/typebox/value";
 import { Elysia, t } from "elysia";
-import { OWN_BODY } from "../docs/plugin";
+import { PROTOCOL_ERRORS } from "../docs/plugin";
 import { NotFound, TooManyRequests, Unauthorized } from "../http-errors/errors";
 import { Problem } from "../http-errors/model";
 import { readCapped } from "../http/read-capped";
@@ -43,7 +43,7 @@ async function form(request: Request): Promise<URLSearchParams> {
 
 const Json = t.Record(t.String(), t.Unknown());
 const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.Optional(t.String()) }, { description: "An OAuth error (RFC 6749 §5.2)" });
-const Html = (description: string) => t.String({ description });
+const Html = (description: string) => t.String({ description, contentMediaType: "text/html" });
 const pageResponses = {
   200: Html("HTML page: sign-in, consent"),
   303: t.Void({ description: "Back to the client's redirect URI, with code or error, state and iss" }),
@@ -142,7 +142,7 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
           parse: JSON_UNREAD,
           body: t.Any({ description: "Client metadata (RFC 7591 §2): redirect_uris required; only public clients (token_endpoint_auth_method none)" }),
           response: { 201: Json, 400: OAuthErrorBody, 429: OAuthErrorBody },
-          detail: { summary: "Register an MCP client (RFC 7591)", description: "No credentials: any client may register. Registrations never used expire after a day; their number is capped.", ...OWN_BODY },
+          detail: { summary: "Register an MCP client (RFC 7591)", description: "No credentials: any client may register. Registrations never used expire after a day; their number is capped.", ...PROTOCOL_ERRORS },
         },
       )
       .get(
@@ -205,7 +205,7 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
           parse: FORM,
           body: FormBody,
           response: { ...pageResponses, 401: Html("HTML page: sign-in again (wrong user name or password)") },
-          detail: { summary: "The sign-in and consent forms of the authorization endpoint", description: "Posted by the pages GET shows; not for programs.", ...OWN_BODY },
+          detail: { summary: "The sign-in and consent forms of the authorization endpoint", description: "Posted by the pages GET shows; not for programs.", ...PROTOCOL_ERRORS },
         },
       )
       .post(
@@ -222,7 +222,7 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
           parse: FORM,
           body: FormBody,
           response: { 200: Json, 400: OAuthErrorBody, 401: OAuthErrorBody },
-          detail: { summary: "Token endpoint: code and refresh token grants (RFC 6749 §4.1.3, §6)", description: "Public clients: client_id and the PKCE code_verifier; refresh tokens rotate.", ...OWN_BODY },
+          detail: { summary: "Token endpoint: code and refresh token grants (RFC 6749 §4.1.3, §6)", description: "Public clients: client_id and the PKCE code_verifier; refresh tokens rotate.", ...PROTOCOL_ERRORS },
         },
       )
       .post(
@@ -240,7 +240,7 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
           parse: FORM,
           body: FormBody,
           response: { 200: t.Void({ description: "Revoked (or unknown: not an error)" }), 400: OAuthErrorBody, 401: OAuthErrorBody },
-          detail: { summary: "Revoke a token (RFC 7009)", description: "A refresh token ends its whole grant; an unknown token is not an error.", ...OWN_BODY },
+          detail: { summary: "Revoke a token (RFC 7009)", description: "A refresh token ends its whole grant; an unknown token is not an error.", ...PROTOCOL_ERRORS },
         },
       )
       .group("/api/v1/grants", { detail: { tags: ["Grants"] } }, (grants) =>

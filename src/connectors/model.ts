@@ -106,6 +106,8 @@ export const ListQuery = t.Object({
       pattern: `^(?:${MAX_PAGE_SIZE}|[1-9][0-9]?)$`,
       error: `must be a whole number from 1 to ${MAX_PAGE_SIZE}`,
       description: `Page size, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`,
+      // Shown in OpenAPI as the integer it is (docs/plugin.ts); checked as digits, so "1e1" or "0x10" are refused.
+      "x-integer": { minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
     }),
   ),
   cursor: t.Optional(t.String({ maxLength: 200, description: "next_cursor of the previous page" })),

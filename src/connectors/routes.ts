@@ -14,7 +14,7 @@ export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin, 
     .use(auth)
     .use(apiBody)
     .post(
-      "/",
+      "",
       async ({ principal, body, set }) => {
         const connector = await connectors.create(principal, body);
         set.status = 201;
@@ -32,7 +32,7 @@ export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin, 
         },
       },
     )
-    .get("/", ({ principal, query }) => connectors.list(principal, query), {
+    .get("", ({ principal, query }) => connectors.list(principal, query), {
       auth: true,
       query: ListQuery,
       response: { 200: ConnectorList, ...connectorProblems },

@@ -1,4 +1,5 @@
 import { NotFound } from "../http-errors/errors";
+import type { Logger } from "../observability/logger";
 import type { Sealer } from "../secrets/sealer";
 import { sealContext } from "./sealing";
 import type { ConnectionColumns, ConnectorRepository, ConnectorRow } from "./repository";
@@ -7,6 +8,8 @@ export type TransitionDeps = {
   connectors: ConnectorRepository;
   sealer: Sealer;
   clock: () => number;
+  /** One line per change of state: what operators read to learn a connector went away, and why. */
+  log: Logger;
   /**
    * A connection ended (the connector is now disconnected, waits for a new authorization, or is deleted): what
    * lives outside its row goes too, its OAuth grant and its managed deployment. Set by the composition root.
@@ -33,11 +36,19 @@ export const DISCONNECT_REQUESTED = "Disconnected at the user's request";
  *         └──────────────connect (headers, open server, deployment)──▶┘        connect starts over from any state
  */
 export function createTransitions(deps: TransitionDeps) {
-  const { connectors, sealer, clock } = deps;
+  const { connectors, sealer, clock, log } = deps;
+
+  /** The log line of a transition: ids, states and the reason, never a credential (the reason is the user's text). */
+  function logged(from: ConnectorRow, to: ConnectorRow | undefined) {
+    const fields = { connector_id: from.id, owner_id: from.owner_id, from: from.state, to: to?.state ?? "deleted", auth_method: to?.auth_method ?? from.auth_method };
+    if (to?.state === "disconnected") log.warn("connector disconnected", { ...fields, reason: to.disconnect_reason });
+    else log.info(to ? "connector state changed" : "connector deleted", to?.disconnect_reason ? { ...fields, reason: to.disconnect_reason } : fields);
+  }
 
   async function write(row: ConnectorRow, columns: ConnectionColumns): Promise<ConnectorRow> {
     const written = await connectors.writeConnection(row.id, columns, clock());
     if (!written) throw new NotFound(`No connector ${row.id}`);
+    logged(row, written);
     return written;
   }
 
@@ -102,13 +113,17 @@ export function createTransitions(deps: TransitionDeps) {
       const current = await connectors.findById(id);
       if (current?.state !== "connected") return false;
       const written = await connectors.writeConnection(id, disconnectedColumns(reason, current.redirect_url), clock(), "connected");
-      if (written) await deps.ended(written);
+      if (written) {
+        logged(current, written);
+        await deps.ended(written);
+      }
       return written !== undefined;
     },
 
     /** The connector and everything it had go (its grant and pending states by the database's cascade). */
     async deleted(row: ConnectorRow): Promise<void> {
       if (!(await connectors.delete(row.id))) throw new NotFound(`No connector ${row.id}`);
+      logged(row, undefined);
       await deps.ended(row);
     },
   };

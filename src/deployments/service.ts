@@ -42,12 +42,21 @@ export function createDeployments(deps: DeploymentsDeps) {
   /** The preset a managed connector runs (presets can change between starts). */
   const stdioOf = (row: ConnectorRow) => deps.presets.match(new URL(row.url))?.stdio;
 
+  /** One log line per deployment started or stopped, with the connector and its owner (never its token). */
+  const started = (row: ConnectorRow, image: string, why: string) => deps.log.info("deployment started", { connector_id: row.id, owner_id: row.owner_id, image, why });
+  const stopped = async (connectorId: string, why: string) => {
+    await runtime.remove(connectorId);
+    deps.log.info("deployment stopped", { connector_id: connectorId, why });
+  };
+
   async function restart(row: ConnectorRow): Promise<void> {
     try {
       const stdio = stdioOf(row);
       if (!stdio) throw new DeploymentFailed(`no preset with a stdio configuration matches ${row.url} any more`);
       await runtime.deploy({ connectorId: row.id, stdio, accessToken: deps.credentials.accessToken(row) });
+      started(row, stdio.image, "restarted by reconciliation");
     } catch (e) {
+      deps.log.warn("deployment failed to start", { connector_id: row.id, owner_id: row.owner_id, error: (e as Error).message });
       await transitions.disconnectIfConnected(row.id, `The managed server could not be restarted: ${(e as Error).message}`);
     }
   }
@@ -58,7 +67,7 @@ export function createDeployments(deps: DeploymentsDeps) {
     notReadySince.set(row.id, since);
     if (deps.clock() - since < NOT_READY_GRACE_MS) return;
     notReadySince.delete(row.id);
-    await runtime.remove(row.id);
+    await stopped(row.id, `not serving for ${NOT_READY_GRACE_MS / 1000} s: ${reason}`);
     await transitions.disconnectIfConnected(row.id, `The managed server stopped serving: ${reason}`);
   }
 
@@ -76,6 +85,10 @@ export function createDeployments(deps: DeploymentsDeps) {
       deploying.add(row.id);
       try {
         await runtime.deploy({ connectorId: row.id, stdio, accessToken });
+        started(row, stdio.image, "connect");
+      } catch (e) {
+        deps.log.warn("deployment failed to start", { connector_id: row.id, owner_id: row.owner_id, error: (e as Error).message });
+        throw e;
       } finally {
         deploying.delete(row.id);
       }
@@ -86,7 +99,7 @@ export function createDeployments(deps: DeploymentsDeps) {
       const wanted = await deps.connectors.connectedManaged();
       const wantedIds = new Set(wanted.map((r) => r.id));
       const existing = await runtime.list();
-      for (const id of existing.keys()) if (!wantedIds.has(id) && !deploying.has(id)) await runtime.remove(id);
+      for (const id of existing.keys()) if (!wantedIds.has(id) && !deploying.has(id)) await stopped(id, "no connected connector wants it");
       for (const row of wanted) {
         if (deploying.has(row.id)) continue;
         if (refused) {
@@ -103,7 +116,7 @@ export function createDeployments(deps: DeploymentsDeps) {
 
     /** A connection ended: its deployment goes (in the background; a failure is logged, reconciliation retries). */
     remove(connectorId: string): void {
-      void runtime.remove(connectorId).catch((e) => deps.log.warn("could not remove a deployment", { connector_id: connectorId, error: (e as Error).message }));
+      void stopped(connectorId, "its connection ended").catch((e) => deps.log.warn("could not remove a deployment", { connector_id: connectorId, error: (e as Error).message }));
     },
   };
 }

@@ -18,14 +18,21 @@ export const OPTIONAL_BODY = { "x-optional-body": true } as const;
  * unread) and the OAuth endpoints (forms and errors as the OAuth RFCs define them). No 400/415 of the API's parser.
  */
 export const OWN_BODY = { "x-own-body": true } as const;
+/**
+ * An endpoint whose errors a protocol defines (OAuth's JSON errors, HTML pages for a person): it reads its own small
+ * body under its own cap (400 when over), so none of the problem+json refusals common to API routes are added.
+ */
+export const PROTOCOL_ERRORS = { "x-own-body": true, "x-protocol-errors": true } as const;
 
 type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: { title?: string } }> };
 type Operation = {
   requestBody?: { required?: boolean };
   security?: unknown[];
   responses?: Record<string, Response>;
+  parameters?: { in: string; schema?: Record<string, unknown> & { "x-integer"?: Record<string, number> } }[];
   "x-optional-body"?: boolean;
   "x-own-body"?: boolean;
+  "x-protocol-errors"?: boolean;
 };
 type Document = { paths?: Record<string, Record<string, Operation>> };
 
@@ -63,16 +70,25 @@ function finishDocument(document: Document) {
         for (const [status, response] of Object.entries(common)) responses[status] ??= { ...response, content: { "application/json": { schema: Problem } } };
       };
       if (operation.security?.length) add(COMMON.authenticated);
-      if (operation.requestBody) {
+      if (operation.requestBody && !operation["x-protocol-errors"]) {
         add(COMMON.body);
         if (!operation["x-own-body"]) add(COMMON.parsedBody);
       }
       if (operation["x-optional-body"] && operation.requestBody) operation.requestBody.required = false;
       delete operation["x-optional-body"];
       delete operation["x-own-body"];
+      delete operation["x-protocol-errors"];
       for (const response of Object.values(responses)) {
         const json = response.content?.["application/json"];
         if (json && json.schema?.title === Problem.title) response.content = { [PROBLEM_CONTENT_TYPE]: json };
+        // A page of HTML (a string schema that says so) is text/html, not the generator's text/plain.
+        const text = response.content?.["text/plain"];
+        if (text && (text.schema as { contentMediaType?: string } | undefined)?.contentMediaType === "text/html") response.content = { "text/html": text };
+      }
+      // A query parameter checked as a string of digits is shown as the integer it means.
+      for (const parameter of operation.parameters ?? []) {
+        const integer = parameter.schema?.["x-integer"];
+        if (integer) parameter.schema = { type: "integer", ...integer, ...(parameter.schema!.description !== undefined && { description: parameter.schema!.description }) };
       }
     }
   }

@@ -37,9 +37,9 @@ export function oauthRoutes(authorization: Authorization, publicUrl: () => strin
           { additionalProperties: true },
         ),
         response: {
-          200: t.String({ description: "HTML page: the connector is connected" }),
+          200: t.String({ description: "HTML page: the connector is connected", contentMediaType: "text/html" }),
           303: t.Void({ description: "Redirect to the connect request's redirect_url (with error and error_description on failure)" }),
-          400: t.String({ description: "HTML page naming the error (RFC 6749 §4.1.2.1)" }),
+          400: t.String({ description: "HTML page naming the error (RFC 6749 §4.1.2.1)", contentMediaType: "text/html" }),
         },
         detail: {
           summary: "OAuth authorization callback",

@@ -4,6 +4,7 @@ import { createConnectorCredentials } from "../../src/connectors/credentials";
 import { createConnectorRepository, type ConnectorRow } from "../../src/connectors/repository";
 import { createTransitions, DISCONNECT_REQUESTED } from "../../src/connectors/transitions";
 import { openSqliteStore, type SqliteStore } from "../../src/db/sqlite";
+import { createLogger } from "../../src/observability/logger";
 import { createSealer } from "../../src/secrets/sealer";
 
 // The state machine on a real (in-memory) database: each transition writes the whole connection.
@@ -12,6 +13,8 @@ const sealer = createSealer(randomBytes(32));
 const credentials = createConnectorCredentials(sealer);
 let now = 1_000;
 const ended: string[] = [];
+const logs: string[] = [];
+const log = createLogger({ level: "debug", write: (line) => logs.push(line) });
 
 beforeAll(() => {
   database = openSqliteStore(":memory:");
@@ -21,7 +24,7 @@ afterAll(() => database.close());
 
 async function fresh() {
   const connectors = createConnectorRepository(database, () => now);
-  const transitions = createTransitions({ connectors, sealer, clock: () => now, ended: (row) => void ended.push(row.id) });
+  const transitions = createTransitions({ connectors, sealer, clock: () => now, log, ended: (row) => void ended.push(row.id) });
   const row: ConnectorRow = {
     id: Bun.randomUUIDv7(),
     owner_id: "u",
@@ -55,6 +58,25 @@ const connection = (row: ConnectorRow) => ({
   access_token: row.access_token === null ? null : "sealed",
   authorization_url: row.authorization_url,
   redirect_url: row.redirect_url,
+});
+
+describe("every change of state is logged", () => {
+  test("with the connector, its owner, both states and the reason; never a credential", async () => {
+    const { transitions, row } = await fresh();
+    const from = logs.length;
+    const connected = await transitions.connected(row, { method: "headers", headers: { "X-Key": "logged-never-1" } }, null);
+    await transitions.disconnected(connected, "The MCP server refused the stored credentials (HTTP 401)");
+    await transitions.deleted({ ...connected, state: "disconnected" });
+    const lines = logs.slice(from).map((line) => JSON.parse(line));
+    expect(lines.map((l) => [l.level, l.msg, l.from, l.to])).toEqual([
+      ["info", "connector state changed", "created", "connected"],
+      ["warn", "connector disconnected", "connected", "disconnected"],
+      ["info", "connector deleted", "disconnected", "deleted"],
+    ]);
+    expect(lines.every((l) => l.connector_id === row.id && l.owner_id === "u")).toBe(true);
+    expect(lines[1].reason).toContain("HTTP 401");
+    expect(logs.slice(from).join("\n")).not.toContain("logged-never-1");
+  });
 });
 
 describe("each transition sets the columns of its state and clears every other", () => {

@@ -57,8 +57,8 @@ test("OpenAPI 3.1 lists every route with a summary and typed responses", async (
 test("request bodies in OpenAPI are the schemas that validate them; only connect's may be left out", async () => {
   const doc = await (await get("/openapi.json")).json();
   const body = (path: string) => doc.paths[path].post.requestBody;
-  expect(body("/api/v1/connectors/").required).toBe(true);
-  expect(body("/api/v1/connectors/").content["application/json"].schema).toMatchObject({
+  expect(body("/api/v1/connectors").required).toBe(true);
+  expect(body("/api/v1/connectors").content["application/json"].schema).toMatchObject({
     type: "object",
     required: ["url"],
     additionalProperties: false,
@@ -79,7 +79,7 @@ test("request bodies in OpenAPI are the schemas that validate them; only connect
 
 test("every refusal is documented as the problem+json the service sends, with the refusals common to a kind of route", async () => {
   const doc = await (await get("/openapi.json")).json();
-  const create = doc.paths["/api/v1/connectors/"].post.responses;
+  const create = doc.paths["/api/v1/connectors"].post.responses;
   for (const status of ["400", "401", "413", "415", "422", "429", "503"]) {
     expect({ status, types: Object.keys(create[status]?.content ?? {}) }).toEqual({ status, types: ["application/problem+json"] });
   }
@@ -95,6 +95,25 @@ test("every refusal is documented as the problem+json the service sends, with th
   const refused = await t.api("POST", "/api/v1/connectors", { raw: "not json", headers: { "content-type": "text/plain" } });
   expect(refused.status).toBe(415);
   expect(refused.headers.get("content-type")).toStartWith("application/problem+json");
+});
+
+test("paths have no trailing slash; a page size is one integer; error pages are text/html; every other refusal is problem+json", async () => {
+  const doc = await (await get("/openapi.json")).json();
+  expect(Object.keys(doc.paths).filter((path) => path.length > 1 && path.endsWith("/"))).toEqual([]);
+  expect(doc.paths["/api/v1/connectors"].get.parameters.find((p: { name: string }) => p.name === "limit").schema).toMatchObject({ type: "integer", minimum: 1, maximum: 100 });
+  expect(JSON.stringify(doc)).not.toContain("x-integer");
+  // The OAuth endpoints answer as their RFCs say (JSON errors), the pages as HTML; everything else as problems.
+  const own = /^\/oauth\/|^\/api\/v1\/connectors\/oauth\/callback$/;
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>)) {
+    for (const [method, operation] of Object.entries(item)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (Number(status) < 400) continue;
+        const types = Object.keys(response.content ?? {});
+        if (own.test(path)) expect({ path, method, status, ok: types.every((t) => t === "text/html" || t === "application/json") }).toEqual({ path, method, status, ok: true });
+        else expect({ path, method, status, types }).toEqual({ path, method, status, types: ["application/problem+json"] });
+      }
+    }
+  }
 });
 
 test("Swagger UI at /docs loads nothing from another host", async () => {

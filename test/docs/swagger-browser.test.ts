@@ -47,7 +47,7 @@ test.skipIf(!available)("\"Try it out\" sends a body from the editor, with HTTP 
   await basic.locator("button.authorize").click();
   await page.click(".btn-done");
   // POST /api/v1/connectors: the body editor holds an example of its schema; send a real body from it.
-  const create = page.locator(".opblock-post", { has: page.locator('.opblock-summary-path[data-path="/api/v1/connectors/"]') });
+  const create = page.locator(".opblock-post", { has: page.locator('.opblock-summary-path[data-path="/api/v1/connectors"]') });
   await create.locator(".opblock-summary").click();
   await create.locator("button.try-out__btn").click();
   const editor = create.locator("textarea.body-param__text");

@@ -1,3 +1,4 @@
+import { healthcheck } from "../../src/cli/healthcheck";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes, X509Certificate } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -155,6 +156,8 @@ describe("in process", () => {
       expect(client.getServerVersion()?.name).toBe("scripted");
       await close();
       expect(logLines(service).some((l) => l.msg === "request" && l.path === `/api/v1/connectors/${id}/mcp` && l.status === 200)).toBe(true);
+      // The container's and systemd's health check speaks https to it too.
+      expect(await healthcheck({ SERVER__HOST: "127.0.0.1", SERVER__PORT: String(portOf(service.url)), ...files.env }, undefined)).toBe(0);
     } finally {
       await service.stop();
     }

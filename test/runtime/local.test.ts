@@ -91,6 +91,14 @@ describe("the local driver", () => {
     expect(direct.status).toBe(401);
     expect((await service.api("DELETE", `/api/v1/connectors/${id}`)).status).toBe(204);
     await waitFor("no managed process after delete", () => managedProcesses().length === 0, 8_000);
+    // Started and stopped, each logged with the connector; never with its token.
+    const lines = await waitFor("the deployment's log lines", () => {
+      const mine = service.logs.map((l) => JSON.parse(l)).filter((l) => l.connector_id === id && /^deployment /.test(l.msg));
+      return mine.length >= 2 && mine;
+    }, 8_000);
+    expect(lines.map((l) => l.msg)).toEqual(["deployment started", "deployment stopped"]);
+    expect(lines[0].why).toBe("connect");
+    expect(service.logs.join("\n")).not.toContain("token-for-the-server");
   });
 
   test("two concurrent sessions do not interfere: each has its own server process", async () => {
