@@ -99,7 +99,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
      * connect does, so refused headers leave the old ones working.
      */
     async update(caller: Principal, id: string, body: UpdateConnectorBody): Promise<Connector> {
-      if (body.metadata === undefined && body.headers === undefined) throw invalidField("body", "must change metadata or headers");
+      if (body.metadata === undefined && body.headers === undefined && body.tool_policy === undefined) throw invalidField("body", "must change metadata, tool_policy or headers");
       const row = await connectors.owned(caller, id);
       if (body.headers !== undefined) {
         if (row.state !== "connected" || row.auth_method !== "headers") {
@@ -108,7 +108,8 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
         if (Object.keys(body.headers).length === 0) throw invalidField("body.headers", "must name at least one header");
         await this.connect(caller, id, { headers: body.headers });
       }
-      return body.metadata === undefined ? connectors.get(caller, id) : connectors.updateMetadata(caller, id, body.metadata);
+      if (body.metadata === undefined && body.tool_policy === undefined) return connectors.get(caller, id);
+      return connectors.updateSettings(caller, id, { ...(body.metadata !== undefined && { metadata: body.metadata }), ...(body.tool_policy !== undefined && { tool_policy: body.tool_policy }) });
     },
 
     /** Disconnect at the user's request: an OAuth grant is revoked at the authorization server first (RFC 7009). */

@@ -13,6 +13,26 @@ export const MAX_HEADER_VALUE_LENGTH = 8192;
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 50;
 
+/** A tool name as a server may spell it (the policy names a server's tools by their own names). */
+const ServerToolName = t.String({ minLength: 1, maxLength: 256 });
+/** A name the policy gives a tool: MCP 2025-11-25's tool name rules (1 to 128 of A-Z a-z 0-9 _ - . /). */
+const ExposedToolName = t.String({ pattern: "^[A-Za-z0-9_./-]{1,128}$", description: "1 to 128 of A-Z a-z 0-9 _ - . /" });
+
+/**
+ * Which of a server's tools clients see, and as what (README "Tool policy"). The proxy applies it to both MCP eras:
+ * listings filtered and rewritten, calls of hidden tools refused without reaching the server.
+ */
+export const ToolPolicy = t.Object(
+  {
+    allow: t.Optional(t.Array(ServerToolName, { maxItems: 1000, description: "Only these tools (by the server's names) are listed and callable" })),
+    deny: t.Optional(t.Array(ServerToolName, { maxItems: 1000, description: "These tools (by the server's names) are hidden and refused" })),
+    rename: t.Optional(t.Record(t.String({ minLength: 1, maxLength: 256 }), ExposedToolName, { description: "The server's name → the name clients see and call" })),
+    descriptions: t.Optional(t.Record(t.String({ minLength: 1, maxLength: 256 }), t.String({ maxLength: 4096 }), { description: "The server's name → the description clients see" })),
+  },
+  { additionalProperties: false, title: "ToolPolicy" },
+);
+export type ToolPolicy = typeof ToolPolicy.static;
+
 export const Connector = t.Object(
   {
     id: t.String({ format: "uuid" }),
@@ -28,6 +48,7 @@ export const Connector = t.Object(
     ),
     preset: t.Union([t.String(), t.Null()], { description: "URL of the preset matched at creation, if any" }),
     header_names: t.Array(t.String(), { description: "Names of the stored headers; their values are never shown" }),
+    tool_policy: t.Union([ToolPolicy, t.Null()], { description: "Which tools clients see and call, and as what; null: all, as the server names them" }),
     created_at: t.String({ format: "date-time" }),
     updated_at: t.String({ format: "date-time" }),
   },
@@ -89,6 +110,7 @@ export type ConnectBody = typeof ConnectBody.static;
 export const UpdateConnectorBody = t.Object(
   {
     metadata: t.Optional(Metadata),
+    tool_policy: t.Optional(t.Union([ToolPolicy, t.Null()], { description: "The tool policy (replaces the stored one); null removes it" })),
     headers: t.Optional(
       t.Record(t.String(), t.String({ maxLength: MAX_HEADER_VALUE_LENGTH }), {
         description: "New headers for a connector connected with headers: proven with an MCP handshake before they replace the stored ones (refused: 422, the old ones stay).",

@@ -33,8 +33,8 @@ export type ConnectorRepository = {
   delete(id: string): Promise<boolean>;
   /** Key rotation: every sealed value of this table re-sealed by `reseal`, inside the caller's transaction; how many. */
   resealAll(reseal: Reseal): TransactionBody<number>;
-  /** Metadata changed by its owner (PATCH); undefined when there is no such connector. */
-  writeMetadata(id: string, metadata: ConnectorRow["metadata"], at: number): Promise<ConnectorRow | undefined>;
+  /** Settings changed by the owner (PATCH: metadata, tool policy); undefined when there is no such connector. */
+  writeSettings(id: string, settings: Partial<Pick<ConnectorRow, "metadata" | "tool_policy">>, at: number): Promise<ConnectorRow | undefined>;
   /** Events after `afterId`, oldest first (at most `limit`). */
   eventsAfter(afterId: number, limit: number): Promise<ConnectorEventRow[]>;
   /** The newest event's id, and the oldest kept (0 when there are none). */
@@ -119,9 +119,9 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
       } else cache.delete(id);
       return row;
     },
-    async writeMetadata(id, metadata, at) {
+    async writeSettings(id, settings, at) {
       const row = await store.transaction(function* (tx) {
-        const [written]: ConnectorRow[] = yield tx.update(connectors).set({ metadata, updated_at: at }).where(eq(connectors.id, id)).returning();
+        const [written]: ConnectorRow[] = yield tx.update(connectors).set({ ...settings, updated_at: at }).where(eq(connectors.id, id)).returning();
         if (written) yield tx.insert(events).values(eventOf("connector.updated", written, at));
         return written;
       });

@@ -8,7 +8,8 @@ import { parseConnectorUrl } from "../urls/server-url";
 import type { Principal } from "../users/model";
 import { sealContext } from "./sealing";
 import { decodeCursor, encodeCursor } from "./cursor";
-import { DEFAULT_PAGE_SIZE, type Connector, type ConnectorList, type CreateConnectorBody, type ListQuery } from "./model";
+import { DEFAULT_PAGE_SIZE, type Connector, type ConnectorList, type CreateConnectorBody, type ListQuery, type ToolPolicy } from "./model";
+import { checkToolPolicy } from "./tool-policy";
 import type { ConnectorRepository, ConnectorRow } from "./repository";
 
 export type ConnectorServiceDeps = {
@@ -35,6 +36,7 @@ export function connectorView(row: ConnectorRow): Connector {
       row.state === "auth_required" && row.authorization_url ? { type: "code", authorization_url: row.authorization_url } : null,
     preset: row.preset_url,
     header_names: row.header_names ?? [],
+    tool_policy: row.tool_policy,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };
@@ -57,10 +59,18 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     owned,
     get: async (caller: Principal, id: string): Promise<Connector> => connectorView(await owned(caller, id)),
 
-    /** Names and descriptions: the fields given replace the stored ones, the others stay. */
-    async updateMetadata(caller: Principal, id: string, metadata: Metadata): Promise<Connector> {
+    /** PATCH's settings: `metadata` fields replace the stored ones (the others stay); `tool_policy` replaces the policy (null: none). */
+    async updateSettings(caller: Principal, id: string, settings: { metadata?: Metadata; tool_policy?: ToolPolicy | null }): Promise<Connector> {
       const row = await owned(caller, id);
-      const written = await connectors.writeMetadata(id, { ...row.metadata, ...metadata }, clock());
+      if (settings.tool_policy) checkToolPolicy(settings.tool_policy);
+      const written = await connectors.writeSettings(
+        id,
+        {
+          ...(settings.metadata !== undefined && { metadata: { ...row.metadata, ...settings.metadata } }),
+          ...(settings.tool_policy !== undefined && { tool_policy: settings.tool_policy }),
+        },
+        clock(),
+      );
       if (!written) throw new NotFound(`No connector ${id}`);
       return connectorView(written);
     },
@@ -99,6 +109,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         client_secret: clientSecret === undefined ? null : sealer.seal(clientSecret, sealContext(id, "client_secret")),
         headers: null,
         header_names: null,
+        tool_policy: null,
         access_token: null,
         authorization_url: null,
         redirect_url: null,

@@ -4,7 +4,7 @@ import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import type { Metadata } from "../presets/model";
 import { users, usersPg } from "../users/table";
-import { AUTH_METHODS, CONNECTOR_EVENT_TYPES, CONNECTOR_STATES, type ConnectorEventData } from "./model";
+import { AUTH_METHODS, CONNECTOR_EVENT_TYPES, CONNECTOR_STATES, type ConnectorEventData, type ToolPolicy } from "./model";
 
 export const connectors = sqliteTable(
   "connectors",
@@ -31,6 +31,8 @@ export const connectors = sqliteTable(
     access_token: text("access_token"),
     authorization_url: text("authorization_url"),
     redirect_url: text("redirect_url"),
+    /** Which tools clients see and call (proxy/tool-policy.ts); null: all. */
+    tool_policy: text("tool_policy", { mode: "json" }).$type<ToolPolicy>(),
     ...timestamps,
   },
   (table) => [
@@ -59,6 +61,7 @@ export const connectorsPg = pgTable(
     access_token: pgText("access_token"),
     authorization_url: pgText("authorization_url"),
     redirect_url: pgText("redirect_url"),
+    tool_policy: jsonb("tool_policy").$type<ToolPolicy>(),
     ...timestampsPg,
   },
   (table) => [

@@ -2,12 +2,15 @@ import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/a
 import type { ConnectorRow } from "../connectors/repository";
 import type { ConnectorService } from "../connectors/service";
 import type { Transitions } from "../connectors/transitions";
-import { Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
+import { compileToolPolicy } from "../connectors/tool-policy";
+import { bodyTooLarge, Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
 import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
 import type { Principal } from "../users/model";
+import { readCapped } from "../http/read-capped";
 import { MCP_REQUEST_HEADERS } from "./headers";
+import { filterRequest, rewriteResponse, type FilteredRequest } from "./tool-filter";
 import type { StreamLimits } from "./stream-limits";
 import type { Targets } from "./target";
 
@@ -57,8 +60,25 @@ export function createProxyService({ connectors, transitions, authorization, tar
     const options = target.fetch ? { ...baseOptions, fetch: target.fetch } : baseOptions;
     const headers = relayedRequestHeaders(request.headers, MCP_REQUEST_HEADERS, await targets.credentials(row));
     const oauth = row.auth_method === "oauth";
+    // A tool policy reads the request (tool-filter.ts); without one, the body streams through unread.
+    const view = row.tool_policy ? compileToolPolicy(row.tool_policy) : undefined;
+    let filtered: FilteredRequest | undefined;
+    if (view && request.method === "POST" && request.body) {
+      if (Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
+      const bytes = await readCapped(request.body, options.maxBodyBytes);
+      if (!bytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
+      filtered = filterRequest(bytes, request.headers, view);
+      if (filtered.kind === "answer") {
+        ended();
+        return filtered.response;
+      }
+      if (filtered.mcpName !== undefined) headers.set("mcp-name", filtered.mcpName);
+      // The listing must be read to be rewritten: ask for it uncompressed.
+      if (filtered.listIds.size > 0) headers.delete("accept-encoding");
+    }
+    const readBody = filtered?.kind === "forward" ? () => new Response(filtered.body as Uint8Array<ArrayBuffer>).body : undefined;
     // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.
-    const [body, spare] = oauth && request.body ? request.body.tee() : [request.body, null];
+    const [body, spare] = readBody ? [readBody(), oauth ? readBody() : null] : oauth && request.body ? request.body.tee() : [request.body, null];
     let forwarded = await forward(request, url, headers, options, body);
     if (forwarded.upstream.status === 401) {
       await forwarded.upstream.body?.cancel();
@@ -84,7 +104,8 @@ export function createProxyService({ connectors, transitions, authorization, tar
         );
       }
     }
-    return forwarded.relay(ended);
+    const relayed = forwarded.relay(ended);
+    return view && filtered?.kind === "forward" ? rewriteResponse(relayed, filtered.listIds, view) : relayed;
   }
 
   return {

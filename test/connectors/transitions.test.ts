@@ -41,6 +41,7 @@ async function fresh() {
     access_token: null,
     authorization_url: null,
     redirect_url: null,
+    tool_policy: null,
     created_at: now,
     updated_at: now,
   };

@@ -1,0 +1,1 @@
+ALTER TABLE "connectors" ADD COLUMN "tool_policy" jsonb;
