@@ -198,6 +198,20 @@ export function createServices(deps: Deps) {
   const relaySettings = { fetch: upstreamFetch, headersTimeoutMs: config.proxy.upstreamTimeoutMs, maxBodyBytes: config.proxy.maxBodyBytes };
   const proxy = createProxyService({
     connectors,
+    pins: {
+      list: (id) => connectorRows.toolPins(id),
+      async record(row, seen, complete) {
+        try {
+          const changed = await connectorRows.recordToolPins(row.id, seen, complete, clock());
+          const changes = changed?.tool_changes ?? [];
+          if (changes.length > 0) {
+            log.warn("tool definitions differ from the approved ones", { connector_id: row.id, owner_id: row.owner_id, tools: changes.map((c) => `${c.name} (${c.change})`) });
+          }
+        } catch (e) {
+          log.warn("could not record tool pins", { connector_id: row.id, error: (e as Error).message });
+        }
+      },
+    },
     transitions,
     authorization,
     targets: createTargets({ runtime: deps.runtime, oauth, credentials }),

@@ -28,10 +28,23 @@ export const ToolPolicy = t.Object(
     deny: t.Optional(t.Array(ServerToolName, { maxItems: 1000, description: "These tools (by the server's names) are hidden and refused" })),
     rename: t.Optional(t.Record(t.String({ minLength: 1, maxLength: 256 }), ExposedToolName, { description: "The server's name → the name clients see and call" })),
     descriptions: t.Optional(t.Record(t.String({ minLength: 1, maxLength: 256 }), t.String({ maxLength: 4096 }), { description: "The server's name → the description clients see" })),
+    pin: t.Optional(
+      t.Union([t.Literal("record"), t.Literal("strict")], {
+        description: "Pin tool definitions: record (changes show in tool_changes, an event and the log) or strict (changed and new tools are also hidden until approved)",
+      }),
+    ),
   },
   { additionalProperties: false, title: "ToolPolicy" },
 );
 export type ToolPolicy = typeof ToolPolicy.static;
+
+/** A tool whose definition is not the approved one: new since the first listing, or changed. */
+export const ToolChange = t.Object({
+  name: t.String({ description: "The server's name of the tool" }),
+  change: t.Union([t.Literal("added"), t.Literal("changed")]),
+  detected_at: t.String({ format: "date-time" }),
+});
+export type ToolChange = typeof ToolChange.static;
 
 export const Connector = t.Object(
   {
@@ -49,6 +62,8 @@ export const Connector = t.Object(
     preset: t.Union([t.String(), t.Null()], { description: "URL of the preset matched at creation, if any" }),
     header_names: t.Array(t.String(), { description: "Names of the stored headers; their values are never shown" }),
     tool_policy: t.Union([ToolPolicy, t.Null()], { description: "Which tools clients see and call, and as what; null: all, as the server names them" }),
+    tools_pinned_at: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "With pinning on: when the first whole listing of the server's tools was pinned (approved as it was)" }),
+    tool_changes: t.Array(ToolChange, { description: "With pinning on: tools whose definition differs from the approved one (approve with POST …/tools/approve)" }),
     created_at: t.String({ format: "date-time" }),
     updated_at: t.String({ format: "date-time" }),
   },
@@ -120,6 +135,11 @@ export const UpdateConnectorBody = t.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 export type UpdateConnectorBody = typeof UpdateConnectorBody.static;
+
+export const ApproveToolsBody = t.Object(
+  { names: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 256 }), { minItems: 1, maxItems: 1000, description: "The server's tool names; all changed tools when left out" })) },
+  { additionalProperties: false },
+);
 
 export const ListQuery = t.Object({
   // A string of decimal digits, so that "0x10", "1e1" or " 5" are refused rather than read as numbers.

@@ -3,11 +3,21 @@ import { createTtlCache } from "../cache/ttl-cache";
 import type { Store, TransactionBody } from "../db/store";
 import type { Reseal } from "../secrets/sealer";
 import { SEALED_COLUMNS, sealContext } from "./sealing";
-import type { ConnectorEventType, ConnectorState } from "./model";
-import { connector_events as sqliteEvents, connector_eventsPg, connectors as sqliteConnectors, connectorsPg } from "./table";
+import type { ConnectorEventType, ConnectorState, ToolChange } from "./model";
+import {
+  connector_events as sqliteEvents,
+  connector_eventsPg,
+  connector_tools as sqliteTools,
+  connector_toolsPg,
+  connectors as sqliteConnectors,
+  connectorsPg,
+} from "./table";
 
 export type ConnectorRow = typeof sqliteConnectors.$inferSelect;
 export type ConnectorEventRow = typeof sqliteEvents.$inferSelect;
+export type ToolPinRow = typeof sqliteTools.$inferSelect;
+/** What PATCH and pinning change of a connector: never its state or credentials (transitions.ts writes those). */
+export type ConnectorSettings = Partial<Pick<ConnectorRow, "metadata" | "tool_policy" | "tools_pinned_at" | "tool_changes">>;
 /** The columns a connection owns; only transitions.ts writes them. */
 export type ConnectionColumns = Pick<
   ConnectorRow,
@@ -34,7 +44,17 @@ export type ConnectorRepository = {
   /** Key rotation: every sealed value of this table re-sealed by `reseal`, inside the caller's transaction; how many. */
   resealAll(reseal: Reseal): TransactionBody<number>;
   /** Settings changed by the owner (PATCH: metadata, tool policy); undefined when there is no such connector. */
-  writeSettings(id: string, settings: Partial<Pick<ConnectorRow, "metadata" | "tool_policy">>, at: number): Promise<ConnectorRow | undefined>;
+  writeSettings(id: string, settings: ConnectorSettings, at: number): Promise<ConnectorRow | undefined>;
+  /** The connector's tool pins, as of at most CONNECTOR_CACHE_MS ago (this process's own writes show at once). */
+  toolPins(connectorId: string): Promise<ToolPinRow[]>;
+  /**
+   * A listing's tools (server names and digests): new ones pinned, changed ones noted. Until a whole listing was seen
+   * (`complete`: a page without a next cursor) what is seen is approved as it is. Returns the connector when its
+   * tool_changes changed (an event was written), else undefined.
+   */
+  recordToolPins(connectorId: string, seen: { name: string; digest: string }[], complete: boolean, at: number): Promise<ConnectorRow | undefined>;
+  /** Approves the current definitions of `names` (all changed tools when undefined); the connector, or undefined if none. */
+  approveToolPins(connectorId: string, names: string[] | undefined, at: number): Promise<ConnectorRow | undefined>;
   /** Events after `afterId`, oldest first (at most `limit`). */
   eventsAfter(afterId: number, limit: number): Promise<ConnectorEventRow[]>;
   /** The newest event's id, and the oldest kept (0 when there are none). */
@@ -70,6 +90,33 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
   const { db } = store;
   const connectors = store.table(sqliteConnectors, connectorsPg);
   const events = store.table(sqliteEvents, connector_eventsPg);
+  const tools = store.table(sqliteTools, connector_toolsPg);
+  const pinCache = createTtlCache<ToolPinRow[]>(CONNECTOR_CACHE_MS, 10_000, clock);
+
+  /** The one UPDATE of a connector's settings, with its event, inside a transaction. */
+  function* updateSettings(tx: Parameters<TransactionBody<unknown>>[0], id: string, settings: ConnectorSettings, at: number): Generator<unknown, ConnectorRow | undefined, any> {
+    const [written]: ConnectorRow[] = yield tx.update(connectors).set({ ...settings, updated_at: at }).where(eq(connectors.id, id)).returning();
+    if (written) yield tx.insert(events).values(eventOf("connector.updated", written, at));
+    return written;
+  }
+
+  /** The tools whose definition is not the approved one, as the connector's view shows them. */
+  const changesOf = (pins: ToolPinRow[]): ToolChange[] =>
+    pins
+      .filter((pin) => pin.digest !== pin.approved_digest)
+      .map((pin) => ({ name: pin.name, change: pin.approved_digest === null ? ("added" as const) : ("changed" as const), detected_at: new Date(pin.changed_at ?? pin.first_seen_at).toISOString() }))
+      .sort((a, b) => a.name.localeCompare(b.name));
+  const sameChanges = (a: ToolChange[] | null, b: ToolChange[]) => JSON.stringify(a ?? []) === JSON.stringify(b);
+
+  /** After a pin write: this process reads the pins and the row afresh, and its event readers hear of it. */
+  function written(id: string, row: ConnectorRow | undefined) {
+    pinCache.delete(id);
+    if (row) {
+      cache.set(id, row);
+      onEvent();
+    }
+    return row;
+  }
   // Prepared once, and cached briefly: the MCP proxy looks a connector up on every request.
   const byId = store.prepareFirst<ConnectorRow>("connector_by_id", db.select().from(connectors).where(eq(connectors.id, sql.placeholder("id"))));
   const cache = createTtlCache<ConnectorRow>(CONNECTOR_CACHE_MS, 10_000, clock);
@@ -121,15 +168,57 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
     },
     async writeSettings(id, settings, at) {
       const row = await store.transaction(function* (tx) {
-        const [written]: ConnectorRow[] = yield tx.update(connectors).set({ ...settings, updated_at: at }).where(eq(connectors.id, id)).returning();
-        if (written) yield tx.insert(events).values(eventOf("connector.updated", written, at));
-        return written;
+        return yield* updateSettings(tx, id, settings, at);
       });
       if (row) {
         cache.set(id, row);
         onEvent();
       }
       return row;
+    },
+    toolPins: async (connectorId) => (await pinCache.readThrough(connectorId, () => db.select().from(tools).where(eq(tools.connector_id, connectorId)))) ?? [],
+    async recordToolPins(connectorId, seen, complete, at) {
+      const row = await store.transaction(function* (tx, lock) {
+        yield lock(`connector_tools:${connectorId}`);
+        const [connector]: ConnectorRow[] = yield tx.select().from(connectors).where(eq(connectors.id, connectorId));
+        if (!connector) return undefined;
+        const baseline = connector.tools_pinned_at === null;
+        const pins: ToolPinRow[] = yield tx.select().from(tools).where(eq(tools.connector_id, connectorId));
+        const known: Record<string, ToolPinRow> = Object.fromEntries(pins.map((pin) => [pin.name, pin]));
+        for (const { name, digest } of seen) {
+          const pin = Object.hasOwn(known, name) ? known[name] : undefined;
+          if (!pin) {
+            const added: ToolPinRow = { connector_id: connectorId, name, digest, approved_digest: baseline ? digest : null, first_seen_at: at, changed_at: baseline ? null : at };
+            yield tx.insert(tools).values(added).onConflictDoNothing();
+            known[name] = added;
+          } else if (pin.digest !== digest) {
+            yield tx.update(tools).set({ digest, changed_at: at }).where(and(eq(tools.connector_id, connectorId), eq(tools.name, name)));
+            known[name] = { ...pin, digest, changed_at: at };
+          }
+        }
+        const changes = changesOf(Object.values(known));
+        const settings: ConnectorSettings = {
+          ...(baseline && complete && { tools_pinned_at: at }),
+          ...(!sameChanges(connector.tool_changes, changes) && { tool_changes: changes }),
+        };
+        if (Object.keys(settings).length === 0) return undefined;
+        return yield* updateSettings(tx, connectorId, settings, at);
+      });
+      return written(connectorId, row);
+    },
+    async approveToolPins(connectorId, names, at) {
+      const row = await store.transaction(function* (tx, lock) {
+        yield lock(`connector_tools:${connectorId}`);
+        const pins: ToolPinRow[] = yield tx.select().from(tools).where(eq(tools.connector_id, connectorId));
+        const wanted = names && new Set(names);
+        for (const pin of pins) {
+          if (pin.digest === pin.approved_digest || (wanted && !wanted.has(pin.name))) continue;
+          yield tx.update(tools).set({ approved_digest: pin.digest }).where(and(eq(tools.connector_id, connectorId), eq(tools.name, pin.name)));
+          pin.approved_digest = pin.digest;
+        }
+        return yield* updateSettings(tx, connectorId, { tool_changes: changesOf(pins) }, at);
+      });
+      return written(connectorId, row);
     },
     eventsAfter: async (afterId, limit) => db.select().from(events).where(gt(events.id, afterId)).orderBy(asc(events.id)).limit(limit),
     async eventBounds() {

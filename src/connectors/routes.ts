@@ -1,9 +1,10 @@
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
+import { OPTIONAL_BODY } from "../docs/plugin";
 import { Problem } from "../http-errors/model";
 import type { ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "../users/auth-plugin";
-import { Connector, ConnectorList, CreateConnectorBody, ListQuery } from "./model";
+import { ApproveToolsBody, Connector, ConnectorList, CreateConnectorBody, ListQuery } from "./model";
 import type { ConnectorService } from "./service";
 
 export const connectorProblems = { 401: Problem, 404: Problem, 409: Problem, 422: Problem };
@@ -43,5 +44,16 @@ export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin, 
       params: IdParams,
       response: { 200: Connector, ...connectorProblems },
       detail: { summary: "Get a connector" },
+    })
+    .post("/:id/tools/approve", ({ principal, params, body }) => connectors.approveTools(principal, params.id, body?.names), {
+      auth: true,
+      params: IdParams,
+      body: t.Optional(ApproveToolsBody),
+      response: { 200: Connector, ...connectorProblems },
+      detail: {
+        ...OPTIONAL_BODY,
+        summary: "Approve changed tool definitions",
+        description: "With tool pinning: the current definitions of `names` (the server's tool names; all changed tools without a body) become the approved ones; under strict pinning they are listed and callable again.",
+      },
     });
 }

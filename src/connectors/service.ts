@@ -37,6 +37,8 @@ export function connectorView(row: ConnectorRow): Connector {
     preset: row.preset_url,
     header_names: row.header_names ?? [],
     tool_policy: row.tool_policy,
+    tools_pinned_at: row.tools_pinned_at === null ? null : new Date(row.tools_pinned_at).toISOString(),
+    tool_changes: row.tool_changes ?? [],
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };
@@ -58,6 +60,14 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
   return {
     owned,
     get: async (caller: Principal, id: string): Promise<Connector> => connectorView(await owned(caller, id)),
+
+    /** Approves the current definitions of the named tools (all changed ones without names): they show again under strict pinning. */
+    async approveTools(caller: Principal, id: string, names: string[] | undefined): Promise<Connector> {
+      await owned(caller, id);
+      const written = await connectors.approveToolPins(id, names, clock());
+      if (!written) throw new NotFound(`No connector ${id}`);
+      return connectorView(written);
+    },
 
     /** PATCH's settings: `metadata` fields replace the stored ones (the others stay); `tool_policy` replaces the policy (null: none). */
     async updateSettings(caller: Principal, id: string, settings: { metadata?: Metadata; tool_policy?: ToolPolicy | null }): Promise<Connector> {
@@ -110,6 +120,8 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         headers: null,
         header_names: null,
         tool_policy: null,
+        tools_pinned_at: null,
+        tool_changes: null,
         access_token: null,
         authorization_url: null,
         redirect_url: null,

@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
-import { bigserial, index as pgIndex, jsonb, pgTable, text as pgText } from "drizzle-orm/pg-core";
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { bigserial, index as pgIndex, jsonb, pgTable, primaryKey as pgPrimaryKey, text as pgText } from "drizzle-orm/pg-core";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import type { Metadata } from "../presets/model";
 import { users, usersPg } from "../users/table";
-import { AUTH_METHODS, CONNECTOR_EVENT_TYPES, CONNECTOR_STATES, type ConnectorEventData, type ToolPolicy } from "./model";
+import { AUTH_METHODS, CONNECTOR_EVENT_TYPES, CONNECTOR_STATES, type ConnectorEventData, type ToolChange, type ToolPolicy } from "./model";
 
 export const connectors = sqliteTable(
   "connectors",
@@ -33,6 +33,10 @@ export const connectors = sqliteTable(
     redirect_url: text("redirect_url"),
     /** Which tools clients see and call (proxy/tool-policy.ts); null: all. */
     tool_policy: text("tool_policy", { mode: "json" }).$type<ToolPolicy>(),
+    /** When the first whole listing of the server's tools was pinned (connector_tools); null: not yet. */
+    tools_pinned_at: integer("tools_pinned_at"),
+    /** Tools whose definition differs from the approved one (kept with the pins, for the connector's view). */
+    tool_changes: text("tool_changes", { mode: "json" }).$type<ToolChange[]>(),
     ...timestamps,
   },
   (table) => [
@@ -62,6 +66,8 @@ export const connectorsPg = pgTable(
     authorization_url: pgText("authorization_url"),
     redirect_url: pgText("redirect_url"),
     tool_policy: jsonb("tool_policy").$type<ToolPolicy>(),
+    tools_pinned_at: millis("tools_pinned_at"),
+    tool_changes: jsonb("tool_changes").$type<ToolChange[]>(),
     ...timestampsPg,
   },
   (table) => [
@@ -101,4 +107,40 @@ export const connector_eventsPg = pgTable(
   (table) => [pgIndex("connector_events_created_idx").on(table.created_at)],
 );
 
-export const CONNECTOR_ROWS_MATCH: SameRow<typeof connectors, typeof connectorsPg> & SameRow<typeof connector_events, typeof connector_eventsPg> = true;
+/**
+ * Tool pinning (proxy/tool-pins.ts): a digest of each tool's definition as the server last listed it, and the digest a
+ * person approved (the first whole listing is approved as it is). They differ when a server changed a tool.
+ */
+export const connector_tools = sqliteTable(
+  "connector_tools",
+  {
+    connector_id: text("connector_id")
+      .notNull()
+      .references(() => connectors.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    digest: text("digest").notNull(),
+    approved_digest: text("approved_digest"),
+    first_seen_at: integer("first_seen_at").notNull(),
+    changed_at: integer("changed_at"),
+  },
+  (table) => [primaryKey({ columns: [table.connector_id, table.name] })],
+);
+
+export const connector_toolsPg = pgTable(
+  "connector_tools",
+  {
+    connector_id: pgText("connector_id")
+      .notNull()
+      .references(() => connectorsPg.id, { onDelete: "cascade" }),
+    name: pgText("name").notNull(),
+    digest: pgText("digest").notNull(),
+    approved_digest: pgText("approved_digest"),
+    first_seen_at: millis("first_seen_at").notNull(),
+    changed_at: millis("changed_at"),
+  },
+  (table) => [pgPrimaryKey({ columns: [table.connector_id, table.name] })],
+);
+
+export const CONNECTOR_ROWS_MATCH: SameRow<typeof connectors, typeof connectorsPg> &
+  SameRow<typeof connector_events, typeof connector_eventsPg> &
+  SameRow<typeof connector_tools, typeof connector_toolsPg> = true;

@@ -22,7 +22,7 @@ export type ProxyEntryDeps = {
 const METHODS = "POST, GET, DELETE";
 
 /** Where a connector's proxy URL publishes its protected resource metadata ([RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1): path inserted after the well-known prefix). */
-export const resourceMetadataUrl = (publicUrl: string, id: string) => `${publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${id}/mcp`;
+export const resourceMetadataUrl = (publicUrl: string, id: string) => `${publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${encodeURIComponent(id)}/mcp`;
 
 /**
  * One MCP request at a connector's proxy URL, for Bun's native route and the Elysia routes alike: authenticated,

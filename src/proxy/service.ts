@@ -1,5 +1,5 @@
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { ConnectorRow } from "../connectors/repository";
+import type { ConnectorRow, ToolPinRow } from "../connectors/repository";
 import type { ConnectorService } from "../connectors/service";
 import type { Transitions } from "../connectors/transitions";
 import { compileToolPolicy } from "../connectors/tool-policy";
@@ -10,12 +10,15 @@ import { relayedRequestHeaders } from "../relay/headers";
 import type { Principal } from "../users/model";
 import { readCapped } from "../http/read-capped";
 import { MCP_REQUEST_HEADERS } from "./headers";
-import { filterRequest, rewriteResponse, type FilteredRequest } from "./tool-filter";
+import { filterRequest, rewriteResponse, type FilteredRequest, type ToolView } from "./tool-filter";
+import { createPinning } from "./tool-pins";
 import type { StreamLimits } from "./stream-limits";
 import type { Targets } from "./target";
 
 export type ProxyServiceDeps = {
   connectors: ConnectorService;
+  /** A connector's tool pins, and where a listing's tools are recorded (off the request: it does not wait). */
+  pins: { list(connectorId: string): Promise<ToolPinRow[]>; record(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> };
   transitions: Transitions;
   authorization: Authorization;
   targets: Targets;
@@ -24,7 +27,7 @@ export type ProxyServiceDeps = {
   clock: () => number;
 };
 
-export function createProxyService({ connectors, transitions, authorization, targets, limits, forward: baseOptions, clock }: ProxyServiceDeps) {
+export function createProxyService({ connectors, pins, transitions, authorization, targets, limits, forward: baseOptions, clock }: ProxyServiceDeps) {
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   async function credentialsRejected(row: ConnectorRow, why: string): Promise<never> {
     const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
@@ -61,7 +64,12 @@ export function createProxyService({ connectors, transitions, authorization, tar
     const headers = relayedRequestHeaders(request.headers, MCP_REQUEST_HEADERS, await targets.credentials(row));
     const oauth = row.auth_method === "oauth";
     // A tool policy reads the request (tool-filter.ts); without one, the body streams through unread.
-    const view = row.tool_policy ? compileToolPolicy(row.tool_policy) : undefined;
+    const view: ToolView | undefined = row.tool_policy
+      ? {
+          ...compileToolPolicy(row.tool_policy),
+          ...(row.tool_policy.pin && { pinning: createPinning(row, await pins.list(row.id), (seen, complete) => void pins.record(row, seen, complete)) }),
+        }
+      : undefined;
     let filtered: FilteredRequest | undefined;
     if (view && request.method === "POST" && request.body) {
       if (Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");

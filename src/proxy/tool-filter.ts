@@ -1,4 +1,8 @@
-import type { ToolView } from "../connectors/tool-policy";
+import type { ToolView as PolicyView } from "../connectors/tool-policy";
+import { toolDigest, type Pinning } from "./tool-pins";
+
+/** A connector's policy on the wire, with its pins when the policy pins tool definitions. */
+export type ToolView = PolicyView & { pinning?: Pinning };
 
 /**
  * A connector's tool policy on the wire (README "Tool policy"): the one place the proxy reads JSON-RPC. Requests:
@@ -44,6 +48,9 @@ export function filterRequest(bytes: Uint8Array, headers: Headers, view: ToolVie
   if (nameHeader !== null && nameHeader !== params.name) return { kind: "answer", response: rpcError(m.id, -32600, `Mcp-Name says ${nameHeader}, the body ${params.name}`, 400) };
   const original = view.original(params.name);
   if (original === undefined) return { kind: "answer", response: rpcError(m.id, -32602, `Unknown tool: ${params.name}`) };
+  if (view.pinning?.hiddenByName(original)) {
+    return { kind: "answer", response: rpcError(m.id, -32602, `Unknown tool: ${params.name} (its definition changed since it was approved: an approval is needed)`) };
+  }
   if (original === params.name) return unchanged;
   const body = new TextEncoder().encode(JSON.stringify({ ...m, params: { ...params, name: original } }));
   return { kind: "forward", body, ...(nameHeader !== null && { mcpName: original }), listIds: new Set() };
@@ -52,8 +59,15 @@ export function filterRequest(bytes: Uint8Array, headers: Headers, view: ToolVie
 /** A tools/list result as clients may see it: hidden tools gone, names and descriptions as the policy says. */
 export function rewriteToolList(result: unknown, view: ToolView): unknown {
   if (typeof result !== "object" || result === null || !Array.isArray((result as { tools?: unknown }).tools)) return result;
-  const tools = (result as { tools: unknown[] }).tools;
-  const shown = tools.filter((tool): tool is { name: string } => typeof (tool as { name?: unknown })?.name === "string" && view.visible((tool as { name: string }).name));
+  const tools = (result as { tools: unknown[] }).tools.filter((tool): tool is { name: string } => typeof (tool as { name?: unknown })?.name === "string");
+  let hiddenByPins = (_: { name: string }) => false;
+  if (view.pinning) {
+    const pinning = view.pinning;
+    const digests = new Map(tools.map((tool) => [tool, toolDigest(tool)]));
+    pinning.observe(tools.map((tool) => ({ name: tool.name, digest: digests.get(tool)! })), (result as { nextCursor?: unknown }).nextCursor === undefined);
+    hiddenByPins = (tool) => pinning.hidden(tool.name, digests.get(tool)!);
+  }
+  const shown = tools.filter((tool) => view.visible(tool.name) && !hiddenByPins(tool));
   // A tool renamed to another's own name takes it: the other would not be callable, so it is not listed either.
   const takenByRename = new Set(shown.filter((tool) => view.exposed(tool.name) !== tool.name).map((tool) => view.exposed(tool.name)));
   return {

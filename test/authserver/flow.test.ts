@@ -120,6 +120,10 @@ describe("the proxy URL as a protected resource", () => {
     expect(metadata).toMatchObject({ resource: proxy, authorization_servers: [t.publicUrl] });
     const as = await (await t.handle(new Request(`${t.publicUrl}/.well-known/oauth-authorization-server`))).json();
     expect(as).toMatchObject({ issuer: t.publicUrl, code_challenge_methods_supported: ["S256"], client_id_metadata_document_supported: true });
+    // Whatever the path holds, the challenge is a valid header (the id is percent-encoded in it).
+    const odd = await t.handle(new Request(`${t.publicUrl}/api/v1/connectors/${encodeURIComponent("よ👣")}/mcp`, { method: "POST", body: "{}" }));
+    expect(odd.status).toBe(401);
+    expect(odd.headers.get("www-authenticate")).toContain("/api/v1/connectors/%E3%82%88%F0%9F%91%A3/mcp");
     // Basic and API tokens keep working as before.
     expect((await t.handle(new Request(proxy, { method: "POST", headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) }))).status).toBe(200);
   });

@@ -42,6 +42,8 @@ async function fresh() {
     authorization_url: null,
     redirect_url: null,
     tool_policy: null,
+    tools_pinned_at: null,
+    tool_changes: null,
     created_at: now,
     updated_at: now,
   };

@@ -9,15 +9,19 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprot
  */
 export function pagedToolsServer(names: string[], pageSize = 2, json = true) {
   const calls = new Map<string, number>();
+  /** Descriptions a test changes between listings (else "The server's <name>"); `names` may change too. */
+  const descriptions: Record<string, string> = {};
   return {
     calls,
+    names,
+    descriptions,
     async handler(request: Request): Promise<Response> {
       const server = new Server({ name: "paged", version: "1.0.0" }, { capabilities: { tools: {} } });
       server.setRequestHandler(ListToolsRequestSchema, async (req) => {
         const start = req.params?.cursor ? Number(req.params.cursor) : 0;
         const page = names.slice(start, start + pageSize);
         return {
-          tools: page.map((name) => ({ name, description: `The server's ${name}`, inputSchema: { type: "object" as const, properties: {} } })),
+          tools: page.map((name) => ({ name, description: descriptions[name] ?? `The server's ${name}`, inputSchema: { type: "object" as const, properties: {} } })),
           ...(start + pageSize < names.length && { nextCursor: String(start + pageSize) }),
         };
       });
