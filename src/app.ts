@@ -19,6 +19,10 @@ import { CONNECTOR_STATES } from "./connectors/model";
 import { createConnectorService, isManaged } from "./connectors/service";
 import { createTransitions } from "./connectors/transitions";
 import type { Store } from "./db/store";
+import { createAuditRepository } from "./audit/repository";
+import { auditRoutes } from "./audit/routes";
+import { createAuditService } from "./audit/service";
+import { createAuditWriter } from "./audit/writer";
 import { createDeployments } from "./deployments/service";
 import { createEventFeed } from "./events/feed";
 import { createWebhookCursorRepository } from "./events/repository";
@@ -26,6 +30,7 @@ import { eventRoutes } from "./events/routes";
 import { createEventStreams, EVENT_RETENTION_MS } from "./events/stream";
 import { createWebhooks, webhookKey } from "./events/webhooks";
 import { createJobLeases, leased } from "./scheduler/leases";
+import { consoleRoutes } from "./console/routes";
 import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
 import type { FetchLike } from "./http/fetch";
@@ -196,7 +201,20 @@ export function createServices(deps: Deps) {
     allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...config.oauth.allowedRedirectOrigins],
   });
   const relaySettings = { fetch: upstreamFetch, headersTimeoutMs: config.proxy.upstreamTimeoutMs, maxBodyBytes: config.proxy.maxBodyBytes };
+  // The audit trail: records queued by the proxy, written in batches off the request path.
+  const auditRows = createAuditRepository(deps.store);
+  const audit = createAuditService({
+    repository: auditRows,
+    writer: createAuditWriter(auditRows, log.child({ component: "audit" })),
+    sealer,
+    clock,
+    newId,
+    capture: config.audit.capture,
+    retentionMs: config.audit.retentionMs,
+    maxRecords: config.audit.maxRecords,
+  });
   const proxy = createProxyService({
+    ...(config.audit.enabled && { audit }),
     connectors,
     pins: {
       list: (id) => connectorRows.toolPins(id),
@@ -274,6 +292,7 @@ export function createServices(deps: Deps) {
     { name: "expire-oauth-states", run: async () => void (await oauth.expireStates()) },
     { name: "expire-authorization-server-records", run: async () => void (await authServer.cleanUp()) },
     { name: "expire-console-sessions", run: async () => void (await sessions.cleanUp()) },
+    { name: "expire-audit-records", run: async () => void (await audit.cleanUp()) },
     { name: "expire-connector-events", run: async () => void (await connectorRows.deleteEventsBefore(clock() - EVENT_RETENTION_MS)) },
     ...(webhooks ? [{ name: "deliver-webhooks", run: () => webhooks.deliver() }] : []),
     leased({ name: "refresh-agent-cards", run: () => providers.refreshStale() }, leases),
@@ -310,6 +329,7 @@ export function createServices(deps: Deps) {
     presets,
     proxy,
     providers,
+    audit,
     eventStreams: createEventStreams({ feed, repository: connectorRows }),
     events: { feed, webhooks },
     proxyEntry: proxyEntry({
@@ -335,6 +355,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
   return new Elysia({ normalize: false })
     .use(problemPlugin(deps.log, deps.requestIds))
     .use(docsPlugin(VERSION))
+    .use(consoleRoutes())
     .use(healthRoutes(deps.readiness, deps.store))
     .use(
       metricsRoutes(services.metrics, {
@@ -348,6 +369,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(presetRoutes(services.presets, auth))
     .use(oauthRoutes(services.authorization, deps.publicUrl))
     .use(eventRoutes(services.eventStreams, auth))
+    .use(auditRoutes(services.audit, auth))
     .use(connectorRoutes(services.connectors, auth, apiBody))
     .use(connectionRoutes(services.connections, auth, apiBody))
     .use(proxyRoutes(services.proxyEntry))

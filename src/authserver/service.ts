@@ -284,7 +284,7 @@ export function createAuthServer(deps: AuthServerDeps) {
     async verify(token: string): Promise<(Principal & { connector: string }) | undefined> {
       const owner = await repository.accessTokenOwner(digest(token));
       if (!owner || owner.kind !== "access" || owner.expires_at <= clock() || owner.disabled_at !== null) return undefined;
-      return { id: owner.user_id, username: owner.username, role: owner.role, connector: owner.connector_id };
+      return { id: owner.user_id, username: owner.username, role: owner.role, connector: owner.connector_id, credential: `oauth:${owner.client_id}` };
     },
 
     grantsOf: (userId: string) => repository.grantsOf(userId),

@@ -1,3 +1,4 @@
+import { createAuditRepository } from "../audit/repository";
 import { renameSync } from "node:fs";
 import { createConnectorRepository } from "../connectors/repository";
 import { ConfigError, loadConfig } from "../config/load";
@@ -55,7 +56,11 @@ async function rotate(env: Record<string, string | undefined>): Promise<number> 
   try {
     // One transaction: every value under the new key, or (interrupted) none.
     values = await store.transaction(function* (tx, lock) {
-      return (yield* createConnectorRepository(store).resealAll(reseal)(tx, lock)) + (yield* createOAuthRepository(store).resealAll(reseal)(tx, lock));
+      return (
+        (yield* createConnectorRepository(store).resealAll(reseal)(tx, lock)) +
+        (yield* createOAuthRepository(store).resealAll(reseal)(tx, lock)) +
+        (yield* createAuditRepository(store).resealAll(reseal)(tx, lock))
+      );
     });
   } finally {
     await store.close();

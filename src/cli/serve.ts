@@ -174,6 +174,8 @@ export async function startService(env: Record<string, string | undefined>, opti
       const closed = services.proxy.closeNotificationStreams();
       if (closed) log.info("ended notification streams for shutdown", { streams: closed });
       await stopped;
+      // What the requests just finished left in the audit queue is written before the store closes.
+      await services.audit.flush().catch((e) => log.error("audit records could not be written at shutdown", { error: (e as Error).message }));
       await store.close();
       log.info("stopped");
     },

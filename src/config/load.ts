@@ -30,6 +30,8 @@ export type Config = {
   authServer: { maxRegistrations: number };
   /** Origins whose browser pages may call the proxy and the OAuth endpoints ("*": any). */
   cors: { allowedOrigins: string[] };
+  /** The proxy's audit trail (README "Audit trail"). */
+  audit: { enabled: boolean; capture: boolean; retentionMs: number; maxRecords: number };
   /** WEBHOOKS__URLS get every connector event, signed with WEBHOOKS__SECRET. */
   webhooks: { urls: string[]; secret: string | undefined };
   api: { maxBodyBytes: number };
@@ -173,6 +175,12 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     authServer: { maxRegistrations: raw.authserver.max_registrations },
     cors: { allowedOrigins: raw.cors.allowed_origins.map((o) => (o === "*" ? o : new URL(o).origin)) },
     webhooks: { urls: raw.webhooks.urls, secret: raw.webhooks.secret },
+    audit: {
+      enabled: raw.audit.enabled,
+      capture: raw.audit.capture === "arguments",
+      retentionMs: raw.audit.retention_days * 86_400_000,
+      maxRecords: raw.audit.max_records,
+    },
     api: { maxBodyBytes: raw.api.max_body_bytes },
     proxy: {
       maxBodyBytes: raw.proxy.max_body_bytes,

@@ -50,6 +50,12 @@ export const ConfigSchema = t.Object({
   authserver: t.Object({
     max_registrations: t.Integer({ minimum: 1, maximum: 1_000_000, default: 1000, description: "an integer from 1 to 1000000" }),
   }),
+  audit: t.Object({
+    enabled: t.Boolean({ default: true, description: "true or false" }),
+    capture: t.Union([t.Literal("off"), t.Literal("arguments")], { default: "off", description: "off or arguments" }),
+    retention_days: t.Number({ minimum: 1, maximum: 3650, default: 30, description: "a number of days from 1 to 3650" }),
+    max_records: t.Integer({ minimum: 1000, maximum: 1_000_000_000, default: 1_000_000, description: "an integer from 1000 to 1000000000" }),
+  }),
   webhooks: t.Object({
     urls: t.Array(t.String({ pattern: "^https?://[^\\s]+$" }), { default: [], description: "a comma-separated list of http(s) URLs" }),
     secret: t.Optional(t.String({ minLength: 24, maxLength: 1024, description: "at least 24 characters (a whsec_ secret: base64 after the prefix)" })),

@@ -9,9 +9,13 @@ import type { RequestIds } from "./request-id";
  * for them and for whatever a route threw.
  */
 export function problemPlugin(log: Logger, requestIds: RequestIds) {
-  return new Elysia({ name: "problem" }).onError({ as: "global" }, ({ code, error, request }) =>
-    errorResponse(asAppError(code, error, request), log, requestIds.get(request)),
-  );
+  return new Elysia({ name: "problem" }).onError({ as: "global" }, ({ code, error, request }) => {
+    const response = errorResponse(asAppError(code, error, request), log, requestIds.get(request));
+    // A page's own fetch or EventSource (the console, Swagger UI) must not make the browser pop up its Basic sign-in
+    // dialog: it gets a challenge browsers do not prompt for ([RFC 7235 §4.1](https://www.rfc-editor.org/rfc/rfc7235#section-4.1) wants one, not which).
+    if (response.status === 401 && request.headers.get("sec-fetch-dest") === "empty") response.headers.set("www-authenticate", 'Bearer realm="connector-service"');
+    return response;
+  });
 }
 
 function asAppError(code: string | number, error: unknown, request: Request): unknown {

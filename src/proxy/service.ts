@@ -3,19 +3,28 @@ import type { ConnectorRow, ToolPinRow } from "../connectors/repository";
 import type { ConnectorService } from "../connectors/service";
 import type { Transitions } from "../connectors/transitions";
 import { compileToolPolicy } from "../connectors/tool-policy";
-import { bodyTooLarge, Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
+import type { AuditEntry } from "../audit/service";
+import { AppError, bodyTooLarge, Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
 import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
 import type { Principal } from "../users/model";
 import { readCapped } from "../http/read-capped";
+import { describeRequest, tapResponse, type Described, type Observed } from "./audit-tap";
 import { MCP_REQUEST_HEADERS } from "./headers";
 import { filterRequest, rewriteResponse, type FilteredRequest, type ToolView } from "./tool-filter";
 import { createPinning } from "./tool-pins";
 import type { StreamLimits } from "./stream-limits";
 import type { Targets } from "./target";
 
+/** What the audit trail needs of the proxy: its records' sink (audit/service.ts), and whether to capture arguments. */
+export type AuditSink = { capture: boolean; record(entry: AuditEntry): void };
+/** One message's audit facts, filled in while it is relayed. */
+type AuditTap = { capture: boolean; described?: Described; requestBytes: number };
+
 export type ProxyServiceDeps = {
+  /** The audit trail (AUDIT__ENABLED): one record per POSTed message; undefined when off. */
+  audit?: AuditSink;
   connectors: ConnectorService;
   /** A connector's tool pins, and where a listing's tools are recorded (off the request: it does not wait). */
   pins: { list(connectorId: string): Promise<ToolPinRow[]>; record(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> };
@@ -27,7 +36,7 @@ export type ProxyServiceDeps = {
   clock: () => number;
 };
 
-export function createProxyService({ connectors, pins, transitions, authorization, targets, limits, forward: baseOptions, clock }: ProxyServiceDeps) {
+export function createProxyService({ audit, connectors, pins, transitions, authorization, targets, limits, forward: baseOptions, clock }: ProxyServiceDeps) {
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   async function credentialsRejected(row: ConnectorRow, why: string): Promise<never> {
     const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
@@ -39,11 +48,11 @@ export function createProxyService({ connectors, pins, transitions, authorizatio
    * An OAuth connector's 401: refresh once (single flight per connector) and replay the request with the new
    * token — the body was teed, so a POST can be sent again. [MCP authorization (2025-11-25) §"Token Handling"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#token-handling).
    */
-  async function retryAfterRefresh(request: Request, row: ConnectorRow, url: URL, headers: Headers, options: ForwardOptions, spare: ReadableStream<Uint8Array> | null): Promise<Forwarded> {
+  async function retryAfterRefresh(request: Request, row: ConnectorRow, url: URL, headers: Headers, options: ForwardOptions, spare: ReadableStream<Uint8Array> | Uint8Array | null): Promise<Forwarded> {
     const rejected = headers.get("authorization")?.replace(/^Bearer /, "");
     const refreshed = await authorization.refresh(row.id, rejected);
     if (!refreshed.ok) {
-      await spare?.cancel();
+      if (spare instanceof ReadableStream) await spare.cancel();
       return credentialsRejected(row, `access token and its refresh failed (${refreshed.failure.reason})`);
     }
     headers.set("authorization", `Bearer ${refreshed.accessToken}`);
@@ -56,7 +65,7 @@ export function createProxyService({ connectors, pins, transitions, authorizatio
   }
 
   /** Sends one MCP request on, recovering from a 401 (refresh) or a 403 insufficient_scope as the connector allows. */
-  async function relay(row: ConnectorRow, request: Request, ended: () => void): Promise<Response> {
+  async function relay(row: ConnectorRow, request: Request, ended: () => void, tap?: AuditTap): Promise<Response> {
     const target = targets.target(row);
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
     const { url } = target;
@@ -71,10 +80,18 @@ export function createProxyService({ connectors, pins, transitions, authorizatio
         }
       : undefined;
     let filtered: FilteredRequest | undefined;
-    if (view && request.method === "POST" && request.body) {
+    // The audit trail and a tool policy read the request; without either, the body streams through unread.
+    let bytes: Uint8Array | undefined;
+    if ((view || tap) && request.method === "POST" && request.body) {
       if (Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
-      const bytes = await readCapped(request.body, options.maxBodyBytes);
+      bytes = await readCapped(request.body, options.maxBodyBytes);
       if (!bytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
+    }
+    if (tap && request.method === "POST") {
+      tap.described = describeRequest(bytes, request.headers, tap.capture);
+      tap.requestBytes = bytes?.byteLength ?? 0;
+    }
+    if (view && bytes) {
       filtered = filterRequest(bytes, request.headers, view);
       if (filtered.kind === "answer") {
         ended();
@@ -84,9 +101,9 @@ export function createProxyService({ connectors, pins, transitions, authorizatio
       // The listing must be read to be rewritten: ask for it uncompressed.
       if (filtered.listIds.size > 0) headers.delete("accept-encoding");
     }
-    const readBody = filtered?.kind === "forward" ? () => new Response(filtered.body as Uint8Array<ArrayBuffer>).body : undefined;
+    const sent = filtered?.kind === "forward" ? filtered.body : bytes;
     // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.
-    const [body, spare] = readBody ? [readBody(), oauth ? readBody() : null] : oauth && request.body ? request.body.tee() : [request.body, null];
+    const [body, spare] = sent ? [sent, oauth ? sent : null] : oauth && request.body ? request.body.tee() : [request.body, null];
     let forwarded = await forward(request, url, headers, options, body);
     if (forwarded.upstream.status === 401) {
       await forwarded.upstream.body?.cancel();
@@ -99,8 +116,8 @@ export function createProxyService({ connectors, pins, transitions, authorizatio
       }
       if (!oauth) await credentialsRejected(row, "stored credentials");
       forwarded = await retryAfterRefresh(request, row, url, headers, options, spare);
-    } else {
-      void spare?.cancel();
+    } else if (spare instanceof ReadableStream) {
+      void spare.cancel();
     }
     if (oauth && forwarded.upstream.status === 403) {
       const challenge = extractWWWAuthenticateParams(forwarded.upstream);
@@ -139,10 +156,32 @@ export function createProxyService({ connectors, pins, transitions, authorizatio
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);
       }
       const close = limits.open(caller.id, row.id);
+      const tap: AuditTap | undefined = audit && request.method === "POST" ? { capture: audit.capture, requestBytes: 0 } : undefined;
+      const startedAt = clock();
+      const started = performance.now();
+      const record = (httpStatus: number, observed: Observed) => {
+        const described = tap?.described ?? { method: null, name: null };
+        audit!.record({
+          caller,
+          connectorId: row.id,
+          method: described.method,
+          name: described.name,
+          outcome: observed.errorCode !== null ? "error" : httpStatus >= 400 ? "http" : "result",
+          errorCode: observed.errorCode,
+          httpStatus,
+          startedAt,
+          durationMs: performance.now() - started,
+          requestBytes: tap?.requestBytes ?? 0,
+          responseBytes: observed.bytes,
+          ...(audit!.capture && { captured: { arguments: described.arguments, result: observed.result } }),
+        });
+      };
       try {
-        return await relay(row, request, close);
+        const response = await relay(row, request, close, tap);
+        return tap ? tapResponse(response, tap.capture, (observed) => record(response.status, observed)) : response;
       } catch (e) {
         close();
+        if (tap) record(e instanceof AppError ? e.status : 500, { errorCode: null, bytes: 0 });
         throw e;
       }
     },

@@ -52,11 +52,13 @@ export async function forward(
   url: URL,
   headers: Headers,
   options: ForwardOptions,
-  body: ReadableStream<Uint8Array> | null = request.body,
+  body: ReadableStream<Uint8Array> | Uint8Array | null = request.body,
 ): Promise<Forwarded> {
   const hasBody = request.method === "POST" && body !== null;
-  if (hasBody && Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) {
-    await body!.cancel().catch(() => undefined);
+  // A body already read (and capped) by the caller: sent as it is.
+  const read = body instanceof Uint8Array;
+  if (hasBody && !read && Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) {
+    await (body as ReadableStream).cancel().catch(() => undefined);
     throw tooLarge(options);
   }
   const controller = new AbortController();
@@ -69,10 +71,10 @@ export async function forward(
   }, options.headersTimeoutMs);
   const started = performance.now();
   let overLimit = false;
-  if (hasBody && !request.headers.has("content-length")) {
+  if (hasBody && !read && !request.headers.has("content-length")) {
     const limit = options.maxBodyBytes;
     let size = 0;
-    body = body!.pipeThrough(
+    body = (body as ReadableStream<Uint8Array>).pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, stream) {
           size += chunk.byteLength;
@@ -95,7 +97,7 @@ export async function forward(
       redirect: "manual",
       // Bun: pass compressed bodies through as they are; the client's accept-encoding was forwarded.
       decompress: false,
-      ...(hasBody && { duplex: "half" }),
+      ...(hasBody && !read && { duplex: "half" }),
     } as RequestInit);
   } catch (e) {
     request.signal.removeEventListener("abort", abort);

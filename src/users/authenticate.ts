@@ -78,7 +78,7 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     const hit = remembered.get(key);
     if (hit && hit.until > now) {
       const user = await users.findById(hit.userId);
-      if (user && user.disabled_at === null && safeEqual(user.password_hash, hit.passwordHash)) return principal(user);
+      if (user && user.disabled_at === null && safeEqual(user.password_hash, hit.passwordHash)) return principal(user, "basic");
       remembered.delete(key);
     }
     const decoded = Buffer.from(credentials, "base64").toString("utf8");
@@ -92,7 +92,7 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     if (user.disabled_at !== null) throw new Unauthorized("This user is disabled");
     if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);
     remembered.set(key, { userId: user.id, passwordHash: user.password_hash, until: now + rememberMs });
-    return principal(user);
+    return principal(user, "basic");
   }
 
   async function bearer(token: string): Promise<Principal> {
@@ -106,7 +106,7 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     if (!found || !safeEqual(found.token_digest, digest)) throw new Unauthorized("Unknown or revoked API token");
     if (found.expires_at !== null && found.expires_at <= clock()) throw new Unauthorized("The API token has expired");
     if (found.disabled_at !== null) throw new Unauthorized("This user is disabled");
-    return principal(found);
+    return principal(found, `token:${found.token_id}`);
   }
 
   return async (authorization) => {
@@ -120,8 +120,8 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
   };
 }
 
-function principal(user: { id: string; username: string; role: "admin" | "user" }): Principal {
-  return { id: user.id, username: user.username, role: user.role };
+function principal(user: { id: string; username: string; role: "admin" | "user" }, credential: string): Principal {
+  return { id: user.id, username: user.username, role: user.role, credential };
 }
 
 /** Constant-time for strings of equal length (both sides here are fixed-length digests or PHC strings). */

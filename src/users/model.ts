@@ -86,4 +86,11 @@ export type CreatedToken = typeof CreatedToken.static;
  * The authenticated caller, as services see it. `connector` is set for an access token of the service's own
  * authorization server: it acts for the person only at that connector's MCP proxy, nowhere else.
  */
-export type Principal = { id: string; username: string; role: Role; connector?: string };
+export type Principal = {
+  id: string;
+  username: string;
+  role: Role;
+  connector?: string;
+  /** How the request authenticated, for the audit trail: basic, session, token:<API token id>, oauth:<client id>. */
+  credential?: string;
+};

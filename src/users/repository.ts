@@ -6,7 +6,7 @@ import { api_tokens as sqliteTokens, api_tokensPg, sessions as sqliteSessions, s
 export type UserRow = typeof sqliteUsers.$inferSelect;
 export type TokenRow = typeof sqliteTokens.$inferSelect;
 export type SessionRow = typeof sqliteSessions.$inferSelect;
-export type TokenOwner = Pick<TokenRow, "token_digest" | "expires_at"> & Pick<UserRow, "id" | "username" | "role" | "disabled_at">;
+export type TokenOwner = Pick<TokenRow, "token_digest" | "expires_at"> & Pick<UserRow, "id" | "username" | "role" | "disabled_at"> & { token_id: string };
 /** A console session and the user it signs in. */
 export type SessionOwner = Pick<SessionRow, "digest" | "expires_at"> & Pick<UserRow, "id" | "username" | "role" | "disabled_at">;
 
@@ -53,6 +53,7 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
     "token_owner_by_digest",
     db
       .select({
+        token_id: api_tokens.id,
         token_digest: api_tokens.token_digest,
         expires_at: api_tokens.expires_at,
         id: users.id,

@@ -68,7 +68,7 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
         const sent = request.headers.get(CSRF_HEADER);
         if (sent === null || !same(sent, csrf)) throw new Forbidden(`A change with a console session needs the session's ${CSRF_HEADER} header`);
       }
-      return { id: row.id, username: row.username, role: row.role, csrf_token: csrf, session: row.digest, expires_at: row.expires_at };
+      return { id: row.id, username: row.username, role: row.role, credential: "session", csrf_token: csrf, session: row.digest, expires_at: row.expires_at };
     },
 
     /** Ends the request's session, if any; the Set-Cookie value that clears it. */

@@ -1,0 +1,20 @@
+CREATE TABLE `audit_records` (
+	`id` text PRIMARY KEY NOT NULL,
+	`at` integer NOT NULL,
+	`user_id` text NOT NULL,
+	`credential` text,
+	`connector_id` text NOT NULL,
+	`method` text,
+	`name` text,
+	`outcome` text NOT NULL,
+	`error_code` integer,
+	`http_status` integer NOT NULL,
+	`duration_ms` integer NOT NULL,
+	`request_bytes` integer NOT NULL,
+	`response_bytes` integer NOT NULL,
+	`captured` text
+);
+--> statement-breakpoint
+CREATE INDEX `audit_at_idx` ON `audit_records` (`at`);--> statement-breakpoint
+CREATE INDEX `audit_connector_idx` ON `audit_records` (`connector_id`,`id`);--> statement-breakpoint
+CREATE INDEX `audit_user_idx` ON `audit_records` (`user_id`,`id`);

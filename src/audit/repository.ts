@@ -1,0 +1,59 @@
+import { and, desc, eq, gte, isNotNull, lt, lte, type SQL } from "drizzle-orm";
+import type { Store, TransactionBody } from "../db/store";
+import type { Reseal } from "../secrets/sealer";
+import { audit_recordsPg, audit_records as sqliteAudit } from "./table";
+
+export type AuditRow = typeof sqliteAudit.$inferSelect;
+export type AuditFilter = { userId?: string; connectorId?: string; method?: string; since?: number; until?: number };
+
+/** Audit records, on either store. */
+export type AuditRepository = {
+  /** Many records in one transaction (the writer's batch). */
+  insertMany(rows: AuditRow[]): Promise<void>;
+  /** Newest first, after the cursor's id (UUIDv7 order is time order). */
+  page(filter: AuditFilter, limit: number, beforeId: string | undefined): Promise<AuditRow[]>;
+  deleteBefore(at: number): Promise<number>;
+  /** Keeps the newest `max` records; how many went. */
+  trimTo(max: number): Promise<number>;
+  /** Key rotation: every captured (sealed) value re-sealed by `reseal`, inside the caller's transaction; how many. */
+  resealAll(reseal: Reseal): TransactionBody<number>;
+};
+
+/** Binds a captured value's ciphertext to its record. */
+export const auditSealContext = (id: string) => `audit_records/${id}/captured`;
+
+/** Rows per INSERT statement: 15 columns each stays far below SQLite's bound-parameter limit. */
+const CHUNK = 200;
+
+export function createAuditRepository(store: Store): AuditRepository {
+  const { db } = store;
+  const audit = store.table(sqliteAudit, audit_recordsPg);
+  return {
+    insertMany: (rows) =>
+      store.transaction(function* (tx) {
+        for (let i = 0; i < rows.length; i += CHUNK) yield tx.insert(audit).values(rows.slice(i, i + CHUNK));
+      }),
+    async page(filter, limit, beforeId) {
+      const conditions: SQL[] = [];
+      if (filter.userId !== undefined) conditions.push(eq(audit.user_id, filter.userId));
+      if (filter.connectorId !== undefined) conditions.push(eq(audit.connector_id, filter.connectorId));
+      if (filter.method !== undefined) conditions.push(eq(audit.method, filter.method));
+      if (filter.since !== undefined) conditions.push(gte(audit.at, filter.since));
+      if (filter.until !== undefined) conditions.push(lte(audit.at, filter.until));
+      if (beforeId !== undefined) conditions.push(lt(audit.id, beforeId));
+      return db.select().from(audit).where(and(...conditions)).orderBy(desc(audit.id)).limit(limit);
+    },
+    deleteBefore: async (at) => (await db.delete(audit).where(lt(audit.at, at)).returning({ id: audit.id })).length,
+    resealAll: (reseal) =>
+      function* (tx) {
+        const rows: { id: string; captured: string | null }[] = yield tx.select({ id: audit.id, captured: audit.captured }).from(audit).where(isNotNull(audit.captured));
+        for (const row of rows) yield tx.update(audit).set({ captured: reseal(row.captured!, auditSealContext(row.id)) }).where(eq(audit.id, row.id));
+        return rows.length;
+      },
+    async trimTo(max) {
+      const [oldestKept] = await db.select({ id: audit.id }).from(audit).orderBy(desc(audit.id)).limit(1).offset(max - 1);
+      if (!oldestKept) return 0;
+      return (await db.delete(audit).where(lt(audit.id, oldestKept.id)).returning({ id: audit.id })).length;
+    },
+  };
+}

@@ -1,0 +1,67 @@
+import type { Logger } from "../observability/logger";
+import type { AuditRepository, AuditRow } from "./repository";
+
+/** How often queued records are written, and how many at most in one transaction. */
+export const AUDIT_FLUSH_MS = 250;
+export const AUDIT_BATCH = 2_000;
+/** Records kept in memory while the store refuses them; beyond this the oldest are dropped (and counted in the log). */
+export const AUDIT_QUEUE_MAX = 200_000;
+
+/**
+ * Writes audit records off the request path: a request only queues its record; a timer writes what is queued in
+ * batches, one transaction each. A batch the store refuses stays queued and is tried again.
+ */
+export function createAuditWriter(repository: AuditRepository, log: Logger) {
+  let queue: AuditRow[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let writing: Promise<void> | undefined;
+  let dropped = 0;
+
+  async function flush(): Promise<void> {
+    if (writing) await writing;
+    while (queue.length > 0) {
+      const batch = queue.slice(0, AUDIT_BATCH);
+      writing = repository.insertMany(batch).then(
+        () => void (queue = queue.slice(batch.length)),
+        (e) => {
+          log.warn("audit records could not be written yet; they stay queued", { count: queue.length, error: (e as Error).message });
+          throw e;
+        },
+      );
+      try {
+        await writing;
+      } catch {
+        schedule(AUDIT_FLUSH_MS * 4);
+        return;
+      } finally {
+        writing = undefined;
+      }
+    }
+  }
+
+  function schedule(ms = AUDIT_FLUSH_MS) {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void flush();
+    }, ms);
+    timer.unref?.();
+  }
+
+  return {
+    push(row: AuditRow) {
+      queue.push(row);
+      if (queue.length > AUDIT_QUEUE_MAX) {
+        const over = queue.length - AUDIT_QUEUE_MAX;
+        queue = queue.slice(over);
+        dropped += over;
+        log.error("audit records dropped: the store has refused them for too long", { dropped });
+      }
+      schedule();
+    },
+    /** Writes everything queued now (at shutdown, and for tests). */
+    flush,
+    pending: () => queue.length,
+  };
+}
+export type AuditWriter = ReturnType<typeof createAuditWriter>;

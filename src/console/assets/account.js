@@ -1,0 +1,41 @@
+// The signed-in person: who they are, and changing their own password.
+import { api } from "./api.js";
+import { announce, busy, h, showError } from "./dom.js";
+
+export function initAccount() {
+  const form = document.getElementById("password-form");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    busy(form.querySelector("button[type=submit]"), () => changePassword(form));
+  });
+}
+
+export function showAccount(user) {
+  // For password managers: whose password this is.
+  document.getElementById("password-username").defaultValue = user.username;
+  document
+    .getElementById("account-who")
+    .replaceChildren("Signed in as ", h("strong", {}, user.username), user.role === "admin" ? " (administrator)." : ".");
+}
+
+export function resetAccount() {
+  document.getElementById("password-form").reset();
+  document.getElementById("account-who").replaceChildren();
+}
+
+async function changePassword(form) {
+  const error = document.getElementById("password-error");
+  showError(error, null);
+  const current = form.elements.current_password.value;
+  const next = form.elements.new_password.value;
+  if (!current) return showError(error, new Error("Enter your current password."));
+  if (next.length < 8) return showError(error, new Error("The new password needs 8 characters or more."));
+  if (next !== form.elements.again.value) return showError(error, new Error("The two new passwords differ."));
+  try {
+    await api("PUT", "/api/v1/users/me/password", { current_password: current, new_password: next });
+  } catch (e) {
+    return showError(error, e);
+  }
+  form.reset();
+  announce("Your password was changed. Your other console sessions have ended.");
+}
