@@ -47,6 +47,7 @@ import { createOAuthHttp } from "./oauth/http";
 import { createOAuthRepository } from "./oauth/repository";
 import { oauthRoutes } from "./oauth/routes";
 import type { Logger } from "./observability/logger";
+import { createTracing } from "./observability/tracing";
 import { createPresetCatalog } from "./presets/catalog";
 import { presetRoutes } from "./presets/routes";
 import { proxyEntry } from "./proxy/entry";
@@ -201,6 +202,14 @@ export function createServices(deps: Deps) {
     allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...config.oauth.allowedRedirectOrigins],
   });
   const relaySettings = { fetch: upstreamFetch, headersTimeoutMs: config.proxy.upstreamTimeoutMs, maxBodyBytes: config.proxy.maxBodyBytes };
+  // OpenTelemetry (the standard OTEL_* variables): off unless an endpoint is set. Connects and refreshes get a span each.
+  const tracing = config.tracing ? createTracing(config.tracing) : undefined;
+  if (tracing) {
+    const { connect } = connections;
+    connections.connect = (caller, id, body) => tracing.around("connector.connect", { "mcp.connector.id": id, "enduser.id": caller.id }, () => connect(caller, id, body));
+    const { refresh } = authorization;
+    authorization.refresh = (id, rejected) => tracing.around("connector.oauth.refresh", { "mcp.connector.id": id }, () => refresh(id, rejected));
+  }
   // The audit trail: records queued by the proxy, written in batches off the request path.
   const auditRows = createAuditRepository(deps.store);
   const audit = createAuditService({
@@ -215,6 +224,7 @@ export function createServices(deps: Deps) {
   });
   const proxy = createProxyService({
     ...(config.audit.enabled && { audit }),
+    ...(tracing && { tracing }),
     connectors,
     pins: {
       list: (id) => connectorRows.toolPins(id),
@@ -330,6 +340,7 @@ export function createServices(deps: Deps) {
     proxy,
     providers,
     audit,
+    tracing,
     eventStreams: createEventStreams({ feed, repository: connectorRows }),
     events: { feed, webhooks },
     proxyEntry: proxyEntry({

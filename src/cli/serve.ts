@@ -176,6 +176,7 @@ export async function startService(env: Record<string, string | undefined>, opti
       await stopped;
       // What the requests just finished left in the audit queue is written before the store closes.
       await services.audit.flush().catch((e) => log.error("audit records could not be written at shutdown", { error: (e as Error).message }));
+      await services.tracing?.shutdown().catch((e) => log.warn("the last spans could not be exported", { error: (e as Error).message }));
       await store.close();
       log.info("stopped");
     },

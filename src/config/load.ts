@@ -1,3 +1,5 @@
+import type { TracingSettings } from "../observability/tracing";
+import { VERSION } from "../version";
 import { Value } from "@sinclair/typebox/value";
 import type { TObject } from "@sinclair/typebox";
 import { readFileSync } from "node:fs";
@@ -30,6 +32,8 @@ export type Config = {
   authServer: { maxRegistrations: number };
   /** Origins whose browser pages may call the proxy and the OAuth endpoints ("*": any). */
   cors: { allowedOrigins: string[] };
+  /** OpenTelemetry traces, from the standard OTEL_* variables; undefined: off. */
+  tracing: TracingSettings | undefined;
   /** The proxy's audit trail (README "Audit trail"). */
   audit: { enabled: boolean; capture: boolean; retentionMs: number; maxRecords: number };
   /** WEBHOOKS__URLS get every connector event, signed with WEBHOOKS__SECRET. */
@@ -106,6 +110,33 @@ function inClusterNamespace(): string | undefined {
   }
 }
 
+/**
+ * The [OpenTelemetry SDK environment variables](https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/)
+ * that concern an OTLP/HTTP trace exporter. Tracing is on when an endpoint is given, unless the SDK is disabled.
+ */
+function tracingSettings(env: Record<string, string | undefined>): TracingSettings | undefined {
+  if (env.OTEL_SDK_DISABLED === "true" || env.OTEL_TRACES_EXPORTER === "none") return undefined;
+  const tracesEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!tracesEndpoint && !endpoint) return undefined;
+  const url = tracesEndpoint || `${endpoint!.replace(/\/+$/, "")}/v1/traces`;
+  if (!URL.canParse(url)) throw new ConfigError(tracesEndpoint ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT", "must be an http(s) URL");
+  // "key=value,key2=value2", values URL-encoded (the specification's format).
+  const headers: Record<string, string> = {};
+  for (const pair of (env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS ?? "").split(",")) {
+    const eq = pair.indexOf("=");
+    if (eq > 0) headers[decodeURIComponent(pair.slice(0, eq).trim())] = decodeURIComponent(pair.slice(eq + 1).trim());
+  }
+  const delay = Number(env.OTEL_BSP_SCHEDULE_DELAY ?? 5000);
+  return {
+    url,
+    headers,
+    serviceName: env.OTEL_SERVICE_NAME || "connector-service",
+    serviceVersion: VERSION,
+    scheduleDelayMs: Number.isFinite(delay) && delay >= 0 ? delay : 5000,
+  };
+}
+
 function finish(raw: RawConfig, env: Record<string, string | undefined>): Config {
   let presets: readonly Preset[] = BUILTIN_PRESETS;
   if (raw.connector.presets !== undefined) {
@@ -175,6 +206,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     authServer: { maxRegistrations: raw.authserver.max_registrations },
     cors: { allowedOrigins: raw.cors.allowed_origins.map((o) => (o === "*" ? o : new URL(o).origin)) },
     webhooks: { urls: raw.webhooks.urls, secret: raw.webhooks.secret },
+    tracing: tracingSettings(env),
     audit: {
       enabled: raw.audit.enabled,
       capture: raw.audit.capture === "arguments",

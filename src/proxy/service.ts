@@ -4,6 +4,7 @@ import type { ConnectorService } from "../connectors/service";
 import type { Transitions } from "../connectors/transitions";
 import { compileToolPolicy } from "../connectors/tool-policy";
 import type { AuditEntry } from "../audit/service";
+import type { Traced, Tracing } from "../observability/tracing";
 import { AppError, bodyTooLarge, Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
 import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
@@ -23,6 +24,8 @@ export type AuditSink = { capture: boolean; record(entry: AuditEntry): void };
 type AuditTap = { capture: boolean; described?: Described; requestBytes: number };
 
 export type ProxyServiceDeps = {
+  /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): a span per request, a child per upstream call; undefined when off. */
+  tracing?: Tracing;
   /** The audit trail (AUDIT__ENABLED): one record per POSTed message; undefined when off. */
   audit?: AuditSink;
   connectors: ConnectorService;
@@ -36,7 +39,7 @@ export type ProxyServiceDeps = {
   clock: () => number;
 };
 
-export function createProxyService({ audit, connectors, pins, transitions, authorization, targets, limits, forward: baseOptions, clock }: ProxyServiceDeps) {
+export function createProxyService({ tracing, audit, connectors, pins, transitions, authorization, targets, limits, forward: baseOptions, clock }: ProxyServiceDeps) {
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   async function credentialsRejected(row: ConnectorRow, why: string): Promise<never> {
     const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
@@ -65,7 +68,7 @@ export function createProxyService({ audit, connectors, pins, transitions, autho
   }
 
   /** Sends one MCP request on, recovering from a 401 (refresh) or a 403 insufficient_scope as the connector allows. */
-  async function relay(row: ConnectorRow, request: Request, ended: () => void, tap?: AuditTap): Promise<Response> {
+  async function relay(row: ConnectorRow, request: Request, ended: () => void, tap?: AuditTap, traced?: Traced): Promise<Response> {
     const target = targets.target(row);
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
     const { url } = target;
@@ -104,7 +107,17 @@ export function createProxyService({ audit, connectors, pins, transitions, autho
     const sent = filtered?.kind === "forward" ? filtered.body : bytes;
     // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.
     const [body, spare] = sent ? [sent, oauth ? sent : null] : oauth && request.body ? request.body.tee() : [request.body, null];
-    let forwarded = await forward(request, url, headers, options, body);
+    // The upstream call as a child span; the server hears of the trace through `traceparent` (W3C Trace Context).
+    const upstreamSpan = traced?.child("mcp.upstream", { "server.address": url.host, "url.path": url.pathname }, "client");
+    upstreamSpan?.inject(headers);
+    let forwarded: Forwarded;
+    try {
+      forwarded = await forward(request, url, headers, options, body);
+    } catch (e) {
+      upstreamSpan?.end(undefined, (e as Error).message);
+      throw e;
+    }
+    upstreamSpan?.end({ "http.response.status_code": forwarded.upstream.status });
     if (forwarded.upstream.status === 401) {
       await forwarded.upstream.body?.cancel();
       if (row.auth_method === "none" && !target.managed) {
@@ -156,12 +169,23 @@ export function createProxyService({ audit, connectors, pins, transitions, autho
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);
       }
       const close = limits.open(caller.id, row.id);
-      const tap: AuditTap | undefined = audit && request.method === "POST" ? { capture: audit.capture, requestBytes: 0 } : undefined;
+      const traced = tracing?.server("mcp.proxy", request, { "mcp.connector.id": row.id, "enduser.id": caller.id, "http.request.method": request.method });
+      const tap: AuditTap | undefined = (audit || traced) && request.method === "POST" ? { capture: audit?.capture ?? false, requestBytes: 0 } : undefined;
       const startedAt = clock();
       const started = performance.now();
       const record = (httpStatus: number, observed: Observed) => {
         const described = tap?.described ?? { method: null, name: null };
-        audit!.record({
+        traced?.end(
+          {
+            "http.response.status_code": httpStatus,
+            ...(described.method !== null && { "mcp.method.name": described.method }),
+            ...(described.name !== null && { [described.method === "resources/read" ? "mcp.resource.uri" : "mcp.tool.name"]: described.name }),
+            ...(observed.errorCode !== null && { "rpc.jsonrpc.error_code": observed.errorCode }),
+          },
+          httpStatus >= 500 ? `HTTP ${httpStatus}` : undefined,
+        );
+        if (!audit) return;
+        audit.record({
           caller,
           connectorId: row.id,
           method: described.method,
@@ -173,15 +197,19 @@ export function createProxyService({ audit, connectors, pins, transitions, autho
           durationMs: performance.now() - started,
           requestBytes: tap?.requestBytes ?? 0,
           responseBytes: observed.bytes,
-          ...(audit!.capture && { captured: { arguments: described.arguments, result: observed.result } }),
+          ...(audit.capture && { captured: { arguments: described.arguments, result: observed.result } }),
         });
       };
       try {
-        const response = await relay(row, request, close, tap);
-        return tap ? tapResponse(response, tap.capture, (observed) => record(response.status, observed)) : response;
+        const response = await relay(row, request, close, tap, traced);
+        if (tap) return tapResponse(response, tap.capture, (observed) => record(response.status, observed));
+        traced?.end({ "http.response.status_code": response.status });
+        return response;
       } catch (e) {
         close();
-        if (tap) record(e instanceof AppError ? e.status : 500, { errorCode: null, bytes: 0 });
+        const status = e instanceof AppError ? e.status : 500;
+        if (tap) record(status, { errorCode: null, bytes: 0 });
+        else traced?.end({ "http.response.status_code": status }, status >= 500 ? (e as Error).message : undefined);
         throw e;
       }
     },
