@@ -49,6 +49,7 @@ export type ToolChange = typeof ToolChange.static;
 export const Connector = t.Object(
   {
     id: t.String({ format: "uuid" }),
+    owner_id: t.String({ description: "The user the connector belongs to (administrators see everyone's)" }),
     url: t.String({ description: "MCP server URL: http://, https:// or mcp+stdio://" }),
     state: t.UnionEnum(CONNECTOR_STATES, {
       description: "created → (connect) → auth_required (OAuth pending) → connected → disconnected",

@@ -27,6 +27,7 @@ export type ConnectorServiceDeps = {
 export function connectorView(row: ConnectorRow): Connector {
   return {
     id: row.id,
+    owner_id: row.owner_id,
     url: row.url,
     state: row.state,
     // Also shown while re-authorization is pending (e.g. the server asked for a wider scope).

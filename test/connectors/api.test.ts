@@ -7,12 +7,15 @@ import { expectProblem, type Api } from "../support/api";
 const UPSTREAM = "https://bearer.example/mcp";
 let t: TestApp;
 let alice: Api;
+let aliceId: string;
 let bob: Api;
 
 beforeAll(async () => {
   t = await createTestApp();
   t.network.serve(UPSTREAM, bearerMcp("sk-live-123").handler);
-  alice = (await t.user("alice")).api;
+  const user = await t.user("alice");
+  alice = user.api;
+  aliceId = user.principal.id;
   bob = (await t.user("bob")).api;
 });
 afterAll(() => t.close());
@@ -25,6 +28,7 @@ describe("create", () => {
     expect(res.status).toBe(201);
     expect(res.headers.get("location")).toBe(`/api/v1/connectors/${res.body.id}`);
     expect(res.body).toMatchObject({
+      owner_id: aliceId,
       url: "https://mcp.example.com/mcp",
       state: "created",
       disconnect_reason: null,
