@@ -85,14 +85,16 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
     let filtered: FilteredRequest | undefined;
     // The audit trail and a tool policy read the request; without either, the body streams through unread.
     let bytes: Uint8Array | undefined;
-    if ((view || tap) && request.method === "POST" && request.body) {
+    // A 2026-07-28 request names its method (and tool) in headers: the audit trail then needs no body, unless it captures.
+    const tapNeedsBody = tap !== undefined && (tap.capture || !request.headers.has("mcp-method"));
+    if ((view || tapNeedsBody) && request.method === "POST" && request.body) {
       if (Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
       bytes = await readCapped(request.body, options.maxBodyBytes);
       if (!bytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
     }
     if (tap && request.method === "POST") {
       tap.described = describeRequest(bytes, request.headers, tap.capture);
-      tap.requestBytes = bytes?.byteLength ?? 0;
+      tap.requestBytes = bytes?.byteLength ?? Number(request.headers.get("content-length") ?? 0);
     }
     if (view && bytes) {
       filtered = filterRequest(bytes, request.headers, view);

@@ -98,6 +98,26 @@ describe("with audit on (the default)", () => {
     expect((await t.api("GET", `/api/v1/audit?user_id=${alice.principal.id}&limit=1`)).body.items).toHaveLength(1);
   });
 
+  test("a 2026-07-28 request is recorded from its Mcp-Method and Mcp-Name headers (its body streams on unread)", async () => {
+    const res = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors/${tools}/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${alice.token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-method": "tools/call",
+          "mcp-name": "lookup",
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: "h-1", method: "tools/call", params: { name: "lookup", arguments: { query: SECRET_ARGUMENT } } }),
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain("called lookup");
+    const [record] = (await alice.api("GET", `/api/v1/audit?connector_id=${tools}&method=tools/call&limit=1`)).body.items;
+    expect(record).toMatchObject({ method: "tools/call", name: "lookup", outcome: "result", http_status: 200 });
+  });
+
   test("an upstream that cannot be reached is recorded by the HTTP status the client got", async () => {
     t.network.remove("https://bare.example");
     const res = await t.handle(
