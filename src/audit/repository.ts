@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, isNotNull, lt, lte, type SQL } from "drizzle-orm";
+import { and, desc, eq, gte, isNotNull, lt, lte, sql, type SQL } from "drizzle-orm";
 import type { Store, TransactionBody } from "../db/store";
 import type { Reseal } from "../secrets/sealer";
 import { audit_recordsPg, audit_records as sqliteAudit } from "./table";
@@ -8,7 +8,7 @@ export type AuditFilter = { userId?: string; connectorId?: string; method?: stri
 
 /** Audit records, on either store. */
 export type AuditRepository = {
-  /** Many records in one transaction (the writer's batch). */
+  /** Many records (the writer's batch): on SQLite in one transaction; a record already there is left as it is. */
   insertMany(rows: AuditRow[]): Promise<void>;
   /** Newest first, after the cursor's id (UUIDv7 order is time order). */
   page(filter: AuditFilter, limit: number, beforeId: string | undefined): Promise<AuditRow[]>;
@@ -22,17 +22,20 @@ export type AuditRepository = {
 /** Binds a captured value's ciphertext to its record. */
 export const auditSealContext = (id: string) => `audit_records/${id}/captured`;
 
-/** Rows per INSERT statement: 15 columns each stays far below SQLite's bound-parameter limit. */
-const CHUNK = 200;
-
 export function createAuditRepository(store: Store): AuditRepository {
   const { db } = store;
   const audit = store.table(sqliteAudit, audit_recordsPg);
+  // One prepared INSERT run per record: building a multi-row statement cost several times what the database does.
+  const columns = ["id", "at", "user_id", "credential", "connector_id", "method", "name", "outcome", "error_code", "http_status", "duration_ms", "request_bytes", "response_bytes", "captured"] as const;
+  const insertEach = store.prepareEach(
+    "audit_insert",
+    db
+      .insert(audit)
+      .values(Object.fromEntries(columns.map((column) => [column, sql.placeholder(column)])) as unknown as AuditRow)
+      .onConflictDoNothing(),
+  );
   return {
-    insertMany: (rows) =>
-      store.transaction(function* (tx) {
-        for (let i = 0; i < rows.length; i += CHUNK) yield tx.insert(audit).values(rows.slice(i, i + CHUNK));
-      }),
+    insertMany: (rows) => insertEach(rows),
     async page(filter, limit, beforeId) {
       const conditions: SQL[] = [];
       if (filter.userId !== undefined) conditions.push(eq(audit.user_id, filter.userId));

@@ -55,6 +55,12 @@ function postgresStore(client: SQL, pg: BunSQLDatabase, applied: number): Postgr
       const prepared = query.prepare(name) as { execute(params: Record<string, unknown>): Promise<never[]> };
       return async (params) => (await prepared.execute(params))[0];
     },
+    prepareEach(name, query) {
+      const prepared = query.prepare(name) as { execute(params: Record<string, unknown>): Promise<unknown> };
+      return async (list) => {
+        for (const params of list) await prepared.execute(params);
+      };
+    },
     async ping() {
       await client`SELECT 1`;
     },

@@ -43,6 +43,13 @@ export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLI
       const prepared = query.prepare() as { get(params: Record<string, unknown>): never };
       return async (params) => prepared.get(params);
     },
+    prepareEach(_name, query) {
+      const prepared = query.prepare() as { run(params: Record<string, unknown>): unknown };
+      const runAll = sqlite.transaction((list: Record<string, unknown>[]) => {
+        for (const params of list) prepared.run(params);
+      });
+      return async (list) => void runAll.immediate(list);
+    },
     async ping() {
       sqlite.query("SELECT 1").get();
     },

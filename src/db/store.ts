@@ -27,6 +27,12 @@ export type Store = {
   transaction<T>(body: TransactionBody<T>): Promise<T>;
   /** `name` must be unique per statement (PostgreSQL names its prepared statements). */
   prepareFirst<Row>(name: string, query: { prepare(name?: string): unknown }): PreparedFirst<Row>;
+  /**
+   * A statement prepared once and run for each of many parameter sets: on SQLite in one transaction, on PostgreSQL one
+   * after the other. For bulk writes where building one large statement per batch costs more than the database does
+   * (the audit trail); the statement should be idempotent (ON CONFLICT DO NOTHING), so a retried batch is harmless.
+   */
+  prepareEach(name: string, query: { prepare(name?: string): unknown }): (params: Record<string, unknown>[]) => Promise<void>;
   /** Migrations applied when the store was opened. */
   readonly applied: number;
   /** Answers when the store can be queried now (`/readyz`). */
