@@ -13,7 +13,7 @@ import type { Config } from "./config/load";
 import { connectionRoutes } from "./connections/routes";
 import { createConnectionService } from "./connections/service";
 import { createConnectorCredentials } from "./connectors/credentials";
-import { createConnectorRepository } from "./connectors/repository";
+import { createConnectorRepository, type ConnectorRow } from "./connectors/repository";
 import { connectorRoutes } from "./connectors/routes";
 import { CONNECTOR_STATES } from "./connectors/model";
 import { createConnectorService, isManaged } from "./connectors/service";
@@ -222,22 +222,35 @@ export function createServices(deps: Deps) {
     retentionMs: config.audit.retentionMs,
     maxRecords: config.audit.maxRecords,
   });
+  /** Records a listing's tool pins (connectors/repository.ts) and says in the log what differs from the approved. */
+  async function recordPins(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> {
+    try {
+      const changed = await connectorRows.recordToolPins(row.id, seen, complete, clock());
+      const changes = changed?.tool_changes ?? [];
+      if (changes.length > 0) {
+        log.warn("tool definitions differ from the approved ones", { connector_id: row.id, owner_id: row.owner_id, tools: changes.map((c) => `${c.name} (${c.change})`) });
+      }
+    } catch (e) {
+      log.warn("could not record tool pins", { connector_id: row.id, error: (e as Error).message });
+    }
+  }
+  const pinWrites = new Map<string, Promise<void>>();
   const proxy = createProxyService({
     ...(config.audit.enabled && { audit }),
     ...(tracing && { tracing }),
     connectors,
     pins: {
       list: (id) => connectorRows.toolPins(id),
-      async record(row, seen, complete) {
-        try {
-          const changed = await connectorRows.recordToolPins(row.id, seen, complete, clock());
-          const changes = changed?.tool_changes ?? [];
-          if (changes.length > 0) {
-            log.warn("tool definitions differ from the approved ones", { connector_id: row.id, owner_id: row.owner_id, tools: changes.map((c) => `${c.name} (${c.change})`) });
-          }
-        } catch (e) {
-          log.warn("could not record tool pins", { connector_id: row.id, error: (e as Error).message });
-        }
+      // One connector's listings are recorded in the order they were answered (a client walks the pages in order, and
+      // the first whole walk is the approved baseline): each waits for the one before.
+      record(row, seen, complete) {
+        const previous = pinWrites.get(row.id) ?? Promise.resolve();
+        const next = previous.then(() => recordPins(row, seen, complete));
+        pinWrites.set(row.id, next);
+        void next.then(() => {
+          if (pinWrites.get(row.id) === next) pinWrites.delete(row.id);
+        });
+        return next;
       },
     },
     transitions,
