@@ -2,7 +2,10 @@
  * MCP proxy benchmark: the same tools/call load against the upstream directly, through nginx (a reference
  * reverse proxy) and through connector-service, in one run on loopback, with the ratios printed.
  *
- *   bun bench/proxy.ts [--rounds 3] [--count 20000] [--concurrency 16] [--latency-count 4000]
+ *   bun bench/proxy.ts [--rounds 3] [--count 20000] [--concurrency 16] [--latency-count 4000] [--generator bun|wrk] [--seconds 10]
+ *
+ * `--generator wrk` drives the load with Debian's `wrk` (bench/wrk-post.lua: the same POST and Bearer header) for
+ * `--seconds` per target and round, one thread, `--concurrency` connections; latency at concurrency 1 as well.
  *
  * Needs nginx on PATH (Debian: apt-get install nginx-light). Uses dist/connector-service when built,
  * else runs the source with Bun. Every process binds 127.0.0.1 and is stopped at the end.
@@ -20,6 +23,8 @@ const ROUNDS = Number(args.get("rounds") ?? 3);
 const COUNT = Number(args.get("count") ?? 20000);
 const CONCURRENCY = Number(args.get("concurrency") ?? 16);
 const LATENCY_COUNT = Number(args.get("latency-count") ?? 4000);
+const GENERATOR = args.get("generator") ?? "bun";
+const SECONDS = Number(args.get("seconds") ?? 10);
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
 const children: Bun.Subprocess[] = [];
@@ -117,7 +122,22 @@ http {
     { name: "connector-service", url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}`, pid: serviceProc.pid },
   ];
   type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
+  /** wrk for `SECONDS` (count is not used: wrk runs for a time); the Lua script prints one JSON line. */
+  const wrk = async (url: string, concurrency: number, auth?: string, seconds = SECONDS): Promise<Result & { count: number }> => {
+    const proc = Bun.spawn(["wrk", "-t1", `-c${concurrency}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url], {
+      stdout: "pipe",
+      stderr: "inherit",
+      env: { ...process.env, WRK_AUTHORIZATION: auth ?? "" },
+    });
+    const out = await new Response(proc.stdout).text();
+    await proc.exited;
+    const line = out.split("\n").find((l) => l.startsWith("WRK_JSON "));
+    if (!line) throw new Error(`wrk printed no result:\n${out}`);
+    const r = JSON.parse(line.slice("WRK_JSON ".length)) as { requests: number; seconds: number; p50_ms: number; p90_ms: number; p99_ms: number; errors: number };
+    return { count: r.requests, rps: r.requests / r.seconds, p50_ms: r.p50_ms, p90_ms: r.p90_ms, p99_ms: r.p99_ms, failures: r.errors };
+  };
   const load = async (url: string, count: number, concurrency: number, auth?: string): Promise<Result> => {
+    if (GENERATOR === "wrk") return wrk(url, concurrency, auth, concurrency === 1 ? Math.max(2, SECONDS / 2) : SECONDS);
     const proc = Bun.spawn([process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), ...(auth ? [auth] : [])], {
       stdout: "pipe",
       stderr: "inherit",
@@ -127,7 +147,7 @@ http {
     return JSON.parse(out);
   };
 
-  for (const t of targets) await load(t.url, 2000, CONCURRENCY, t.auth); // warm-up: JIT, pools, caches
+  for (const t of targets) await (GENERATOR === "wrk" ? wrk(t.url, CONCURRENCY, t.auth, 2) : load(t.url, 2000, CONCURRENCY, t.auth)); // warm-up: JIT, pools, caches
   const throughput: Record<string, Result[]> = {};
   const latency: Record<string, Result[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
@@ -135,7 +155,8 @@ http {
       const cpuBefore = t.pid ? cpuMs(t.pid) : 0;
       const result = await load(t.url, COUNT, CONCURRENCY, t.auth);
       // CPU the proxy itself spent per request: what it adds, independent of how the cores were shared.
-      if (t.pid) result.cpu_us = ((cpuMs(t.pid) - cpuBefore) * 1000) / COUNT;
+      const done = "count" in result ? (result as { count: number }).count : COUNT;
+      if (t.pid) result.cpu_us = ((cpuMs(t.pid) - cpuBefore) * 1000) / done;
       (throughput[t.name] ??= []).push(result);
       (latency[t.name] ??= []).push(await load(t.url, LATENCY_COUNT, 1, t.auth));
     }
@@ -155,7 +176,8 @@ http {
     ]),
   );
   const s = summary as Record<string, { rps: number; p50_ms_c1: number; p99_ms_c1: number; p50_ms_loaded: number; failures: number; cpu_us?: number }>;
-  console.log(`\nconnector-service MCP proxy benchmark: ${ROUNDS} rounds, median; throughput at concurrency ${CONCURRENCY} (${COUNT} calls), latency at concurrency 1 (${LATENCY_COUNT} calls)\n`);
+  const how = GENERATOR === "wrk" ? `wrk, ${SECONDS} s per target and round` : `${COUNT} calls; latency at concurrency 1: ${LATENCY_COUNT} calls`;
+  console.log(`\nconnector-service MCP proxy benchmark: ${ROUNDS} rounds, median; throughput at concurrency ${CONCURRENCY} (${how})\n`);
   console.log("target              req/s     p50 c=1 ms  p99 c=1 ms  p50 loaded ms  proxy CPU us/req  failures");
   for (const [name, r] of Object.entries(s)) {
     console.log(

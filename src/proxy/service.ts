@@ -18,6 +18,9 @@ import { createPinning } from "./tool-pins";
 import type { StreamLimits } from "./stream-limits";
 import type { Targets } from "./target";
 
+/** Request bodies up to this size (declared) are read whole before they are sent on. */
+const WHOLE_BODY_BYTES = 64 * 1024;
+
 /** What the audit trail needs of the proxy: its records' sink (audit/service.ts), and whether to capture arguments. */
 export type AuditSink = { capture: boolean; record(entry: AuditEntry): void };
 /** One message's audit facts, filled in while it is relayed. */
@@ -87,7 +90,11 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
     let bytes: Uint8Array | undefined;
     // A 2026-07-28 request names its method (and tool) in headers: the audit trail then needs no body, unless it captures.
     const tapNeedsBody = tap !== undefined && (tap.capture || !request.headers.has("mcp-method"));
-    if ((view || tapNeedsBody) && request.method === "POST" && request.body) {
+    // A small body of declared length is read whole and sent as bytes, which fetch sends faster than a stream it must
+    // pipe (bench/RESULTS.md, "Governance"); a large or undeclared one streams.
+    const declared = request.headers.get("content-length");
+    const small = declared !== null && Number(declared) <= WHOLE_BODY_BYTES;
+    if ((view || tapNeedsBody || small) && request.method === "POST" && request.body) {
       if (Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
       bytes = await readCapped(request.body, options.maxBodyBytes);
       if (!bytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");

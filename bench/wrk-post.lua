@@ -1,0 +1,20 @@
+-- wrk script for bench/proxy.ts: the same JSON-RPC tools/call POST as bench/load.ts, with the Authorization header
+-- from the environment (WRK_AUTHORIZATION), and a count of answers that are not 200.
+wrk.method = "POST"
+wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{}}}'
+wrk.headers["content-type"] = "application/json"
+wrk.headers["accept"] = "application/json, text/event-stream"
+wrk.headers["mcp-protocol-version"] = "2025-11-25"
+local authorization = os.getenv("WRK_AUTHORIZATION")
+if authorization and authorization ~= "" then wrk.headers["authorization"] = authorization end
+
+local failures = 0
+function response(status, headers, body)
+  if status ~= 200 then failures = failures + 1 end
+end
+
+function done(summary, latency, requests)
+  io.write(string.format('WRK_JSON {"requests":%d,"seconds":%f,"p50_ms":%f,"p90_ms":%f,"p99_ms":%f,"errors":%d}\n',
+    summary.requests, summary.duration / 1e6, latency:percentile(50) / 1000, latency:percentile(90) / 1000, latency:percentile(99) / 1000,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout))
+end
