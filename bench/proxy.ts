@@ -111,6 +111,8 @@ http {
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json();
   };
+  // The administrator is made just after the service listens: wait until it can sign in.
+  for (let i = 0; i < 200 && (await fetch(`${service}/api/v1/users/me`, { headers: { authorization: basic } })).status !== 200; i++) await Bun.sleep(25);
   const connector = await api("POST", "/api/v1/connectors", { url: upstream });
   await api("POST", `/api/v1/connectors/${connector.id}/connect`, {});
   const token = (await api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
@@ -137,7 +139,7 @@ http {
     return { count: r.requests, rps: r.requests / r.seconds, p50_ms: r.p50_ms, p90_ms: r.p90_ms, p99_ms: r.p99_ms, failures: r.errors };
   };
   const load = async (url: string, count: number, concurrency: number, auth?: string): Promise<Result> => {
-    if (GENERATOR === "wrk") return wrk(url, concurrency, auth, concurrency === 1 ? Math.max(2, SECONDS / 2) : SECONDS);
+    if (GENERATOR === "wrk") return wrk(url, concurrency, auth, concurrency === 1 ? Math.max(2, Math.round(SECONDS / 2)) : SECONDS);
     const proc = Bun.spawn([process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), ...(auth ? [auth] : [])], {
       stdout: "pipe",
       stderr: "inherit",

@@ -14,28 +14,33 @@ export const AUDIT_QUEUE_MAX = 200_000;
 export function createAuditWriter(repository: AuditRepository, log: Logger) {
   let queue: AuditRow[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
-  let writing: Promise<void> | undefined;
   let dropped = 0;
 
-  async function flush(): Promise<void> {
-    if (writing) await writing;
+  /** Writes what is queued; one flush at a time (a second caller waits for it, then writes what is left). */
+  let flushing: Promise<void> | undefined;
+  function flush(): Promise<void> {
+    flushing ??= (async () => {
+      try {
+        await writeQueued();
+      } finally {
+        flushing = undefined;
+      }
+    })();
+    return flushing.then(() => (queue.length > 0 && !timer ? flush() : undefined));
+  }
+
+  async function writeQueued(): Promise<void> {
     while (queue.length > 0) {
       const batch = queue.slice(0, AUDIT_BATCH);
-      writing = repository.insertMany(batch).then(
-        () => void (queue = queue.slice(batch.length)),
-        (e) => {
-          log.warn("audit records could not be written yet; they stay queued", { count: queue.length, error: (e as Error).message });
-          throw e;
-        },
-      );
       try {
-        await writing;
-      } catch {
+        await repository.insertMany(batch);
+      } catch (e) {
+        log.warn("audit records could not be written yet; they stay queued", { count: queue.length, error: (e as Error).message });
         schedule(AUDIT_FLUSH_MS * 4);
         return;
-      } finally {
-        writing = undefined;
       }
+      // Only this flush takes from the front; what was pushed meanwhile is behind the batch.
+      queue = queue.slice(batch.length);
       // SQLite writes synchronously: requests waiting meanwhile go first before the next batch.
       if (queue.length > 0) await new Promise((resolve) => setImmediate(resolve));
     }
