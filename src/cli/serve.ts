@@ -1,7 +1,12 @@
 import { buildApp, createServices, type Deps, type Services } from "../app";
 import { ConfigError, describeConfig, loadConfig, type Config } from "../config/load";
 import { openStore } from "../db/open";
-import { readTlsCertificate, startServer, TlsFileError, type RunningServer, type TlsCertificate } from "../http/server";
+import type { Store } from "../db/store";
+import { ServiceUnavailable } from "../http-errors/errors";
+import { problemResponse } from "../http-errors/problem";
+import type { RequestIds } from "../http/request-id";
+import { readTlsCertificate, startServer, TlsFileError, type Fetch, type RunningServer, type TlsCertificate } from "../http/server";
+import type { ProxyEntry } from "../proxy/entry";
 import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
@@ -26,11 +31,22 @@ export type RunningService = {
   stop(): Promise<void>;
 };
 
-/** For tests: where log lines go, and the clock the services read (timers and sockets keep real time). */
-export type StartOptions = { writeLog?: (line: string) => void; clock?: () => number };
+/**
+ * For tests: where log lines go, the clock the services read (timers and sockets keep real time), and how long a
+ * request that arrives during the start waits for it (STARTING_HOLD_MS).
+ */
+export type StartOptions = { writeLog?: (line: string) => void; clock?: () => number; startingHoldMs?: number };
 
-/** Reads the environment, opens the database and listens. Throws ConfigError for a bad setting. */
+/** How long a request that arrives while the service starts waits for it, before a 503 with Retry-After. */
+export const STARTING_HOLD_MS = 10_000;
+
+/**
+ * Reads the environment, listens, opens the database and creates what the service needs. Throws ConfigError for a
+ * bad setting. The listener comes up first, so `/healthz` answers while the rest starts; every other request waits
+ * for the start (startingGate). Resolves once the service is ready.
+ */
 export async function startService(env: Record<string, string | undefined>, options: StartOptions = {}): Promise<RunningService> {
+  const phases = startupPhases();
   const config = loadConfig(env);
   const log = createLogger({ level: config.log.level, ...(options.writeLog && { write: options.writeLog }) });
   const clock = options.clock ?? Date.now;
@@ -45,65 +61,17 @@ export async function startService(env: Record<string, string | undefined>, opti
     }
     warnIfExpired(tls, clock(), log);
   }
-  let key;
-  try {
-    key = loadSealingKey(config.secrets.key, config.secrets.keyFile);
-  } catch (e) {
-    if (e instanceof KeyFileError) throw new ConfigError("SECRETS__KEY", `not set, and the ${e.message}`);
-    throw e;
-  }
-  if (key.origin === "file-created") log.info("created a new sealing key file", { file: config.secrets.keyFile });
-  if (key.previous.length) {
-    log.warn("a key rotation was interrupted: values sealed under either key open; run connector-service rotate-key again to finish it", { file: config.secrets.keyFile });
-  }
-  if (key.origin === "ephemeral") {
-    log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
-  }
+  phases.mark("config");
 
-  const store = await openStore(config.database);
-  log.info("database ready", { store: store.dialect, ...(store.dialect === "sqlite" && { path: config.database.path }), migrations_applied: store.applied });
-
-  let publicUrl = config.server.publicUrl ?? "";
-  let stopping = false;
-  let scheduler: Scheduler | undefined;
   const requestIds = new WeakMap<Request, string>();
   const clientAddresses = new WeakMap<Request, string>();
-  const deps: Deps = {
-    config,
-    store,
-    sealer: createSealer(key.key, key.previous),
-    log,
-    clock,
-    sleep: Bun.sleep,
-    // UUIDv7 ([RFC 9562 §5.7](https://www.rfc-editor.org/rfc/rfc9562#section-5.7)): time-ordered and monotonic, so "newest first" has no ties to break at random.
-    newId: () => Bun.randomUUIDv7(),
-    fetch: globalThis.fetch,
-    publicUrl: () => publicUrl,
-    readiness: () =>
-      stopping
-        ? { ready: false, reason: "The service is shutting down" }
-        : scheduler?.running()
-          ? { ready: true }
-          : { ready: false, reason: "The scheduler is not running" },
-    requestIds,
-    clientAddress: (request) => clientAddresses.get(request),
-    runtime:
-      config.runtime.driver === "kubernetes"
-        ? await createKubernetesRuntime({
-            namespace: config.kubernetes.namespace,
-            gatewayImage: config.kubernetes.gatewayImage,
-            access: config.kubernetes.serviceAccess,
-            log: log.child({ component: "runtime" }),
-          })
-        : createLocalRuntime({ log: log.child({ component: "runtime" }) }),
-  };
-  const services = createServices(deps);
-  // Listen before anything is generated: a start that fails (the port is taken) must not have created, and
-  // shown once, an administrator password that nobody will see again.
+  const gate = startingGate(requestIds, options.startingHoldMs ?? STARTING_HOLD_MS);
+  // Listen first: a start that cannot listen (the port is taken) fails before it creates anything — a key file, a
+  // database, an administrator password shown once that nobody would see.
   let running: RunningServer;
   try {
-    running = startServer(buildApp(deps, services).fetch, {
-      routes: proxyNativeRoute(services.proxyEntry),
+    running = startServer(gate.fetch, {
+      routes: proxyNativeRoute(gate.proxyEntry),
       host: config.server.host,
       port: config.server.port,
       tls,
@@ -115,20 +83,105 @@ export async function startService(env: Record<string, string | undefined>, opti
       clientAddresses,
     });
   } catch (e) {
-    await store.close();
     throw listenFailure(e, config);
   }
-  const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
-  if (admin.generated) {
-    // Logged once, when the administrator is created; set AUTH__ADMIN_PASSWORD to choose it instead.
-    log.warn("created the bootstrap administrator; its generated password is shown this once (set AUTH__ADMIN_PASSWORD to choose one)", {
-      username: config.auth.adminUsername,
-      generated: admin.generated,
-    });
+  const publicUrl = config.server.publicUrl || running.url;
+  phases.mark("listen");
+
+  let store: Store | undefined;
+  let stopping = false;
+  let scheduler: Scheduler | undefined;
+  let deps: Deps;
+  let services: Services;
+  try {
+    // Between the synchronous steps, health checks that arrived meanwhile are answered.
+    await nextTurn();
+    let key;
+    try {
+      key = loadSealingKey(config.secrets.key, config.secrets.keyFile);
+    } catch (e) {
+      if (e instanceof KeyFileError) throw new ConfigError("SECRETS__KEY", `not set, and the ${e.message}`);
+      throw e;
+    }
+    phases.mark("key");
+    if (key.origin === "file-created") log.info("created a new sealing key file", { file: config.secrets.keyFile });
+    if (key.previous.length) {
+      log.warn("a key rotation was interrupted: values sealed under either key open; run connector-service rotate-key again to finish it", { file: config.secrets.keyFile });
+    }
+    if (key.origin === "ephemeral") {
+      log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
+    }
+    await nextTurn();
+
+    const opened = await openStore(config.database);
+    store = opened;
+    phases.mark("database");
+    log.info("database ready", { store: opened.dialect, ...(opened.dialect === "sqlite" && { path: config.database.path }), migrations_applied: opened.applied });
+    await nextTurn();
+
+    deps = {
+      config,
+      store: opened,
+      sealer: createSealer(key.key, key.previous),
+      log,
+      clock,
+      sleep: Bun.sleep,
+      // UUIDv7 ([RFC 9562 §5.7](https://www.rfc-editor.org/rfc/rfc9562#section-5.7)): time-ordered and monotonic, so "newest first" has no ties to break at random.
+      newId: () => Bun.randomUUIDv7(),
+      fetch: globalThis.fetch,
+      publicUrl: () => publicUrl,
+      readiness: () =>
+        stopping
+          ? { ready: false, reason: "The service is shutting down" }
+          : scheduler === undefined
+            ? { ready: false, reason: "The service is starting" }
+            : scheduler.running()
+              ? { ready: true }
+              : { ready: false, reason: "The scheduler is not running" },
+      requestIds,
+      clientAddress: (request) => clientAddresses.get(request),
+      runtime:
+        config.runtime.driver === "kubernetes"
+          ? await createKubernetesRuntime({
+              namespace: config.kubernetes.namespace,
+              gatewayImage: config.kubernetes.gatewayImage,
+              access: config.kubernetes.serviceAccess,
+              log: log.child({ component: "runtime" }),
+            })
+          : createLocalRuntime({ log: log.child({ component: "runtime" }) }),
+    };
+    services = createServices(deps);
+    phases.mark("services");
+    await nextTurn();
+    const app = buildApp(deps, services);
+    gate.health(app.fetch);
+    phases.mark("app");
+    await nextTurn();
+
+    // The administrator exists before any request but a health check is let through: one sent with its credentials
+    // meanwhile waits, rather than being refused (401) while the password is hashed, or let in with the password a
+    // changed AUTH__ADMIN_PASSWORD replaces.
+    const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
+    if (admin.generated) {
+      // Logged once, when the administrator is created (after listening); set AUTH__ADMIN_PASSWORD to choose it instead.
+      log.warn("created the bootstrap administrator; its generated password is shown this once (set AUTH__ADMIN_PASSWORD to choose one)", {
+        username: config.auth.adminUsername,
+        generated: admin.generated,
+      });
+    }
+    phases.mark("admin");
+    gate.open({ fetch: app.fetch, proxy: services.proxyEntry });
+
+    // At start-up, bring back the managed servers of connected connectors before the first tick (requests are served
+    // meanwhile; /readyz says ready once the scheduler runs).
+    await services.deployments.reconcile();
+    phases.mark("reconcile");
+  } catch (e) {
+    gate.fail();
+    await running.stop(1_000);
+    await store?.close();
+    throw e;
   }
-  publicUrl ||= running.url;
-  // At start-up, bring back the managed servers of connected connectors before the first tick.
-  await services.deployments.reconcile();
   scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
   log.info("connector-service listening", {
     version: VERSION,
@@ -138,6 +191,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     ...(tls && { tls: describeCertificate(tls) }),
     settings: describeConfig(env, config),
   });
+  log.debug("start-up phases", phases.done());
 
   return {
     url: running.url,
@@ -177,8 +231,88 @@ export async function startService(env: Record<string, string | undefined>, opti
       // What the requests just finished left in the audit queue is written before the store closes.
       await services.audit.flush().catch((e) => log.error("audit records could not be written at shutdown", { error: (e as Error).message }));
       await services.tracing?.shutdown().catch((e) => log.warn("the last spans could not be exported", { error: (e as Error).message }));
-      await store.close();
+      await deps.store.close();
       log.info("stopped");
+    },
+  };
+}
+
+/**
+ * Where a start spends its time, for bench/startup.ts (a debug line): ms per phase, and `image` = from this process
+ * image's start (the runtime booted, the module graph loaded) to startService.
+ */
+function startupPhases() {
+  const phases: Record<string, number> = { image: performance.now() };
+  let last = phases.image!;
+  return {
+    mark(name: string) {
+      const now = performance.now();
+      phases[name] = now - last;
+      last = now;
+    },
+    done: () => ({ phases_ms: phases, image_started_at: performance.timeOrigin }),
+  };
+}
+
+/** Lets the event loop turn once: requests that arrived during a synchronous step are answered before the next. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+type Started = { fetch: Fetch; proxy: ProxyEntry };
+
+/**
+ * What the listener serves while the service starts. `GET /healthz` answers 200 at once (the process is up) and
+ * `GET /readyz` 503 (not ready) — the app's own routes once it is built (`health`), which its readiness keeps at 503
+ * until the start is done. Every other request waits for the service to start — the app built, the administrator
+ * created — and then is served as usual. One that waits longer than `holdMs`, or whose start fails, is a 503 problem
+ * with Retry-After: never an answer from a service half made.
+ */
+function startingGate(requestIds: RequestIds, holdMs: number) {
+  let started: Started | undefined;
+  let app: Fetch | undefined;
+  let settle!: (value: Started | undefined) => void;
+  const opened = new Promise<Started | undefined>((resolve) => (settle = resolve));
+  const notReady = (request: Request, detail: string) => problemResponse(new ServiceUnavailable(detail), requestIds.get(request));
+  const notYet = (request: Request) =>
+    problemResponse(Object.assign(new ServiceUnavailable("The service is starting: try again in a moment"), { headers: { "retry-after": "1" } }), requestIds.get(request));
+  /** The started service, or the 503 to answer with. */
+  async function wait(request: Request): Promise<Started | Response> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), holdMs)));
+    const outcome = await Promise.race([opened, timeout]);
+    clearTimeout(timer);
+    if (outcome === "timeout") return notYet(request);
+    return outcome ?? notReady(request, "The service could not start");
+  }
+  const proxyEntry: ProxyEntry = {
+    handle: async (request, id) => {
+      const service = started ?? (await wait(request));
+      return service instanceof Response ? service : service.proxy.handle(request, id);
+    },
+    // A CORS preflight is answered at once (its answer is synchronous): before the start, not yet.
+    preflight: (request) => (started ? started.proxy.preflight(request) : notYet(request)),
+  };
+  return {
+    fetch(request: Request): Response | Promise<Response> {
+      if (started) return started.fetch(request);
+      if (request.method === "GET") {
+        const path = new URL(request.url).pathname;
+        if (app && (path === "/healthz" || path === "/readyz")) return app(request);
+        if (path === "/healthz") return Response.json({ status: "ok" });
+        if (path === "/readyz") return notReady(request, "The service is starting");
+      }
+      return wait(request).then((service) => (service instanceof Response ? service : service.fetch(request)));
+    },
+    proxyEntry,
+    /** The app is built: it answers the health checks from now on (its first requests compile its handlers). */
+    health(built: Fetch): void {
+      app = built;
+    },
+    open(service: Started): void {
+      started = service;
+      settle(service);
+    },
+    fail(): void {
+      settle(undefined);
     },
   };
 }

@@ -137,8 +137,10 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
         return {};
       }
       const generated = password === undefined ? randomBytes(18).toString("base64url") : undefined;
-      await insertUser(username, password ?? generated!, "admin");
-      return generated ? { generated } : {};
+      // Another process sharing the store (a replica, started at the same moment) may have created it while this
+      // one hashed: then its password is the administrator's, and this one's is never shown.
+      const created = await insertUser(username, password ?? generated!, "admin");
+      return created && generated ? { generated } : {};
     },
 
     async createToken(caller: Principal, body: CreateTokenBody): Promise<CreatedToken> {
