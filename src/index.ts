@@ -1,12 +1,9 @@
 #!/usr/bin/env bun
 import { ensureFetchLimit } from "./cli/fetch-limit";
-import { gateway } from "./cli/gateway";
-import { healthcheck } from "./cli/healthcheck";
-import { migrate } from "./cli/migrate";
-import { rotateKey } from "./cli/rotate-key";
-import { serve } from "./cli/serve";
 import { VERSION } from "./version";
-import { copy } from "./cli/copy";
+
+// Each command's modules are loaded when it runs, not before: `serve` re-executes itself first (ensureFetchLimit),
+// and the first image then loads nothing it does not need (bench/RESULTS.md, "Start-up").
 
 const USAGE = `connector-service ${VERSION}: stores, authorizes and proxies remote MCP servers.
 
@@ -31,17 +28,17 @@ async function main(argv: string[]): Promise<number> {
     case "serve":
       if (rest.length) return unknown(rest[0]!);
       ensureFetchLimit();
-      return serve(process.env);
+      return (await import("./cli/serve")).serve(process.env);
     case "gateway":
-      return gateway(rest);
+      return (await import("./cli/gateway")).gateway(rest);
     case "migrate":
-      return rest.length ? unknown(rest[0]!) : migrate(process.env);
+      return rest.length ? unknown(rest[0]!) : (await import("./cli/migrate")).migrate(process.env);
     case "copy":
-      return copy(rest);
+      return (await import("./cli/copy")).copy(rest);
     case "rotate-key":
-      return rest.length ? unknown(rest[0]!) : rotateKey(process.env);
+      return rest.length ? unknown(rest[0]!) : (await import("./cli/rotate-key")).rotateKey(process.env);
     case "healthcheck":
-      return rest.length > 1 ? unknown(rest[1]!) : healthcheck(process.env, rest[0]);
+      return rest.length > 1 ? unknown(rest[1]!) : (await import("./cli/healthcheck")).healthcheck(process.env, rest[0]);
     case "version":
     case "--version":
     case "-v":
