@@ -58,8 +58,11 @@ const TAIL_BYTES = 64 * 1024;
 /** JSON answers up to this size are read whole for their outcome; larger ones pass unread (recorded by status). */
 const READ_WHOLE_BYTES = 1024 * 1024;
 
-/** The answer, passed on unchanged; `done` is told how it ended, once. */
-export function tapResponse(response: Response, capture: boolean, done: (observed: Observed) => void): Response {
+/**
+ * The answer, passed on unchanged; `done` is told how it ended, once. A JSON answer is read whole before it is passed
+ * on (it is one message; a stream wrapped around it cost a fifth of the proxy's CPU under load).
+ */
+export async function tapResponse(response: Response, capture: boolean, done: (observed: Observed) => void): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
   const length = response.headers.get("content-length");
   const encoded = (response.headers.get("content-encoding") ?? "identity") !== "identity";
@@ -68,19 +71,9 @@ export function tapResponse(response: Response, capture: boolean, done: (observe
     return response;
   }
   if (type.startsWith("application/json") && Number(length ?? 0) <= READ_WHOLE_BYTES) {
-    const body = response.arrayBuffer().then((buffer) => {
-      done({ ...outcomeOf(decoder.decode(buffer), capture), bytes: buffer.byteLength });
-      return buffer;
-    });
-    return new Response(
-      new ReadableStream({
-        async start(controller) {
-          controller.enqueue(new Uint8Array(await body));
-          controller.close();
-        },
-      }),
-      { status: response.status, statusText: response.statusText, headers: response.headers },
-    );
+    const buffer = await response.arrayBuffer();
+    done({ ...outcomeOf(decoder.decode(buffer), capture), bytes: buffer.byteLength });
+    return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
   }
   if (!type.startsWith("text/event-stream")) {
     done({ errorCode: null, bytes: Number(length ?? 0) });

@@ -96,7 +96,8 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
     const small = declared !== null && Number(declared) <= WHOLE_BODY_BYTES;
     if ((view || tapNeedsBody || small) && request.method === "POST" && request.body) {
       if (Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
-      bytes = await readCapped(request.body, options.maxBodyBytes);
+      // A declared length is what the server reads (no more): the body can be taken whole, natively.
+      bytes = small ? new Uint8Array(await request.arrayBuffer()) : await readCapped(request.body, options.maxBodyBytes);
       if (!bytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
     }
     if (tap && request.method === "POST") {

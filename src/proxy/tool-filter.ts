@@ -98,22 +98,14 @@ function rewriteMessage(text: string, ids: Set<string>, view: ToolView): string 
  * event — split on the blank line that ends each ([HTML §9.2.6](https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation)),
  * so an event cut across chunks is joined first — and every other event passed on as it came.
  */
-export function rewriteResponse(response: Response, ids: Set<string>, view: ToolView): Response {
+export async function rewriteResponse(response: Response, ids: Set<string>, view: ToolView): Promise<Response> {
   if (ids.size === 0 || response.body === null) return response;
   const type = response.headers.get("content-type") ?? "";
   const headers = new Headers(response.headers);
   headers.delete("content-length");
   if (type.startsWith("application/json")) {
-    const body = response.text().then((text) => rewriteMessage(text, ids, view) ?? text);
-    return new Response(
-      new ReadableStream({
-        async start(controller) {
-          controller.enqueue(new TextEncoder().encode(await body));
-          controller.close();
-        },
-      }),
-      { status: response.status, statusText: response.statusText, headers },
-    );
+    const text = await response.text();
+    return new Response(rewriteMessage(text, ids, view) ?? text, { status: response.status, statusText: response.statusText, headers });
   }
   if (!type.startsWith("text/event-stream")) return response;
   const decoder = new TextDecoder();
