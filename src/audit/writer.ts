@@ -3,7 +3,7 @@ import type { AuditRepository, AuditRow } from "./repository";
 
 /** How often queued records are written, and how many at most in one transaction. */
 export const AUDIT_FLUSH_MS = 250;
-export const AUDIT_BATCH = 500;
+export const AUDIT_BATCH = 2_000;
 /** Records kept in memory while the store refuses them; beyond this the oldest are dropped (and counted in the log). */
 export const AUDIT_QUEUE_MAX = 200_000;
 
