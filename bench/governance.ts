@@ -8,8 +8,7 @@
  *
  * Runs the source (`bun src/index.ts serve`), one process per configuration, each with its own SQLite file in a
  * temporary directory. Every process binds 127.0.0.1 and is stopped at the end (also on an error or Ctrl-C).
- * The load generator is this file run as `bun bench/governance.ts load <url> <count> <concurrency> <auth> <tool>`:
- * bench/load.ts with the tool's name as a parameter (a renamed tool is called by its new name).
+ * The load generator is bench/load.ts, given the tool's name (a renamed tool is called by its new name).
  */
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -19,37 +18,6 @@ import { freePort } from "../test/peers/ports";
 import { cpuMs } from "./cpu";
 
 type Result = { count: number; rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
-
-/** The load generator (a separate process, so that it measures the target, not itself): bench/load.ts, any tool. */
-async function generateLoad([url, countArg, concurrencyArg, authorization, tool]: string[]) {
-  const count = Number(countArg);
-  const concurrency = Number(concurrencyArg);
-  const headers: Record<string, string> = {
-    "content-type": "application/json",
-    accept: "application/json, text/event-stream",
-    "mcp-protocol-version": "2025-11-25",
-    authorization: authorization!,
-  };
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool, arguments: {} } });
-  const latencies = new Float64Array(count);
-  let next = 0;
-  let failures = 0;
-  async function client() {
-    for (let i = next++; i < count; i = next++) {
-      const start = performance.now();
-      const response = await fetch(url!, { method: "POST", headers, body });
-      const text = await response.text();
-      latencies[i] = performance.now() - start;
-      if (response.status !== 200 || !text.includes("pong")) failures++;
-    }
-  }
-  const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, client));
-  const seconds = (performance.now() - started) / 1000;
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  console.log(JSON.stringify({ count, concurrency, failures, rps: count / seconds, p50_ms: at(0.5), p90_ms: at(0.9), p99_ms: at(0.99) }));
-}
 
 const ROOT = resolve(import.meta.dir, "..");
 const PASSWORD = "bench-admin-password";
@@ -95,7 +63,7 @@ async function stopAll() {
 
 /** One load run in its own process, killed if it takes longer than its count allows (100 calls/s at worst + 30 s). */
 async function load(url: string, count: number, concurrency: number, auth: string, tool: string): Promise<Result> {
-  const proc = spawn([process.execPath, import.meta.path, "load", url, String(count), String(concurrency), auth, tool], {
+  const proc = spawn([process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), auth, tool], {
     stdout: "pipe",
     stderr: "inherit",
   });
@@ -272,9 +240,7 @@ async function main(work: string) {
   }
 }
 
-if (process.argv[2] === "load") {
-  await generateLoad(process.argv.slice(3));
-} else {
+{
   const work = mkdtempSync(join(tmpdir(), "cs-bench-governance-"));
   let interrupted = false;
   const stop = () => {

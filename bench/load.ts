@@ -1,9 +1,10 @@
 /**
  * The load generator: `concurrency` clients send tools/call until `count` requests are done, and it
  * prints throughput and latency percentiles as JSON. A separate process, so it measures the target,
- * not itself. Run: bun bench/load.ts <url> <count> <concurrency> [authorization]
+ * not itself. Run: bun bench/load.ts <url> <count> <concurrency> [authorization] [tool]
+ * (the tool defaults to `ping`, the bench upstream's; a tool policy may have renamed it).
  */
-const [url, countArg, concurrencyArg, authorization] = process.argv.slice(2);
+const [url, countArg, concurrencyArg, authorization, tool = "ping"] = process.argv.slice(2);
 const count = Number(countArg);
 const concurrency = Number(concurrencyArg);
 const headers: Record<string, string> = {
@@ -12,7 +13,7 @@ const headers: Record<string, string> = {
   "mcp-protocol-version": "2025-11-25",
 };
 if (authorization) headers.authorization = authorization;
-const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ping", arguments: {} } });
+const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool, arguments: {} } });
 
 const latencies = new Float64Array(count);
 let next = 0;

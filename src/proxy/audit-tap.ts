@@ -1,3 +1,5 @@
+import { eventData } from "./event-data";
+
 /**
  * What the audit trail learns of one MCP message on its way through the proxy (README "Audit trail"): the request's
  * method and name, from the 2026-07-28 routing headers when they are there, else from the body the proxy read; and
@@ -43,14 +45,8 @@ function outcomeOf(text: string, capture: boolean): { errorCode: number | null; 
 
 /** The JSON-RPC message of an event stream's last event in `tail` (the answer comes last). */
 function lastEventData(tail: string): string | undefined {
-  const events = tail.replace(/\r\n?/g, "\n").split("\n\n").filter((block) => block.includes("data:"));
-  const last = events.at(-1);
-  if (!last) return undefined;
-  return last
-    .split("\n")
-    .filter((line) => line.startsWith("data:"))
-    .map((line) => line.slice(line.startsWith("data: ") ? 6 : 5))
-    .join("\n");
+  const last = tail.replace(/\r\n?/g, "\n").split("\n\n").findLast((block) => block.includes("data:"));
+  return last === undefined ? undefined : eventData(last);
 }
 
 /** How much of a stream's end is kept to find its answer. */

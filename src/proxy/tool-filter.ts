@@ -1,4 +1,5 @@
 import type { ToolView as PolicyView } from "../connectors/tool-policy";
+import { eventData } from "./event-data";
 import { toolDigest, type Pinning } from "./tool-pins";
 
 /** A connector's policy on the wire, with its pins when the policy pins tool definitions. */
@@ -129,11 +130,10 @@ export async function rewriteResponse(response: Response, ids: Set<string>, view
 }
 
 function rewriteEvent(block: string, ids: Set<string>, view: ToolView): string {
-  const lines = block.split("\n");
-  const data = lines.filter((line) => line.startsWith("data:")).map((line) => line.slice(line.startsWith("data: ") ? 6 : 5));
-  if (data.length === 0) return block;
-  const rewritten = rewriteMessage(data.join("\n"), ids, view);
+  const data = eventData(block);
+  if (data === undefined) return block;
+  const rewritten = rewriteMessage(data, ids, view);
   if (rewritten === undefined) return block;
-  const kept = lines.filter((line) => !line.startsWith("data:"));
+  const kept = block.split("\n").filter((line) => !line.startsWith("data:"));
   return [...kept, `data: ${rewritten}`].join("\n");
 }

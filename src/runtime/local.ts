@@ -26,7 +26,7 @@ export type LocalRuntimeOptions = {
  */
 export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT_MS, which = Bun.which }: LocalRuntimeOptions): Runtime {
   const deployments = new Map<string, Deployment>();
-  const tokens = new Map<string, string>(); // gateway origin → its token
+  const byOrigin = new Map<string, Deployment>(); // gateway origin → its deployment (for fetch)
 
   /** The preset's command, or its image through podman/docker when it gives only an image. */
   function commandFor(spec: DeploymentSpec): StdioCommand {
@@ -45,7 +45,7 @@ export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT
     const deployment = deployments.get(connectorId);
     if (!deployment) return;
     deployments.delete(connectorId);
-    tokens.delete(deployment.url.origin);
+    byOrigin.delete(deployment.url.origin);
     await deployment.gateway.close();
     await deployment.server.stop(true);
   }
@@ -67,19 +67,18 @@ export function createLocalRuntime({ log, readinessTimeoutMs = READINESS_TIMEOUT
         throw new DeploymentFailed(`the stdio server (${stdio.command}) did not become ready: ${describeHandshake(result)}`, result.kind === "timeout");
       }
       deployments.set(spec.connectorId, { gateway, server, url, token });
-      tokens.set(url.origin, token);
+      byOrigin.set(url.origin, deployments.get(spec.connectorId)!);
     },
     endpoint: (connectorId) => deployments.get(connectorId)?.url,
     fetch(input, init) {
       const url = new URL(input instanceof Request ? input.url : input);
       const headers = new Headers(init?.headers);
-      const token = tokens.get(url.origin);
-      if (token) headers.set(GATEWAY_TOKEN_HEADER, token);
+      const deployment = byOrigin.get(url.origin);
+      if (!deployment) return fetch(input, { ...init, headers });
+      headers.set(GATEWAY_TOKEN_HEADER, deployment.token);
       // The gateway runs in this process: hand it the request directly instead of a second HTTP hop over loopback
       // (bench/RESULTS.md, "Managed stdio throughput"). Aborts and body streams pass as they would over the socket.
-      const deployment = [...deployments.values()].find((d) => d.url.origin === url.origin);
-      if (deployment) return deployment.gateway.fetch(new Request(input, { ...init, headers }));
-      return fetch(input, { ...init, headers });
+      return deployment.gateway.fetch(new Request(input, { ...init, headers }));
     },
     remove,
     // A gateway whose server keeps exiting before it answers is not ready: reconciliation disconnects the connector
