@@ -108,7 +108,7 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
       .sort((a, b) => a.name.localeCompare(b.name));
   const sameChanges = (a: ToolChange[] | null, b: ToolChange[]) => JSON.stringify(a ?? []) === JSON.stringify(b);
 
-  /** After a pin write: this process reads the pins and the row afresh, and its event readers hear of it. */
+  /** After a settings or pin write: this process reads the pins and the row afresh, and its event readers hear of it. */
   function written(id: string, row: ConnectorRow | undefined) {
     pinCache.delete(id);
     if (row) {
@@ -170,11 +170,7 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
       const row = await store.transaction(function* (tx) {
         return yield* updateSettings(tx, id, settings, at);
       });
-      if (row) {
-        cache.set(id, row);
-        onEvent();
-      }
-      return row;
+      return written(id, row);
     },
     toolPins: async (connectorId) => (await pinCache.readThrough(connectorId, () => db.select().from(tools).where(eq(tools.connector_id, connectorId)))) ?? [],
     async recordToolPins(connectorId, seen, complete, at) {
