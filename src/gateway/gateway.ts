@@ -66,7 +66,7 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
       // [MCP 2025-11-25 transports §"Session Management"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management): an unknown session is a 404, so the client starts over.
       if (!session) return sessionNotFound();
       session.lastActive = Date.now();
-      return session.transport.handleRequest(request);
+      return session.handle(request);
     }
     if (request.method !== "POST") return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");
     if (sessions.size + pending.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
@@ -93,8 +93,9 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
     // session were unknown: the client is told why instead.
     const exited = session.failedToStart();
     if (exited && !response.ok) response = jsonRpcError(502, exited);
-    if (session.transport.sessionId) sessions.set(session.transport.sessionId, session);
-    else await session.close(); // not an initialize: the transport refused it, nothing to keep
+    // Kept only if it started and still runs (its process may have exited while the answer was written).
+    if (session.transport.sessionId && !session.ended()) sessions.set(session.transport.sessionId, session);
+    else await session.close(); // not an initialize (the transport refused it), or over already: nothing to keep
     return response;
   }
 

@@ -2,17 +2,25 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
+import { answerableAsJson, jsonExchange, readPostBody } from "./json-answers";
 import { GATEWAY_ERROR } from "./json-rpc";
 
 export type StdioCommand = { command: string; args: string[]; env: Record<string, string> };
 
+type ServerTransport = WebStandardStreamableHTTPServerTransport;
+
 export type GatewaySession = {
-  transport: WebStandardStreamableHTTPServerTransport;
+  /** The session's transport: it starts the session (initialize) and serves its GET stream and its DELETE. */
+  transport: ServerTransport;
+  /** One request of the started session; a POST that asks for no progress is answered as JSON (json-answers.ts). */
+  handle(request: Request): Promise<Response>;
   pid(): number | null;
   /** When a client last sent a request in this session (for the idle sweep). */
   lastActive: number;
   /** Why the process exited on its own before it answered anything (a server that cannot start), else undefined. */
   failedToStart(): string | undefined;
+  /** True once the session is closing or closed (its process gone or going). */
+  ended(): boolean;
   close(): Promise<void>;
 };
 
@@ -37,8 +45,30 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
   const child = new StdioClientTransport({ command: stdio.command, args: stdio.args, env: stdio.env, stderr: "pipe" });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() });
   const progressTo = new Map<ProgressToken, string | number>();
-  // Requests sent to the process and not answered yet: if it exits, each gets an error instead of silence.
-  const unanswered = new Set<string | number>();
+  // Requests sent to the process and not answered yet, each with the transport of the POST its answer goes to (the
+  // session's, or the JSON exchange of its POST): if the process exits or the session ends, each gets an error.
+  const unanswered = new Map<string | number, ServerTransport>();
+  /** A message of the process (or the gateway's error in its place) to the client: an answer to its POST's transport. */
+  const toClient = (message: JSONRPCMessage, options?: { relatedRequestId: string | number }) => {
+    let via = transport;
+    if ("id" in message && !("method" in message) && message.id !== undefined) {
+      via = unanswered.get(message.id) ?? transport;
+      unanswered.delete(message.id);
+    }
+    return via.send(message, options);
+  };
+  const fromClient = (message: JSONRPCMessage, via: ServerTransport) => {
+    if (isRequest(message)) {
+      unanswered.set(message.id, via);
+      const token = (message.params?._meta as { progressToken?: ProgressToken } | undefined)?.progressToken;
+      if (token !== undefined) progressTo.set(token, message.id);
+    }
+    child.send(message).catch((e) => log.warn("could not write to the stdio server", { error: (e as Error).message }));
+  };
+  /** Every request still waiting gets an error answer instead of silence (written before the transports close). */
+  const answerUnanswered = (why: string) => {
+    for (const id of [...unanswered.keys()]) void toClient({ jsonrpc: "2.0", id, error: { code: GATEWAY_ERROR, message: why } }).catch(() => undefined);
+  };
   let closing: Promise<void> | undefined;
   let answered = false;
   let exitedUnanswered: string | undefined;
@@ -48,11 +78,22 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
     pid: () => child.pid,
     lastActive: Date.now(),
     failedToStart: () => exitedUnanswered,
+    ended: () => closing !== undefined,
+    async handle(request) {
+      const body = await readPostBody(request);
+      if (body === undefined) return transport.handleRequest(request);
+      if ("refused" in body) return body.refused;
+      if (!answerableAsJson(body.parsed)) return transport.handleRequest(request, { parsedBody: body.parsed });
+      return jsonExchange(request, body.parsed, transport.sessionId, fromClient);
+    },
     close() {
-      closing ??= (async () => {
+      // Set before any of it runs: closing the transport calls its onclose, which comes back here.
+      closing ??= Promise.resolve().then(async () => {
+        // A JSON answer has no stream to end: a request still waiting is answered (an event stream just ends).
+        answerUnanswered("The session ended before the stdio server answered");
         await Promise.allSettled([child.close(), transport.close()]);
         events.closed(session);
-      })();
+      });
       return closing;
     },
   };
@@ -69,14 +110,7 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
     }
   });
 
-  transport.onmessage = (message) => {
-    if (isRequest(message)) {
-      unanswered.add(message.id);
-      const token = (message.params?._meta as { progressToken?: ProgressToken } | undefined)?.progressToken;
-      if (token !== undefined) progressTo.set(token, message.id);
-    }
-    child.send(message).catch((e) => log.warn("could not write to the stdio server", { error: (e as Error).message }));
-  };
+  transport.onmessage = (message) => fromClient(message, transport);
   child.onmessage = (message) => {
     let relatedRequestId: string | number | undefined;
     if ("method" in message && message.method === "notifications/progress") {
@@ -85,10 +119,9 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
     if ("id" in message && !("method" in message) && message.id !== undefined) {
       if (!answered) events.answered();
       answered = true;
-      unanswered.delete(message.id);
       for (const [token, id] of progressTo) if (id === message.id) progressTo.delete(token);
     }
-    transport.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId }).catch((e) => {
+    toClient(message, relatedRequestId === undefined ? undefined : { relatedRequestId }).catch((e) => {
       log.debug("a message of the stdio server had no stream to go to", { error: (e as Error).message });
     });
   };
@@ -97,9 +130,7 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
       log.warn("stdio server exited; its session ends", { session: transport.sessionId, last_stderr: stderrTail || undefined });
       const why = `The stdio server exited${stderrTail ? `: ${stderrTail.trim()}` : lastStderr ? `: ${lastStderr}` : ""}`;
       if (!answered) exitedUnanswered = why;
-      for (const id of unanswered) {
-        await transport.send({ jsonrpc: "2.0", id, error: { code: GATEWAY_ERROR, message: why } }).catch(() => undefined);
-      }
+      answerUnanswered(why);
     }
     void session.close();
   };
