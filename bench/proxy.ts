@@ -10,7 +10,7 @@
  * Needs nginx on PATH (Debian: apt-get install nginx-light). Uses dist/connector-service when built,
  * else runs the source with Bun. Every process binds 127.0.0.1 and is stopped at the end.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createServer } from "node:net";
@@ -48,7 +48,7 @@ const waitFor = async (url: string) => {
 };
 
 async function main() {
-  const [upstreamPort, nginxPort, servicePort, barePort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [upstreamPort, nginxPort, barePort] = [await freePort(), await freePort(), await freePort()];
   children.push(Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }));
   const upstream = `http://127.0.0.1:${upstreamPort}/mcp`;
   await waitFor(upstream);
@@ -86,42 +86,46 @@ http {
 
   const binary = join(ROOT, "dist/connector-service");
   const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
-  const serviceProc = Bun.spawn(command, {
-      cwd: work,
-      env: {
-        PATH: process.env.PATH!,
-        SERVER__PORT: String(servicePort),
-        DATABASE__PATH: join(work, "cs.db"),
-        AUTH__ADMIN_PASSWORD: "bench-admin-password",
-      },
-    // The request log is written as in production (info level); the bench just discards it.
-    stdout: "ignore",
-    stderr: "inherit",
-  });
-  children.push(serviceProc);
-  const service = `http://127.0.0.1:${servicePort}`;
-  await waitFor(`${service}/healthz`);
-  const basic = `Basic ${btoa("admin:bench-admin-password")}`;
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${service}${path}`, {
-      method,
-      headers: { authorization: basic, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
+  /** A service process on its own database, a connector to the upstream and an API token; `env` on top of the defaults. */
+  async function startService(name: string, env: Record<string, string>) {
+    const port = await freePort();
+    const dir = join(work, name);
+    mkdirSync(dir);
+    const proc = Bun.spawn(command, {
+      cwd: dir,
+      env: { PATH: process.env.PATH!, SERVER__PORT: String(port), DATABASE__PATH: join(dir, "cs.db"), AUTH__ADMIN_PASSWORD: "bench-admin-password", ...env },
+      // The request log is written as in production (info level); the bench just discards it.
+      stdout: "ignore",
+      stderr: "inherit",
     });
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-    return res.json();
-  };
-  // The administrator is made just after the service listens: wait until it can sign in.
-  for (let i = 0; i < 200 && (await fetch(`${service}/api/v1/users/me`, { headers: { authorization: basic } })).status !== 200; i++) await Bun.sleep(25);
-  const connector = await api("POST", "/api/v1/connectors", { url: upstream });
-  await api("POST", `/api/v1/connectors/${connector.id}/connect`, {});
-  const token = (await api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
+    children.push(proc);
+    const service = `http://127.0.0.1:${port}`;
+    await waitFor(`${service}/healthz`);
+    const basic = `Basic ${btoa("admin:bench-admin-password")}`;
+    const api = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${service}${path}`, {
+        method,
+        headers: { authorization: basic, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+      return res.json();
+    };
+    // The administrator is made just after the service listens: wait until it can sign in.
+    for (let i = 0; i < 200 && (await fetch(`${service}/api/v1/users/me`, { headers: { authorization: basic } })).status !== 200; i++) await Bun.sleep(25);
+    const connector = await api("POST", "/api/v1/connectors", { url: upstream });
+    await api("POST", `/api/v1/connectors/${connector.id}/connect`, {});
+    const token = (await api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
+    return { name, url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}`, pid: proc.pid };
+  }
+  // As deployed by default (audit trail on), and without the audit trail (AUDIT__ENABLED=false): what it costs here.
+  const serviceTargets = [await startService("connector-service", {}), await startService("cs, audit off", { AUDIT__ENABLED: "false" })];
 
   const targets = [
     { name: "direct", url: upstream, auth: undefined, pid: undefined },
     { name: "nginx", url: `http://127.0.0.1:${nginxPort}/mcp`, auth: undefined, pid: nginx.pid },
     { name: "bare Bun proxy", url: `http://127.0.0.1:${barePort}/mcp`, auth: undefined, pid: bare.pid },
-    { name: "connector-service", url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}`, pid: serviceProc.pid },
+    ...serviceTargets,
   ];
   type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
   /** wrk for `SECONDS` (count is not used: wrk runs for a time); the Lua script prints one JSON line. */
@@ -192,8 +196,14 @@ http {
   console.log(`p50 added latency at c=1: ${(cs.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms   (target <= 0.3); nginx adds ${(s.nginx!.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms`);
   const floor = s["bare Bun proxy"]!;
   console.log(
-    `bare Bun proxy (the runtime's floor): ${(floor.rps / s.direct!.rps).toFixed(3)}x direct, ${(floor.rps / s.nginx!.rps).toFixed(3)}x nginx, adds ${(floor.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms; connector-service reaches ${(cs.rps / floor.rps).toFixed(3)}x of it`,
+    `bare Bun proxy (the runtime's floor): ${(floor.rps / s.direct!.rps).toFixed(3)}x direct, ${(floor.rps / s.nginx!.rps).toFixed(3)}x nginx, adds ${(floor.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms`,
   );
+  for (const t of serviceTargets) {
+    const r = s[t.name]!;
+    console.log(
+      `${t.name} / bare Bun proxy: ${(r.rps / floor.rps).toFixed(3)}x throughput (target >= 0.9), ${(r.p50_ms_c1 - floor.p50_ms_c1 >= 0 ? "+" : "")}${(r.p50_ms_c1 - floor.p50_ms_c1).toFixed(3)} ms p50 at c=1 (target <= +0.05)`,
+    );
+  }
 }
 
 try {
