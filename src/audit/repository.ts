@@ -1,4 +1,5 @@
-import { and, desc, eq, gte, isNotNull, lt, lte, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, gte, isNotNull, lt, lte, type SQL } from "drizzle-orm";
+import { rowPlaceholders } from "../db/rows";
 import type { Store, TransactionBody } from "../db/store";
 import type { Reseal } from "../secrets/sealer";
 import { audit_recordsPg, audit_records as sqliteAudit } from "./table";
@@ -25,17 +26,15 @@ export const auditSealContext = (id: string) => `audit_records/${id}/captured`;
 export function createAuditRepository(store: Store): AuditRepository {
   const { db } = store;
   const audit = store.table(sqliteAudit, audit_recordsPg);
-  // One prepared INSERT run per record: building a multi-row statement cost several times what the database does.
   const columns = ["id", "at", "user_id", "credential", "connector_id", "method", "name", "outcome", "error_code", "http_status", "duration_ms", "request_bytes", "response_bytes", "captured"] as const;
-  const insertEach = store.prepareEach(
-    "audit_insert",
+  const insertRows = store.prepareRows("audit_insert", (count) =>
     db
       .insert(audit)
-      .values(Object.fromEntries(columns.map((column) => [column, sql.placeholder(column)])) as unknown as AuditRow)
+      .values(rowPlaceholders(columns, count) as unknown as AuditRow[])
       .onConflictDoNothing(),
   );
   return {
-    insertMany: (rows) => insertEach(rows),
+    insertMany: (rows) => insertRows(rows),
     async page(filter, limit, beforeId) {
       const conditions: SQL[] = [];
       if (filter.userId !== undefined) conditions.push(eq(audit.user_id, filter.userId));

@@ -3,6 +3,7 @@ import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { postgresMigrations } from "./migrations.macro" with { type: "macro" };
+import { namedParams, ROWS_PER_STATEMENT } from "./rows";
 import type { Db, Store } from "./store";
 
 export type PostgresStore = Store & { readonly dialect: "postgres"; readonly client: SQL };
@@ -55,10 +56,15 @@ function postgresStore(client: SQL, pg: BunSQLDatabase, applied: number): Postgr
       const prepared = query.prepare(name) as { execute(params: Record<string, unknown>): Promise<never[]> };
       return async (params) => (await prepared.execute(params))[0];
     },
-    prepareEach(name, query) {
-      const prepared = query.prepare(name) as { execute(params: Record<string, unknown>): Promise<unknown> };
-      return async (list) => {
-        for (const params of list) await prepared.execute(params);
+    prepareRows(name, build) {
+      type Prepared = { execute(params: Record<string, unknown>): Promise<unknown> };
+      const many = build(ROWS_PER_STATEMENT).prepare(`${name}_${ROWS_PER_STATEMENT}`) as Prepared;
+      const one = build(1).prepare(`${name}_1`) as Prepared;
+      // Statement after statement, outside a transaction (a prepared statement runs on the pool): the insert is idempotent.
+      return async (rows) => {
+        let offset = 0;
+        for (; offset + ROWS_PER_STATEMENT <= rows.length; offset += ROWS_PER_STATEMENT) await many.execute(namedParams(rows, offset, ROWS_PER_STATEMENT));
+        for (; offset < rows.length; offset++) await one.execute(namedParams(rows, offset, 1));
       };
     },
     async ping() {

@@ -4,6 +4,7 @@ import type { MigrationMeta } from "drizzle-orm/migrator";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { sqliteMigrations } from "./migrations.macro" with { type: "macro" };
+import { positionalParams, ROWS_PER_STATEMENT } from "./rows";
 import type { Db, Store } from "./store";
 
 /** The SQLite store (the default); `sqlite` is the raw handle for what only SQLite has (tests, PRAGMAs). */
@@ -43,12 +44,19 @@ export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLI
       const prepared = query.prepare() as { get(params: Record<string, unknown>): never };
       return async (params) => prepared.get(params);
     },
-    prepareEach(_name, query) {
-      const prepared = query.prepare() as { run(params: Record<string, unknown>): unknown };
-      const runAll = sqlite.transaction((list: Record<string, unknown>[]) => {
-        for (const params of list) prepared.run(params);
+    prepareRows(_name, build) {
+      // Run on the raw handle with positional values: Drizzle's prepared run would fill its placeholders by name each time.
+      const statement = (count: number) => {
+        const { sql, params } = build(count).toSQL();
+        return { run: sqlite.prepare(sql), values: positionalParams(params) };
+      };
+      const [many, one] = [statement(ROWS_PER_STATEMENT), statement(1)];
+      const runAll = sqlite.transaction((rows: Record<string, unknown>[]) => {
+        let offset = 0;
+        for (; offset + ROWS_PER_STATEMENT <= rows.length; offset += ROWS_PER_STATEMENT) many.run.run(...(many.values(rows, offset) as never[]));
+        for (; offset < rows.length; offset++) one.run.run(...(one.values(rows, offset) as never[]));
       });
-      return async (list) => void runAll.immediate(list);
+      return async (rows) => void runAll.immediate(rows);
     },
     async ping() {
       sqlite.query("SELECT 1").get();

@@ -1,4 +1,5 @@
 import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import type { RowsQuery } from "./rows";
 
 /**
  * Drizzle over the store. It is typed as SQLite's, and on PostgreSQL it is Drizzle's PostgreSQL database with that
@@ -28,11 +29,11 @@ export type Store = {
   /** `name` must be unique per statement (PostgreSQL names its prepared statements). */
   prepareFirst<Row>(name: string, query: { prepare(name?: string): unknown }): PreparedFirst<Row>;
   /**
-   * A statement prepared once and run for each of many parameter sets: on SQLite in one transaction, on PostgreSQL one
-   * after the other. For bulk writes where building one large statement per batch costs more than the database does
-   * (the audit trail); the statement should be idempotent (ON CONFLICT DO NOTHING), so a retried batch is harmless.
+   * A bulk insert prepared once (rows.ts): `build(count)` is the insert of `count` rows of `rowPlaceholders`; a list of
+   * rows is written in one transaction, a hundred rows per statement. For the audit trail, whose batches would cost more
+   * to build than to write; the insert should be idempotent (ON CONFLICT DO NOTHING), so a retried batch is harmless.
    */
-  prepareEach(name: string, query: { prepare(name?: string): unknown }): (params: Record<string, unknown>[]) => Promise<void>;
+  prepareRows(name: string, build: RowsQuery): (rows: Record<string, unknown>[]) => Promise<void>;
   /** Migrations applied when the store was opened. */
   readonly applied: number;
   /** Answers when the store can be queried now (`/readyz`). */

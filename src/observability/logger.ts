@@ -47,9 +47,17 @@ export function createLogger(options: LoggerOptions, base: LogFields = {}): Logg
   const write = options.write ?? bufferedStdout();
   const clock = options.clock ?? Date.now;
   const min = ORDER[options.level];
+  // One ISO time string per millisecond: under load many lines share it.
+  let lastMs = Number.NaN;
+  let lastTime = "";
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[level] < min) return;
-    write(JSON.stringify(redact({ time: new Date(clock()).toISOString(), level, msg, ...base, ...fields })));
+    const ms = clock();
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastTime = new Date(ms).toISOString();
+    }
+    write(JSON.stringify(redact({ time: lastTime, level, msg, ...base, ...fields })));
   };
   return {
     debug: (msg, fields) => emit("debug", msg, fields),
@@ -60,9 +68,19 @@ export function createLogger(options: LoggerOptions, base: LogFields = {}): Logg
   };
 }
 
+/** True when `value` has nothing to mask: no nested object, no string field with a credential's name (the request log). */
+function plain(value: object): boolean {
+  for (const key in value) {
+    const field = (value as Record<string, unknown>)[key];
+    if ((field !== null && typeof field === "object") || (typeof field === "string" && SECRET_FIELD.test(key))) return false;
+  }
+  return true;
+}
+
 /** Masks string fields with a credential's name, at any depth (one pass over the keys, not a JSON replacer). */
 function redact<T>(value: T): T {
   if (value === null || typeof value !== "object") return value;
+  if (!Array.isArray(value) && plain(value)) return value;
   if (Array.isArray(value)) return value.map(redact) as T;
   const out: Record<string, unknown> = {};
   for (const key in value) {

@@ -178,6 +178,32 @@ describe("with audit on (the default)", () => {
     expect(left).not.toContain(row(3).id);
     expect(left).toContain(row(4).id);
   });
+
+  test("a batch is written whole, a hundred rows per statement and the rest one by one, every value as given; again, nothing doubles", async () => {
+    const repository = createAuditRepository(t.deps.store);
+    const rows: AuditRow[] = Array.from({ length: 205 }, (_, n) => ({
+      id: `00000000-0000-7000-9000-${String(n).padStart(12, "0")}`,
+      at: t.clock.now() + n,
+      user_id: alice.principal.id,
+      credential: n % 2 ? `token:${n}` : null,
+      connector_id: tools,
+      method: "bulk/method",
+      name: n % 3 ? `tool-${n}` : null,
+      outcome: n % 5 ? "result" : "error",
+      error_code: n % 5 ? null : -32000 - n,
+      http_status: 200 + (n % 7),
+      duration_ms: n,
+      request_bytes: 10 * n,
+      response_bytes: 100 * n,
+      captured: null,
+    }));
+    await repository.insertMany(rows);
+    await repository.insertMany(rows.slice(150)); // a retried batch
+    const stored = (await rawRows(t)).filter((r) => r.method === "bulk/method");
+    // A raw read: PostgreSQL's bigint columns come back as strings.
+    const numbers = (r: AuditRow) => ({ ...r, at: Number(r.at), request_bytes: Number(r.request_bytes), response_bytes: Number(r.response_bytes), duration_ms: Number(r.duration_ms) });
+    expect(stored.map(numbers)).toEqual(rows);
+  });
 });
 
 describe("with AUDIT__CAPTURE=arguments", () => {
