@@ -13,8 +13,9 @@ import {
   type AuthorizationParams,
 } from "./model";
 import type { AuthServerRepository, ClientRow, GrantRow } from "./repository";
+import { sha256Hex } from "../secrets/digest";
 
-const digest = (value: string) => createHash("sha256").update(value).digest("hex");
+const digest = sha256Hex;
 const secret = (prefix = "") => `${prefix}${randomBytes(32).toString("base64url")}`;
 /** [RFC 7636 §4.1](https://www.rfc-editor.org/rfc/rfc7636#section-4.1): 43 to 128 unreserved characters. */
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;

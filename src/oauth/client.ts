@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import * as oauth from "oauth4webapi";
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
 import { UPSTREAM_CALL_TIMEOUT_MS } from "../http/fetch";
@@ -14,6 +13,7 @@ import { CALLBACK_PATH, STATE_TTL_MS, type GrantContext, type GrantSecrets, type
 import { refreshAt, retryAt } from "./refresh-plan";
 import type { OAuthGrantRow, OAuthRepository } from "./repository";
 import { grantSeal, stateSeal } from "./sealing";
+import { sha256Hex } from "../secrets/digest";
 
 /** Said when the OAuth flow failed at a server that publishes no OAuth metadata: its 401 may ask for a header. */
 const NO_METADATA_HINT =
@@ -66,7 +66,7 @@ export type RefreshOutcome = { ok: true; accessToken: string } | { ok: false; fa
 export const REFRESH_OUTCOMES = ["ok", "failed", "invalid_grant"] as const;
 type RefreshAttempt = (typeof REFRESH_OUTCOMES)[number];
 
-const digest = (state: string) => createHash("sha256").update(state).digest("hex");
+const digest = sha256Hex;
 /** A refresh lease: the token request's own timeout and a margin (a killed holder delays the others this long at most). */
 const LEASE_MS = UPSTREAM_CALL_TIMEOUT_MS + 5_000;
 /**

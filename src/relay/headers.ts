@@ -24,9 +24,10 @@ const DROPPED_RESPONSE_HEADERS = new Set([...HOP_BY_HOP_HEADERS, "content-length
 export function clientResponseHeaders(upstream: Headers): Headers {
   const out = new Headers();
   // [RFC 9110 §7.6.1](https://www.rfc-editor.org/rfc/rfc9110#section-7.6.1): headers named in Connection are hop-by-hop too.
-  const named = new Set((upstream.get("connection") ?? "").toLowerCase().split(",").map((s) => s.trim()));
+  const connection = upstream.get("connection");
+  const named = connection === null ? undefined : new Set(connection.toLowerCase().split(",").map((s) => s.trim()));
   upstream.forEach((value, name) => {
-    if (!DROPPED_RESPONSE_HEADERS.has(name) && !named.has(name) && !name.startsWith("access-control-")) out.append(name, value);
+    if (!DROPPED_RESPONSE_HEADERS.has(name) && !named?.has(name) && !name.startsWith("access-control-")) out.append(name, value);
   });
   return out;
 }

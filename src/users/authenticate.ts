@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
 import { Unauthorized } from "../http-errors/errors";
 import type { FailureLimit } from "./failure-limit";
 import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
 import { digestToken, TOKEN_PREFIX } from "./service";
 import { USERNAME_PATTERN } from "./model";
+import { sha256Hex } from "../secrets/digest";
 
 const USERNAME = new RegExp(USERNAME_PATTERN);
 
@@ -78,7 +78,7 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
   const decoy = DECOY_HASH;
 
   async function basic(credentials: string): Promise<Principal> {
-    const key = createHash("sha256").update(credentials).digest("hex");
+    const key = sha256Hex(credentials);
     const now = clock();
     const hit = remembered.get(key);
     if (hit && hit.until > now) {

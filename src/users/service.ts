@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { Conflict, Forbidden, invalidField, NotFound } from "../http-errors/errors";
 import type { ChangePasswordBody, CreateTokenBody, CreatedToken, CreateUserBody, Principal, ResetPasswordBody, TokenView, UpdateUserBody, UserView } from "./model";
 import type { TokenRow, UserRepository, UserRow } from "./repository";
+import { sha256Hex } from "../secrets/digest";
 
 export type UserServiceDeps = {
   users: UserRepository;
@@ -17,7 +18,7 @@ const DAY_MS = 86_400_000;
 /** Prefix makes leaked tokens recognisable to secret scanners. */
 export const TOKEN_PREFIX = "cst_";
 
-export const digestToken = (token: string) => createHash("sha256").update(token).digest("hex");
+export const digestToken = sha256Hex;
 
 export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete }: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();

@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { Forbidden, Unauthorized } from "../http-errors/errors";
 import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
+import { sha256Hex } from "../secrets/digest";
 
 /** The web console's session cookie: HttpOnly, SameSite=Strict, Secure when the service is reached over https. */
 export const SESSION_COOKIE = "cs_session";
@@ -13,7 +14,7 @@ export const CSRF_HEADER = "x-csrf-token";
 /** Methods that change something: with a session, they need the CSRF token and a same-origin request. */
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
-const digest = (value: string) => createHash("sha256").update(value).digest("hex");
+const digest = sha256Hex;
 
 export type SessionsDeps = { users: UserRepository; clock: () => number; publicUrl: () => string };
 
