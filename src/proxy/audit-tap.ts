@@ -11,6 +11,7 @@ export type Described = { method: string | null; name: string | null; arguments?
 export type Observed = { errorCode: number | null; bytes: number; result?: unknown };
 
 const decoder = new TextDecoder();
+const ERROR_KEY = '"error"';
 
 export function describeRequest(bytes: Uint8Array | undefined, headers: Headers, capture: boolean): Described {
   const method = headers.get("mcp-method");
@@ -68,7 +69,9 @@ export async function tapResponse(response: Response, capture: boolean, done: (o
   }
   if (type.startsWith("application/json") && Number(length ?? 0) <= READ_WHOLE_BYTES) {
     const buffer = await response.arrayBuffer();
-    done({ ...outcomeOf(decoder.decode(buffer), capture), bytes: buffer.byteLength });
+    // Only an answer that has `"error"` somewhere can be an error; a result is parsed only to be captured.
+    const parse = capture || Buffer.from(buffer).includes(ERROR_KEY);
+    done({ ...(parse ? outcomeOf(decoder.decode(buffer), capture) : { errorCode: null }), bytes: buffer.byteLength });
     return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
   }
   if (!type.startsWith("text/event-stream")) {
