@@ -4,8 +4,8 @@
  *
  *   fetch        Bun's global fetch, as the service uses it today (keep-alive by default);
  *   node:http    `http.request` with a keep-alive `http.Agent` (maxSockets = the load's connections);
- *   http1        the service's own keep-alive HTTP/1.1 client on Bun.connect (src/relay/http1.ts, PROXY__UPSTREAM_CLIENT);
- *                until it existed, a prototype of it in this file (bench/RESULTS.md, "Upstream HTTP client").
+ *   http1        a keep-alive HTTP/1.1 client on Bun.connect (bench/http1-client.ts), the candidate;
+ *                first a prototype in this file (bench/RESULTS.md, "Upstream HTTP client").
  *
  * Each forwarder reads the client's JSON-RPC POST whole and sends it on as bytes with a Content-Length, and takes the
  * upstream's answer whole, as the service does for small JSON bodies. The upstream is bench/upstream.ts; "direct" is
@@ -25,7 +25,7 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import { join, resolve } from "node:path";
 import { freePort, waitForHttp } from "../test/peers/ports";
-import { createHttp1Fetch } from "../src/relay/http1";
+import { createHttp1Fetch } from "./http1-client";
 import { cpuMs } from "./cpu";
 
 type Bytes = Uint8Array<ArrayBuffer>;
@@ -38,7 +38,7 @@ type ClientName = (typeof CLIENTS)[number];
 // ---------------------------------------------------------------------------------------------------------------
 // The clients.
 
-/** The service's own client (src/relay/http1.ts: a pool of keep-alive connections on Bun.connect), as the relays use it. */
+/** The candidate client (bench/http1-client.ts: a pool of keep-alive connections on Bun.connect), used as a relay would. */
 function createHttp1Client(upstream: URL): Forward {
   const client = createHttp1Fetch({ fallback: fetch });
   return async (body, headers) => {
@@ -47,7 +47,7 @@ function createHttp1Client(upstream: URL): Forward {
   };
 }
 
-// Bun's fetch (the alternative, PROXY__UPSTREAM_CLIENT=fetch) and node:http with a keep-alive Agent.
+// Bun's fetch (what the service uses) and node:http with a keep-alive Agent.
 
 function createFetchClient(upstream: URL): Forward {
   const url = upstream.href;

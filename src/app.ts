@@ -82,8 +82,6 @@ export type Deps = {
   sleep: (ms: number) => Promise<void>;
   newId: () => string;
   fetch: FetchLike;
-  /** What the MCP and A2A relays call upstreams with (PROXY__UPSTREAM_CLIENT); `fetch` when not given. */
-  relayFetch?: FetchLike;
   /** The address a request came from (the server knows it; a test may say), for limits per client. */
   clientAddress: (request: Request) => string | undefined;
   /** Resolves a host name to its addresses for the URL guard (the system resolver unless a test gives one). */
@@ -203,7 +201,7 @@ export function createServices(deps: Deps) {
     urlGuard,
     allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...config.oauth.allowedRedirectOrigins],
   });
-  const relaySettings = { fetch: deps.relayFetch ? guardedFetch(deps.relayFetch, urlGuard) : upstreamFetch, headersTimeoutMs: config.proxy.upstreamTimeoutMs, maxBodyBytes: config.proxy.maxBodyBytes };
+  const relaySettings = { fetch: upstreamFetch, headersTimeoutMs: config.proxy.upstreamTimeoutMs, maxBodyBytes: config.proxy.maxBodyBytes };
   // OpenTelemetry (the standard OTEL_* variables): off unless an endpoint is set. Connects and refreshes get a span each.
   const tracing = config.tracing ? createTracing(config.tracing) : undefined;
   if (tracing) {

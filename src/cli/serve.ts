@@ -14,7 +14,6 @@ import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
 import { createSealer } from "../secrets/sealer";
-import { createHttp1Fetch } from "../relay/http1";
 import { VERSION } from "../version";
 
 export type RunningService = {
@@ -130,7 +129,6 @@ export async function startService(env: Record<string, string | undefined>, opti
       // UUIDv7 ([RFC 9562 §5.7](https://www.rfc-editor.org/rfc/rfc9562#section-5.7)): time-ordered and monotonic, so "newest first" has no ties to break at random.
       newId: () => Bun.randomUUIDv7(),
       fetch: globalThis.fetch,
-      ...(config.proxy.upstreamClient === "http1" && { relayFetch: createHttp1Fetch({ fallback: globalThis.fetch }) }),
       publicUrl: () => publicUrl,
       readiness: () =>
         stopping

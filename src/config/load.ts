@@ -39,8 +39,7 @@ export type Config = {
   /** WEBHOOKS__URLS get every connector event, signed with WEBHOOKS__SECRET. */
   webhooks: { urls: string[]; secret: string | undefined };
   api: { maxBodyBytes: number };
-  /** upstreamClient: what the MCP and A2A relays call upstreams with (relay/http1.ts, or Bun's fetch). */
-  proxy: { maxBodyBytes: number; upstreamTimeoutMs: number; maxStreamsPerUser: number; maxStreamsPerConnector: number; upstreamClient: "http1" | "fetch" };
+  proxy: { maxBodyBytes: number; upstreamTimeoutMs: number; maxStreamsPerUser: number; maxStreamsPerConnector: number };
   scheduler: { intervalMs: number };
   a2a: { cardRefreshMs: number };
   /** METRICS__TOKEN: when set, /metrics wants it as a bearer token. */
@@ -220,7 +219,6 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000,
       maxStreamsPerUser: raw.proxy.max_streams_per_user,
       maxStreamsPerConnector: raw.proxy.max_streams_per_connector,
-      upstreamClient: raw.proxy.upstream_client,
     },
     scheduler: { intervalMs: raw.scheduler.interval_seconds * 1000 },
     a2a: { cardRefreshMs: raw.a2a.card_refresh_seconds * 1000 },

@@ -77,7 +77,6 @@ export const ConfigSchema = t.Object({
     upstream_timeout_seconds: t.Number({ minimum: 1, maximum: 3600, default: 60, description: "a number of seconds from 1 to 3600" }),
     max_streams_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 500, description: "an integer from 1 to 100000" }),
     max_streams_per_connector: t.Integer({ minimum: 1, maximum: 100_000, default: 200, description: "an integer from 1 to 100000" }),
-    upstream_client: t.Union([t.Literal("http1"), t.Literal("fetch")], { default: "http1", description: "http1 or fetch" }),
   }),
   metrics: t.Object({
     // A bearer token (RFC 6750 §2.1 sends it in a header): visible ASCII, long enough not to be guessed.

@@ -7,11 +7,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { classifyFetchFailure, type FetchLike } from "../../src/http/fetch";
-import { createHttp1Fetch } from "../../src/relay/http1";
+import { createHttp1Fetch } from "../../bench/http1-client";
 import { startEverything, type Peer } from "../peers/everything";
 import { freePort } from "../peers/ports";
 
-// A differential test of the relays' HTTP/1.1 client (src/relay/http1.ts) against Bun's fetch, on real servers on
+// A differential test of the candidate upstream client (bench/http1-client.ts) against Bun's fetch, on real servers on
 // loopback: Bun.serve (lengths, chunked, an event stream, 204, HEAD, gzip passed through), a raw TCP server (a body
 // that ends with the connection; a keep-alive connection closed as the next request comes), node:http (idle
 // keep-alive connections closed by the server), server-everything through the MCP SDK client, and https with a CA

@@ -1,14 +1,17 @@
 import type { Socket } from "bun";
-import type { FetchLike } from "../http/fetch";
+import type { FetchLike } from "../src/http/fetch";
 
 /**
- * The relays' HTTP/1.1 client ([RFC 9112](https://www.rfc-editor.org/rfc/rfc9112)) on Bun.connect, with a pool of
- * keep-alive connections per origin. It does what `fetch` does for the proxy with less work per request
- * (bench/RESULTS.md, "Upstream HTTP client"): a small answer of declared length is read whole and handed over as one
- * buffer; any other body (chunked, an event stream, one that ends with the connection, a large one) streams, with
- * backpressure. Never follows redirects, never decompresses (the proxy passes bodies as they come). A request whose
- * body is a stream goes to `fallback` (fetch): the proxy reads small bodies whole, so only large uploads do.
- * `test/relay/http1.test.ts` holds it to `fetch`'s answers on the same servers.
+ * A candidate upstream client for the relays, measured against Bun's fetch and not adopted (bench/RESULTS.md,
+ * "Upstream HTTP client"): an HTTP/1.1 client ([RFC 9112](https://www.rfc-editor.org/rfc/rfc9112)) on Bun.connect with
+ * a pool of keep-alive connections per origin. In a bare forwarder it costs less CPU per request than fetch; inside
+ * the service it made the proxy slower, because fetch does its network work on a thread of its own and this client
+ * does it on the one thread that also serves every request. Kept, with its differential test
+ * (test/bench/http1-client.test.ts), so the comparison can be run again on a later Bun.
+ *
+ * What it does: a small answer of declared length is read whole and handed over as one buffer; any other body
+ * (chunked, an event stream, one that ends with the connection, a large one) streams, with backpressure. Never follows
+ * redirects, never decompresses. A request whose body is a stream goes to `fallback` (fetch).
  */
 
 export type Http1Options = {
