@@ -13,7 +13,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { createServer } from "node:net";
+import { freePort, waitForHttp as waitFor } from "../test/peers/ports";
 import { cpuMs } from "./cpu";
 
 const ROOT = resolve(import.meta.dir, "..");
@@ -28,24 +28,6 @@ const SECONDS = Number(args.get("seconds") ?? 10);
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
 const children: Bun.Subprocess[] = [];
-const freePort = () =>
-  new Promise<number>((ok) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => ok(port));
-    });
-  });
-const waitFor = async (url: string) => {
-  for (let i = 0; i < 200; i++) {
-    try {
-      await fetch(url);
-      return;
-    } catch {
-      await Bun.sleep(50);
-    }
-  }
-  throw new Error(`${url} did not come up`);
-};
 
 async function main() {
   const [upstreamPort, nginxPort, barePort] = [await freePort(), await freePort(), await freePort()];

@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { freePort } from "../test/peers/ports";
+import { freePort, waitForHttp as waitFor } from "../test/peers/ports";
 import { cpuMs } from "./cpu";
 import { startPostgres } from "../test/peers/postgres";
 
@@ -28,17 +28,6 @@ const PASSWORD = "bench-admin-password";
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-stores-"));
 const children: Bun.Subprocess[] = [];
-const waitFor = async (url: string) => {
-  for (let i = 0; i < 400; i++) {
-    try {
-      await fetch(url);
-      return;
-    } catch {
-      await Bun.sleep(50);
-    }
-  }
-  throw new Error(`${url} did not come up`);
-};
 /** Until the service says it is ready (listening comes before the administrator exists). */
 const waitReady = async (url: string) => {
   for (let i = 0; i < 400; i++) {
