@@ -132,7 +132,7 @@ export function createServices(deps: Deps) {
   /** A user name and password typed into one of the service's pages: a Basic credential in all but name, under the same brake on failures. */
   async function signIn(request: Request, username: string, password: string) {
     const client = deps.clientAddress(request) ?? "unknown";
-    failureLimit.check(client);
+    failureLimit.checkClient(client);
     try {
       return await authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`);
     } catch (e) {

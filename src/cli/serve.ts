@@ -64,7 +64,6 @@ export async function startService(env: Record<string, string | undefined>, opti
   phases.mark("config");
 
   const requestIds = new WeakMap<Request, string>();
-  const clientAddresses = new WeakMap<Request, string>();
   const gate = startingGate(requestIds, options.startingHoldMs ?? STARTING_HOLD_MS);
   // Listen first: a start that cannot listen (the port is taken) fails before it creates anything — a key file, a
   // database, an administrator password shown once that nobody would see.
@@ -80,7 +79,6 @@ export async function startService(env: Record<string, string | undefined>, opti
       maxRequestBodySize: 4 * Math.max(config.api.maxBodyBytes, config.proxy.maxBodyBytes),
       log,
       requestIds,
-      clientAddresses,
     });
   } catch (e) {
     throw listenFailure(e, config);
@@ -139,7 +137,8 @@ export async function startService(env: Record<string, string | undefined>, opti
               ? { ready: true }
               : { ready: false, reason: "The scheduler is not running" },
       requestIds,
-      clientAddress: (request) => clientAddresses.get(request),
+      // Asked only while the request is handled (its socket is still there), and only when a limit needs it.
+      clientAddress: (request) => running.server.requestIP(request)?.address,
       runtime:
         config.runtime.driver === "kubernetes"
           ? await createKubernetesRuntime({

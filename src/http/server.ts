@@ -74,8 +74,6 @@ export type ServerOptions = {
   maxRequestBodySize: number;
   log: Logger;
   requestIds: RequestIds;
-  /** Where each request's client address is recorded, for limits per client. */
-  clientAddresses?: WeakMap<Request, string>;
   clock?: () => number;
 };
 
@@ -103,8 +101,6 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
     async (request: R, server: Server<undefined>): Promise<Response> => {
       const start = now();
       const id = assignRequestId(request, requestIds);
-      const client = server.requestIP(request)?.address;
-      if (client) options.clientAddresses?.set(request, client);
       const response = await handler(request);
       // An event stream may be quiet for long stretches: no idle timeout for it (Bun's default would cut it).
       if (response.headers.get("content-type")?.startsWith("text/event-stream")) server.timeout(request, 0);

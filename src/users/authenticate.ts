@@ -28,9 +28,11 @@ export function authenticateRequests(
 ): RequestAuthenticator {
   const principals = new WeakMap<Request, Promise<Principal>>();
   const attempt = async (request: Request): Promise<Principal> => {
-    const client = clientAddress(request) ?? "unknown";
+    // The address is looked up only when the brake needs it: no failure remembered, no lookup.
+    let client: string | undefined;
+    const address = () => (client ??= clientAddress(request) ?? "unknown");
     const authorization = request.headers.get("authorization");
-    limit.check(client);
+    limit.check(address);
     if (authorization === null && session) {
       const signedIn = await session(request);
       if (signedIn) return signedIn;
@@ -39,7 +41,7 @@ export function authenticateRequests(
       return await authenticate(authorization);
     } catch (e) {
       // A request without credentials is how a client learns it needs some (the 401's challenge): not a guess.
-      if (e instanceof Unauthorized && authorization) limit.failed(client);
+      if (e instanceof Unauthorized && authorization) limit.failed(address());
       throw e;
     }
   };
