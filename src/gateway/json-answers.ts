@@ -52,6 +52,25 @@ export function answerableAsJson(parsed: unknown): boolean {
   return requests > 0;
 }
 
+type ServerTransport = WebStandardStreamableHTTPServerTransport;
+
+/**
+ * One request of a started session: a POST that asks for no progress is answered as JSON through a transport of its
+ * own (`deliver` gets its messages, with that transport to answer through); anything else goes to the session's
+ * transport (its `onmessage` gets the messages).
+ */
+export async function answerInSession(
+  request: Request,
+  session: ServerTransport,
+  deliver: (message: JSONRPCMessage, via: ServerTransport) => void,
+): Promise<Response> {
+  const body = await readPostBody(request);
+  if (body === undefined) return session.handleRequest(request);
+  if ("refused" in body) return body.refused;
+  if (!answerableAsJson(body.parsed)) return session.handleRequest(request, { parsedBody: body.parsed });
+  return jsonExchange(request, body.parsed, session.sessionId, deliver);
+}
+
 /**
  * A transport for one POST of one session, answering it as JSON: the SDK's own transport in its stateless JSON mode
  * (the session was already checked by the gateway), which frames and validates as the session's transport does.

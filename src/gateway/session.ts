@@ -2,7 +2,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
-import { answerableAsJson, jsonExchange, readPostBody } from "./json-answers";
+import { answerInSession } from "./json-answers";
 import { GATEWAY_ERROR } from "./json-rpc";
 
 export type StdioCommand = { command: string; args: string[]; env: Record<string, string> };
@@ -79,13 +79,7 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
     lastActive: Date.now(),
     failedToStart: () => exitedUnanswered,
     ended: () => closing !== undefined,
-    async handle(request) {
-      const body = await readPostBody(request);
-      if (body === undefined) return transport.handleRequest(request);
-      if ("refused" in body) return body.refused;
-      if (!answerableAsJson(body.parsed)) return transport.handleRequest(request, { parsedBody: body.parsed });
-      return jsonExchange(request, body.parsed, transport.sessionId, fromClient);
-    },
+    handle: (request) => answerInSession(request, transport, fromClient),
     close() {
       // Set before any of it runs: closing the transport calls its onclose, which comes back here.
       closing ??= Promise.resolve().then(async () => {

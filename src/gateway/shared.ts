@@ -4,12 +4,15 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
 import type { Gateway } from "./gateway";
-import { jsonRpcError, sessionNotFound } from "./json-rpc";
+import { answerInSession } from "./json-answers";
+import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
 
 type Id = string | number;
-type Session = { id: string; transport: WebStandardStreamableHTTPServerTransport; lastActive: number };
-type Route = { session: Session; id: Id };
+type ServerTransport = WebStandardStreamableHTTPServerTransport;
+type Session = { id: string; transport: ServerTransport; lastActive: number };
+/** A request sent on to the server: whose it is, its own id, and the transport its answer goes back through (json-answers.ts). */
+type Route = { session: Session; id: Id; via: ServerTransport };
 type Message = JSONRPCMessage & { id?: Id; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown };
 
 const INIT_ID = "gateway-initialize";
@@ -47,7 +50,15 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
   });
   readyPromise.catch(() => undefined);
 
-  function fromClient(session: Session, message: Message) {
+  /** Requests still waiting whose answer goes to a JSON exchange get an error answer (an event stream would just end). */
+  function answerWaiting(which: (route: Route) => boolean, why: string) {
+    for (const route of routes.values()) {
+      if (!which(route) || route.via === route.session.transport) continue;
+      void route.via.send({ jsonrpc: "2.0", id: route.id, error: { code: GATEWAY_ERROR, message: why } } as JSONRPCMessage).catch(() => undefined);
+    }
+  }
+
+  function fromClient(session: Session, message: Message, via: ServerTransport = session.transport) {
     if (message.method === "initialize" && message.id !== undefined) {
       // Answered from the one initialize the server had (same capabilities, server info and version).
       void session.transport.send({ jsonrpc: "2.0", id: message.id, result: initResult! } as JSONRPCMessage);
@@ -63,7 +74,7 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
     }
     if (message.method !== undefined && message.id !== undefined) {
       const global = next("r");
-      routes.set(global, { session, id: message.id });
+      routes.set(global, { session, id: message.id, via });
       const meta = message.params?._meta as { progressToken?: Id } | undefined;
       let params = message.params;
       if (meta?.progressToken !== undefined) {
@@ -92,7 +103,7 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
       if (!route) return;
       routes.delete(String(message.id));
       for (const [token, p] of progress) if (p.session === route.session && p.request === route.id) progress.delete(token);
-      void route.session.transport.send({ ...message, id: route.id } as JSONRPCMessage).catch(() => undefined);
+      void route.via.send({ ...message, id: route.id } as JSONRPCMessage).catch(() => undefined);
       return;
     }
     if (message.method === "notifications/progress") {
@@ -137,12 +148,13 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
       const session = sessions.get(id);
       if (!session) return sessionNotFound();
       session.lastActive = Date.now();
-      return session.transport.handleRequest(request);
+      return answerInSession(request, session.transport, (message, via) => fromClient(session, message as Message, via));
     }
     const session: Session = { id: "", transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() }), lastActive: Date.now() };
     session.transport.onmessage = (message) => fromClient(session, message as Message);
     session.transport.onclose = () => {
       sessions.delete(session.id);
+      answerWaiting((route) => route.session === session, "The session ended before the MCP server answered");
       for (const [global, route] of routes) {
         if (route.session !== session) continue;
         routes.delete(global);
@@ -173,6 +185,7 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
     async close() {
       if (closed) return;
       closed = true;
+      answerWaiting(() => true, "The MCP server went away before it answered");
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       await server.close().catch(() => undefined);
     },
