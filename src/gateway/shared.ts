@@ -158,7 +158,8 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
       for (const [global, route] of routes) {
         if (route.session !== session) continue;
         routes.delete(global);
-        void server.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: global, reason: "The client's session ended" } });
+        // (When the server itself went away, there is no one to tell.)
+        if (!closed) void server.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: global, reason: "The client's session ended" } }).catch(() => undefined);
       }
     };
     await session.transport.start();

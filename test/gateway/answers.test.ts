@@ -102,3 +102,14 @@ test("a body that is not JSON is a JSON-RPC parse error; one over 4 MiB is a 413
   }
   expect((await post({ jsonrpc: "2.0", method: "notifications/roots/list_changed" })).status).toBe(202);
 });
+
+test("shared gateway: a JSON call still waiting when the server goes away gets an error answer", async () => {
+  const server = new StdioClientTransport({ command: "node", args: [EVERYTHING, "stdio"], stderr: "ignore" });
+  const { post } = await open(() => createSharedGateway({ server, log: createLogger({ level: "error" }) }));
+  const waiting = post(call(1, "trigger-long-running-operation", { duration: 30, steps: 1 }));
+  await Bun.sleep(100); // the server has the call
+  process.kill(server.pid!, "SIGKILL");
+  const res = await waiting;
+  expect(res.headers.get("content-type")).toStartWith("application/json");
+  expect(await res.json()).toEqual({ jsonrpc: "2.0", id: 1, error: { code: -32000, message: "The MCP server went away before it answered" } });
+});
