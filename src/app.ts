@@ -66,7 +66,7 @@ import { authenticateRequests, createAuthenticator } from "./users/authenticate"
 import { createFailureLimit } from "./users/failure-limit";
 import { createUserRepository } from "./users/repository";
 import { userRoutes } from "./users/routes";
-import { createUserService } from "./users/service";
+import { createUserService, type Brake } from "./users/service";
 import { sessionRoutes } from "./users/session-routes";
 import { createSessions } from "./users/sessions";
 import { VERSION } from "./version";
@@ -131,14 +131,19 @@ export function createServices(deps: Deps) {
   };
   /** A user name and password typed into one of the service's pages: a Basic credential in all but name, under the same brake on failures. */
   async function signIn(request: Request, username: string, password: string) {
-    const client = deps.clientAddress(request) ?? "unknown";
-    failureLimit.checkClient(client);
+    const brake = brakeFor(request);
+    brake.check();
     try {
       return await authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`);
     } catch (e) {
-      if (e instanceof Unauthorized) failureLimit.failed(client);
+      if (e instanceof Unauthorized) brake.failed();
       throw e;
     }
+  }
+  /** The failure brake for the client of one request: its address, and its failures (AUTH__MAX_FAILURES). */
+  function brakeFor(request: Request): Brake {
+    const client = deps.clientAddress(request) ?? "unknown";
+    return { check: () => failureLimit.checkClient(client), failed: () => failureLimit.failed(client) };
   }
   const urlGuard = createUrlGuard({ blockPrivate: config.security.blockPrivateNetworks, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
@@ -345,6 +350,7 @@ export function createServices(deps: Deps) {
     authServer: { server: authServer, cors, clients: authServerClients, signIn },
     sessions,
     signIn,
+    brakeFor,
     connectors,
     connections,
     authorization,
@@ -388,7 +394,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
         refuse: (detail, challenge) => Object.assign(new Unauthorized(detail), { headers: { "www-authenticate": challenge } }),
       }),
     )
-    .use(userRoutes(services.users, auth, apiBody))
+    .use(userRoutes(services.users, auth, apiBody, services.brakeFor))
     .use(sessionRoutes(services, auth, apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate: null })))
     .use(presetRoutes(services.presets, auth))
     .use(oauthRoutes(services.authorization, deps.publicUrl))

@@ -4,11 +4,11 @@ import type { ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "./auth-plugin";
 import { ChangePasswordBody, CreatedToken, CreateTokenBody, CreateUserBody, ResetPasswordBody, TokenList, UpdateUserBody, UserList, UserView } from "./model";
-import type { UserService } from "./service";
+import type { Brake, UserService } from "./service";
 
 const problems = { 401: Problem, 403: Problem, 404: Problem, 409: Problem, 422: Problem };
 
-export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBodyPlugin) {
+export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBodyPlugin, brakeFor: (request: Request) => Brake) {
   return new Elysia({ prefix: "/api/v1", detail: { tags: ["Users"] } })
     .use(auth)
     .use(apiBody)
@@ -39,8 +39,8 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
     })
     .put(
       "/users/me/password",
-      async ({ principal, body, set }) => {
-        await users.changeOwnPassword(principal, body);
+      async ({ principal, body, set, request }) => {
+        await users.changeOwnPassword(principal, body, brakeFor(request));
         set.status = 204;
       },
       {

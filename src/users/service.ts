@@ -20,6 +20,9 @@ export const TOKEN_PREFIX = "cst_";
 
 export const digestToken = sha256Hex;
 
+/** The failure brake for one request's client (failure-limit.ts). */
+export type Brake = { check(): void; failed(): void };
+
 export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete }: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
   const userView = (row: UserRow): UserView => ({
@@ -102,11 +105,19 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
       await users.delete(id);
     },
 
-    /** A user changes their own password, proving the current one; their other console sessions end. */
-    async changeOwnPassword(caller: Principal & { session?: string }, body: ChangePasswordBody): Promise<void> {
+    /**
+     * A user changes their own password, proving the current one; their other console sessions end. A wrong current
+     * password is a failed authentication for `brake` (AUTH__MAX_FAILURES): a stolen session or token must not become
+     * a way to guess the password.
+     */
+    async changeOwnPassword(caller: Principal & { session?: string }, body: ChangePasswordBody, brake: Brake): Promise<void> {
       const row = await users.findById(caller.id);
       if (!row) throw new NotFound("The authenticated user no longer exists");
-      if (!(await Bun.password.verify(body.current_password, row.password_hash))) throw invalidField("current_password", "is not your current password");
+      brake.check();
+      if (!(await Bun.password.verify(body.current_password, row.password_hash))) {
+        brake.failed();
+        throw invalidField("current_password", "is not your current password");
+      }
       await users.updatePassword(row.id, await Bun.password.hash(body.new_password, "argon2id"), clock());
       await users.deleteSessionsOf(row.id, caller.session);
     },
