@@ -59,4 +59,7 @@ function unknown(arg: string): number {
   return 2;
 }
 
-process.exit(await main(process.argv.slice(2)));
+const code = await main(process.argv.slice(2));
+// The last log lines reach stdout before the process ends (an exit drops writes still queued for a slow reader).
+await (await import("./observability/logger")).flushLogs();
+process.exit(code);

@@ -1,3 +1,5 @@
+import { writeSync } from "node:fs";
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFields = Record<string, unknown>;
 
@@ -19,21 +21,40 @@ const SECRET_FIELD = /authorization|password|secret|token|cookie|verifier|^key$/
 
 export type LoggerOptions = { level: LogLevel; write?: (line: string) => void; clock?: () => number };
 
+/** Every buffered stdout writer: what `flushLogs` waits for. */
+const writers = new Set<() => Promise<unknown>>();
+
 /**
- * Lines written in one event-loop turn leave in one write: under load the request log costs one
- * syscall per turn instead of one per request. Flushed at exit, so nothing logged is lost on shutdown.
+ * Lines written in one event-loop turn leave in one write: under load the request log costs one write per turn
+ * instead of one per request. Writes are chained through `Bun.write`, whose promise says when stdout has taken them:
+ * Bun drops stdout writes still queued for a slow reader when the process exits, so `flushLogs` waits for the chain
+ * before an exit (the last lines of a shutdown were lost that way).
  */
 export function bufferedStdout(): (line: string) => void {
   let lines: string[] = [];
   let scheduled = false;
+  let written: Promise<unknown> = Promise.resolve();
   const flush = () => {
     scheduled = false;
     if (lines.length === 0) return;
     const out = `${lines.join("\n")}\n`;
     lines = [];
-    process.stdout.write(out);
+    written = written.then(() => Bun.write(Bun.stdout, out)).catch(() => undefined);
   };
-  process.once("exit", flush);
+  writers.add(() => {
+    flush();
+    return written;
+  });
+  // An exit nobody flushed for (a crash): what is still buffered is written as it can be.
+  process.once("exit", () => {
+    if (lines.length > 0) {
+      try {
+        writeSync(1, `${lines.join("\n")}\n`);
+      } catch {
+        // stdout is gone or full: nothing more to do at exit
+      }
+    }
+  });
   return (line) => {
     lines.push(line);
     if (!scheduled) {
@@ -41,6 +62,11 @@ export function bufferedStdout(): (line: string) => void {
       setImmediate(flush);
     }
   };
+}
+
+/** Writes what the loggers hold and waits until stdout has taken all of it (at most `timeoutMs`): before an exit. */
+export async function flushLogs(timeoutMs = 2_000): Promise<void> {
+  await Promise.race([Promise.all([...writers].map((drained) => drained())), Bun.sleep(timeoutMs)]);
 }
 
 export function createLogger(options: LoggerOptions, base: LogFields = {}): Logger {
@@ -64,7 +90,8 @@ export function createLogger(options: LoggerOptions, base: LogFields = {}): Logg
     info: (msg, fields) => emit("info", msg, fields),
     warn: (msg, fields) => emit("warn", msg, fields),
     error: (msg, fields) => emit("error", msg, fields),
-    child: (fields) => createLogger(options, { ...base, ...fields }),
+    // A child writes through its parent's writer: one buffer, so lines leave in the order they were logged.
+    child: (fields) => createLogger({ ...options, write }, { ...base, ...fields }),
   };
 }
 

@@ -15,7 +15,8 @@ export function buildBinary(): Promise<void> {
   return built;
 }
 
-export type Started = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; lines: string[] };
+/** `read`: resolves once all of stdout has been read into `lines` (after the process exited, it can still be behind). */
+export type Started = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; lines: string[]; read: Promise<void> };
 
 /** Starts the executable in `cwd` and waits for its "listening" line; keeps reading its log so it never blocks. */
 export async function startBinary(cwd: string, env: Record<string, string>): Promise<Started> {
@@ -24,6 +25,8 @@ export async function startBinary(cwd: string, env: Record<string, string>): Pro
   const decoder = new TextDecoder();
   const reader = proc.stdout.getReader();
   let buffered = "";
+  let allRead!: () => void;
+  const read = new Promise<void>((resolve) => (allRead = resolve));
   const url = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`no listening line: ${lines.join("\n")}`)), 15_000);
     (async () => {
@@ -41,15 +44,18 @@ export async function startBinary(cwd: string, env: Record<string, string>): Pro
           }
         }
       }
+      allRead();
       clearTimeout(timer);
       reject(new Error(`exited before listening: ${lines.join("\n")}\n${await new Response(proc.stderr).text()}`));
     })();
   });
-  return { proc, url, lines };
+  return { proc, url, lines, read };
 }
 
-/** SIGTERM, and the exit code. */
+/** SIGTERM, and the exit code once the process has ended and all it wrote has been read. */
 export async function stopBinary(started: Started): Promise<number> {
   started.proc.kill("SIGTERM");
-  return started.proc.exited;
+  const code = await started.proc.exited;
+  await started.read;
+  return code;
 }
