@@ -1,6 +1,6 @@
 // A2A agent providers: their cards' URLs; administrators register, refresh and remove them.
 import { api } from "./api.js";
-import { announce, busy, confirmAction, copyField, facts, h, hidden, openDialog, showError, uid, when } from "./dom.js";
+import { announce, busy, confirmAction, copyField, facts, formDialog, h, hidden, uid, when } from "./dom.js";
 
 let isAdmin = false;
 
@@ -81,47 +81,32 @@ async function removeAgent(p) {
 
 function openRegister() {
   const ids = { url: uid("card-url"), card: uid("card-json"), hint: uid("card-hint") };
-  const dialog = openDialog({
+  const url = h("input", { id: ids.url, type: "url", maxlength: "2048", autocomplete: "off", spellcheck: "false", placeholder: "https://agent.example/.well-known/agent-card.json" });
+  const card = h("textarea", { id: ids.card, spellcheck: "false", "aria-describedby": ids.hint });
+  const dialog = formDialog({
     title: "Register an agent",
-    build: (close) => {
-      const error = h("p", { class: "form-error", role: "alert" });
-      const url = h("input", { id: ids.url, type: "url", maxlength: "2048", autocomplete: "off", spellcheck: "false", placeholder: "https://agent.example/.well-known/agent-card.json" });
-      const card = h("textarea", { id: ids.card, spellcheck: "false", "aria-describedby": ids.hint });
-      const submit = h("button", { type: "submit", class: "button primary" }, "Register");
-      return h(
-        "form",
-        {
-          class: "stack",
-          novalidate: true,
-          onsubmit: (event) => {
-            event.preventDefault();
-            let body;
-            if (url.value.trim()) body = { agent_card_url: url.value.trim() };
-            else if (card.value.trim()) {
-              try {
-                body = { agent_card: JSON.parse(card.value) };
-              } catch {
-                return showError(error, new Error("The card is not valid JSON."));
-              }
-            } else return showError(error, new Error("Give the card's URL, or paste the card."));
-            busy(submit, async () => {
-              try {
-                const created = await api("POST", "/api/v1/providers", body);
-                announce(`${created.name} is registered.`);
-                await showAgents(isAdmin);
-                dialog.returnFocusTo = document.querySelector(`#agent-list li[data-id="${CSS.escape(created.id)}"] h2`);
-                close();
-              } catch (e) {
-                showError(error, e);
-              }
-            });
-          },
-        },
-        h("div", { class: "field" }, h("label", { for: ids.url }, "Agent card URL"), url),
-        h("div", { class: "field" }, h("label", { for: ids.card }, "Or the card itself (JSON)"), card, h("p", { class: "hint", id: ids.hint }, "An A2A 0.3.0 agent card. A card given by URL is fetched again periodically.")),
-        error,
-        h("div", { class: "actions" }, submit, h("button", { type: "button", class: "button", onclick: close }, "Cancel")),
-      );
+    submitLabel: "Register",
+    fields: [
+      h("div", { class: "field" }, h("label", { for: ids.url }, "Agent card URL"), url),
+      h("div", { class: "field" }, h("label", { for: ids.card }, "Or the card itself (JSON)"), card, h("p", { class: "hint", id: ids.hint }, "An A2A 0.3.0 agent card. A card given by URL is fetched again periodically.")),
+    ],
+    submit: () => {
+      let body;
+      if (url.value.trim()) body = { agent_card_url: url.value.trim() };
+      else if (card.value.trim()) {
+        try {
+          body = { agent_card: JSON.parse(card.value) };
+        } catch {
+          throw new Error("The card is not valid JSON.");
+        }
+      } else throw new Error("Give the card's URL, or paste the card.");
+      return async (close) => {
+        const created = await api("POST", "/api/v1/providers", body);
+        announce(`${created.name} is registered.`);
+        await showAgents(isAdmin);
+        dialog.returnFocusTo = document.querySelector(`#agent-list li[data-id="${CSS.escape(created.id)}"] h2`);
+        close();
+      };
     },
   });
 }

@@ -1,7 +1,7 @@
 // Connectors: the list (kept current by the events stream), create, connect (OAuth in a window of its own, or
 // headers), re-authorize, disconnect, delete, and the proxy URL to copy.
 import { api, page } from "./api.js";
-import { announce, busy, confirmAction, copyField, facts, h, hidden, openDialog, replaceKeepingFocus, showError, uid, when } from "./dom.js";
+import { announce, busy, confirmAction, copyField, facts, formDialog, h, hidden, replaceKeepingFocus, uid, when } from "./dom.js";
 
 const STATE_LABELS = {
   created: "Not connected",
@@ -291,65 +291,50 @@ async function openCreate() {
     }
   }
   const ids = { preset: uid("preset"), presetHint: uid("preset-hint"), url: uid("url"), name: uid("name"), description: uid("description") };
-  const dialog = openDialog({
+  const select = h(
+    "select",
+    { id: ids.preset, name: "preset", "aria-describedby": ids.presetHint },
+    h("option", { value: "" }, "A server of my own (enter its URL)"),
+    presets.map((p, i) => h("option", { value: String(i) }, (p.metadata && p.metadata.name) || p.url)),
+  );
+  const hint = h("p", { class: "hint", id: ids.presetHint }, "Presets fill in the URL, a name and, for some, the OAuth client.");
+  const url = h("input", { id: ids.url, name: "url", type: "url", required: true, maxlength: "2048", autocomplete: "off", spellcheck: "false", placeholder: "https://mcp.example.com/mcp" });
+  const name = h("input", { id: ids.name, name: "name", maxlength: "200", autocomplete: "off" });
+  const description = h("input", { id: ids.description, name: "description", maxlength: "2000", autocomplete: "off" });
+  let chosen = null;
+  select.addEventListener("change", () => {
+    chosen = select.value === "" ? null : presets[Number(select.value)];
+    url.value = chosen ? chosen.url : "";
+    name.value = (chosen && chosen.metadata && chosen.metadata.name) || "";
+    description.value = (chosen && chosen.metadata && chosen.metadata.description) || "";
+    hint.textContent = chosen ? (chosen.metadata && chosen.metadata.description) || chosen.url : "Presets fill in the URL, a name and, for some, the OAuth client.";
+  });
+  const dialog = formDialog({
     title: "Add a connector",
-    build: (close) => {
-      const error = h("p", { class: "form-error", role: "alert" });
-      const select = h(
-        "select",
-        { id: ids.preset, name: "preset", "aria-describedby": ids.presetHint },
-        h("option", { value: "" }, "A server of my own (enter its URL)"),
-        presets.map((p, i) => h("option", { value: String(i) }, (p.metadata && p.metadata.name) || p.url)),
-      );
-      const hint = h("p", { class: "hint", id: ids.presetHint }, "Presets fill in the URL, a name and, for some, the OAuth client.");
-      const url = h("input", { id: ids.url, name: "url", type: "url", required: true, maxlength: "2048", autocomplete: "off", spellcheck: "false", placeholder: "https://mcp.example.com/mcp" });
-      const name = h("input", { id: ids.name, name: "name", maxlength: "200", autocomplete: "off" });
-      const description = h("input", { id: ids.description, name: "description", maxlength: "2000", autocomplete: "off" });
-      let chosen = null;
-      select.addEventListener("change", () => {
-        chosen = select.value === "" ? null : presets[Number(select.value)];
-        url.value = chosen ? chosen.url : "";
-        name.value = (chosen && chosen.metadata && chosen.metadata.name) || "";
-        description.value = (chosen && chosen.metadata && chosen.metadata.description) || "";
-        hint.textContent = chosen ? (chosen.metadata && chosen.metadata.description) || chosen.url : "Presets fill in the URL, a name and, for some, the OAuth client.";
-      });
-      const submit = h("button", { type: "submit", class: "button primary" }, "Add connector");
-      return h(
-        "form",
-        {
-          class: "stack",
-          novalidate: true,
-          onsubmit: async (event) => {
-            event.preventDefault();
-            const body = { url: url.value.trim() };
-            if (!body.url) return showError(error, new Error("Enter the MCP server's URL, or choose a preset."));
-            const metadata = {};
-            if (name.value.trim()) metadata.name = name.value.trim();
-            if (description.value.trim()) metadata.description = description.value.trim();
-            // Unchanged preset metadata is left to the preset (it may carry more than a name and description).
-            const presetMetadata = (chosen && chosen.metadata) || {};
-            const changed = (metadata.name ?? "") !== (presetMetadata.name ?? "") || (metadata.description ?? "") !== (presetMetadata.description ?? "");
-            if (Object.keys(metadata).length && (!chosen || changed || chosen.url !== body.url)) body.metadata = metadata;
-            await busy(submit, async () => {
-              try {
-                const created = await api("POST", "/api/v1/connectors", body);
-                const row = upsert(created);
-                announce(`Added ${nameOf(created)}. Connect it to start using it.`);
-                dialog.returnFocusTo = row.querySelector('[data-focus-key="connect"]');
-                close();
-              } catch (e) {
-                showError(error, e);
-              }
-            });
-          },
-        },
-        h("div", { class: "field" }, h("label", { for: ids.preset }, "Start from"), select, hint),
-        h("div", { class: "field" }, h("label", { for: ids.url }, "MCP server URL"), url),
-        h("div", { class: "field" }, h("label", { for: ids.name }, "Name (optional)"), name),
-        h("div", { class: "field" }, h("label", { for: ids.description }, "Description (optional)"), description),
-        error,
-        h("div", { class: "actions" }, submit, h("button", { type: "button", class: "button", onclick: close }, "Cancel")),
-      );
+    submitLabel: "Add connector",
+    fields: [
+      h("div", { class: "field" }, h("label", { for: ids.preset }, "Start from"), select, hint),
+      h("div", { class: "field" }, h("label", { for: ids.url }, "MCP server URL"), url),
+      h("div", { class: "field" }, h("label", { for: ids.name }, "Name (optional)"), name),
+      h("div", { class: "field" }, h("label", { for: ids.description }, "Description (optional)"), description),
+    ],
+    submit: () => {
+      const body = { url: url.value.trim() };
+      if (!body.url) throw new Error("Enter the MCP server's URL, or choose a preset.");
+      const metadata = {};
+      if (name.value.trim()) metadata.name = name.value.trim();
+      if (description.value.trim()) metadata.description = description.value.trim();
+      // Unchanged preset metadata is left to the preset (it may carry more than a name and description).
+      const presetMetadata = (chosen && chosen.metadata) || {};
+      const changed = (metadata.name ?? "") !== (presetMetadata.name ?? "") || (metadata.description ?? "") !== (presetMetadata.description ?? "");
+      if (Object.keys(metadata).length && (!chosen || changed || chosen.url !== body.url)) body.metadata = metadata;
+      return async (close) => {
+        const created = await api("POST", "/api/v1/connectors", body);
+        const row = upsert(created);
+        announce(`Added ${nameOf(created)}. Connect it to start using it.`);
+        dialog.returnFocusTo = row.querySelector('[data-focus-key="connect"]');
+        close();
+      };
     },
   });
 }
@@ -426,117 +411,106 @@ function openConnect(id) {
   const c = connectors.get(id);
   if (!c) return;
   const ids = { oauth: uid("method"), headers: uid("method"), note: uid("headers-note") };
-  const dialog = openDialog({
-    title: `Connect ${nameOf(c)}`,
-    fallbackFocus: () => list().querySelector(`li[data-id="${CSS.escape(id)}"] h2`),
-    build: (close) => {
-      const error = h("p", { class: "form-error", role: "alert" });
-      const useHeaders = c.header_names && c.header_names.length > 0;
-      const oauth = h("input", { type: "radio", name: "method", value: "oauth", id: ids.oauth, checked: !useHeaders });
-      const withHeaders = h("input", { type: "radio", name: "method", value: "headers", id: ids.headers, checked: useHeaders });
-      const rows = h("div", { class: "header-rows" });
-      const addRow = (headerName = "") => {
-        const n = uid("header-name");
-        const v = uid("header-value");
-        const row = h(
-          "div",
-          { class: "header-row" },
-          h("div", { class: "field" }, h("label", { for: n }, "Header"), h("input", { id: n, name: "header-name", value: headerName, autocomplete: "off", spellcheck: "false", maxlength: "256" })),
-          // A password field: the value is a secret; it is sent once, stored sealed and never shown again.
-          h("div", { class: "field" }, h("label", { for: v }, "Value"), h("input", { id: v, name: "header-value", type: "password", autocomplete: "off", spellcheck: "false", maxlength: "8192" })),
-          h(
-            "button",
-            {
-              type: "button",
-              class: "button small",
-              onclick: () => {
-                row.remove();
-                if (!rows.children.length) addRow();
-                rows.querySelector("input").focus();
-              },
-            },
-            "Remove",
-            hidden(" this header"),
-          ),
-        );
-        rows.append(row);
-        return row;
-      };
-      for (const headerName of useHeaders ? c.header_names : ["Authorization"]) addRow(headerName);
-      const headerSection = h(
-        "div",
-        { hidden: !useHeaders },
-        h("p", { class: "hint", id: ids.note }, "Sent with every request to the server. Stored sealed; the values are never shown again (only the names)."),
-        rows,
-        h(
-          "button",
-          {
-            type: "button",
-            class: "button small",
-            onclick: () => addRow().querySelector("input").focus(),
-          },
-          "Add a header",
-        ),
-      );
-      const syncMethod = () => (headerSection.hidden = !withHeaders.checked);
-      oauth.addEventListener("change", syncMethod);
-      withHeaders.addEventListener("change", syncMethod);
-      const submit = h("button", { type: "submit", class: "button primary" }, "Connect");
-      return h(
-        "form",
+  const useHeaders = c.header_names && c.header_names.length > 0;
+  const oauth = h("input", { type: "radio", name: "method", value: "oauth", id: ids.oauth, checked: !useHeaders });
+  const withHeaders = h("input", { type: "radio", name: "method", value: "headers", id: ids.headers, checked: useHeaders });
+  const rows = h("div", { class: "header-rows" });
+  const addRow = (headerName = "") => {
+    const n = uid("header-name");
+    const v = uid("header-value");
+    const row = h(
+      "div",
+      { class: "header-row" },
+      h("div", { class: "field" }, h("label", { for: n }, "Header"), h("input", { id: n, name: "header-name", value: headerName, autocomplete: "off", spellcheck: "false", maxlength: "256" })),
+      // A password field: the value is a secret; it is sent once, stored sealed and never shown again.
+      h("div", { class: "field" }, h("label", { for: v }, "Value"), h("input", { id: v, name: "header-value", type: "password", autocomplete: "off", spellcheck: "false", maxlength: "8192" })),
+      h(
+        "button",
         {
-          class: "stack",
-          novalidate: true,
-          onsubmit: (event) => {
-            event.preventDefault();
-            let body = {};
-            let w = null;
-            if (withHeaders.checked) {
-              const headers = {};
-              for (const row of rows.children) {
-                const [nameInput, valueInput] = row.querySelectorAll("input");
-                const headerName = nameInput.value.trim();
-                if (!headerName && !valueInput.value) continue;
-                if (!headerName) return showError(error, new Error("Every header needs a name."));
-                headers[headerName] = valueInput.value;
-              }
-              if (!Object.keys(headers).length) return showError(error, new Error("Enter at least one header, or choose the other way."));
-              body = { headers };
-            } else {
-              // Now, in the click: a window opened after the API's answer could be taken for an unwanted popup.
-              w = openAuthWindow();
-            }
-            busy(submit, async () => {
-              try {
-                const result = await api("POST", `/api/v1/connectors/${encodeURIComponent(id)}/connect`, body);
-                const known = connectors.get(id);
-                if (newer(result, known)) upsert(result);
-                if (result.state === "auth_required" && result.auth_request) {
-                  sendAuthWindow(id, w, result.auth_request.authorization_url);
-                  announce(`Sign in to ${nameOf(result)} in the new window. The connector turns connected when you are done.`);
-                } else {
-                  if (w) w.close();
-                  announce(`${nameOf(result)} is ${STATE_LABELS[result.state].toLowerCase()}.`);
-                }
-                close();
-              } catch (e) {
-                if (w) w.close();
-                showError(error, e);
-              }
-            });
+          type: "button",
+          class: "button small",
+          onclick: () => {
+            row.remove();
+            if (!rows.children.length) addRow();
+            rows.querySelector("input").focus();
           },
         },
-        h(
-          "fieldset",
-          {},
-          h("legend", {}, "How does this server take credentials?"),
-          h("label", { class: "choice", for: ids.oauth }, oauth, h("span", {}, "Sign in with the server (OAuth) — or none, for an open server")),
-          h("label", { class: "choice", for: ids.headers }, withHeaders, h("span", {}, "Headers, such as an API key")),
-        ),
-        headerSection,
-        error,
-        h("div", { class: "actions" }, submit, h("button", { type: "button", class: "button", onclick: close }, "Cancel")),
-      );
+        "Remove",
+        hidden(" this header"),
+      ),
+    );
+    rows.append(row);
+    return row;
+  };
+  for (const headerName of useHeaders ? c.header_names : ["Authorization"]) addRow(headerName);
+  const headerSection = h(
+    "div",
+    { hidden: !useHeaders },
+    h("p", { class: "hint", id: ids.note }, "Sent with every request to the server. Stored sealed; the values are never shown again (only the names)."),
+    rows,
+    h(
+      "button",
+      {
+        type: "button",
+        class: "button small",
+        onclick: () => addRow().querySelector("input").focus(),
+      },
+      "Add a header",
+    ),
+  );
+  const syncMethod = () => (headerSection.hidden = !withHeaders.checked);
+  oauth.addEventListener("change", syncMethod);
+  withHeaders.addEventListener("change", syncMethod);
+  const dialog = formDialog({
+    title: `Connect ${nameOf(c)}`,
+    fallbackFocus: () => list().querySelector(`li[data-id="${CSS.escape(id)}"] h2`),
+    submitLabel: "Connect",
+    fields: [
+      h(
+        "fieldset",
+        {},
+        h("legend", {}, "How does this server take credentials?"),
+        h("label", { class: "choice", for: ids.oauth }, oauth, h("span", {}, "Sign in with the server (OAuth) — or none, for an open server")),
+        h("label", { class: "choice", for: ids.headers }, withHeaders, h("span", {}, "Headers, such as an API key")),
+      ),
+      headerSection,
+    ],
+    submit: () => {
+      let body = {};
+      let w = null;
+      if (withHeaders.checked) {
+        const headers = {};
+        for (const row of rows.children) {
+          const [nameInput, valueInput] = row.querySelectorAll("input");
+          const headerName = nameInput.value.trim();
+          if (!headerName && !valueInput.value) continue;
+          if (!headerName) throw new Error("Every header needs a name.");
+          headers[headerName] = valueInput.value;
+        }
+        if (!Object.keys(headers).length) throw new Error("Enter at least one header, or choose the other way.");
+        body = { headers };
+      } else {
+        // Now, in the click: a window opened after the API's answer could be taken for an unwanted popup.
+        w = openAuthWindow();
+      }
+      return async (close) => {
+        try {
+          const result = await api("POST", `/api/v1/connectors/${encodeURIComponent(id)}/connect`, body);
+          const known = connectors.get(id);
+          if (newer(result, known)) upsert(result);
+          if (result.state === "auth_required" && result.auth_request) {
+            sendAuthWindow(id, w, result.auth_request.authorization_url);
+            announce(`Sign in to ${nameOf(result)} in the new window. The connector turns connected when you are done.`);
+          } else {
+            if (w) w.close();
+            announce(`${nameOf(result)} is ${STATE_LABELS[result.state].toLowerCase()}.`);
+          }
+          close();
+        } catch (e) {
+          if (w) w.close();
+          throw e;
+        }
+      };
     },
   });
   return dialog;

@@ -102,6 +102,40 @@ export function openDialog({ title, build, initialFocus, fallbackFocus, wide = f
 }
 
 /**
+ * A dialog around one form (openDialog's options, plus): `fields`, then an alert line for errors, then the submit
+ * button (`submitLabel`) and Cancel. On submit, `submit()` runs at once, inside the click — its checks, and what must
+ * happen in the person's gesture (opening a window) — and throws an Error to show, or returns the work that follows:
+ * `(close) => Promise`, run while the button is busy; what it throws is shown in the alert line too.
+ */
+export function formDialog({ submitLabel, fields, submit, ...options }) {
+  return openDialog({
+    ...options,
+    build: (close) => {
+      const error = h("p", { class: "form-error", role: "alert" });
+      const button = h("button", { type: "submit", class: "button primary" }, submitLabel);
+      const onsubmit = (event) => {
+        event.preventDefault();
+        let work;
+        try {
+          work = submit();
+        } catch (e) {
+          return showError(error, e);
+        }
+        return busy(button, async () => {
+          try {
+            await work(close);
+          } catch (e) {
+            showError(error, e);
+          }
+        });
+      };
+      const cancel = h("button", { type: "button", class: "button", onclick: close }, "Cancel");
+      return h("form", { class: "stack", novalidate: true, onsubmit }, fields, error, h("div", { class: "actions" }, button, cancel));
+    },
+  });
+}
+
+/**
  * `element`, or — when a live update re-rendered its row meanwhile — the same control (data-focus-key) in the row of
  * the same id (data-id) now on the page.
  */

@@ -1,6 +1,6 @@
 // Users, for administrators: add, change role, disable or enable, set a password, delete.
 import { api } from "./api.js";
-import { announce, busy, confirmAction, h, hidden, openDialog, showError, uid, when } from "./dom.js";
+import { announce, busy, confirmAction, formDialog, h, hidden, uid, when } from "./dom.js";
 
 let me = null;
 
@@ -107,90 +107,59 @@ function passwordField(id, label) {
 
 function openAdd() {
   const ids = { username: uid("username"), password: uid("password"), role: uid("role"), hint: uid("username-hint") };
-  const dialog = openDialog({
+  const dialog = formDialog({
     title: "Add a user",
-    build: (close) => {
-      const error = h("p", { class: "form-error", role: "alert" });
-      const submit = h("button", { type: "submit", class: "button primary" }, "Add user");
-      const form = h(
-        "form",
-        {
-          class: "stack",
-          novalidate: true,
-          onsubmit: (event) => {
-            event.preventDefault();
-            const body = {
-              username: form.querySelector(`#${ids.username}`).value.trim(),
-              password: form.querySelector(`#${ids.password}`).value,
-              role: form.querySelector(`#${ids.role}`).value,
-            };
-            busy(submit, async () => {
-              try {
-                const created = await api("POST", "/api/v1/users", body);
-                announce(`${created.username} was added.`);
-                await showUsers(me);
-                dialog.returnFocusTo = document.querySelector(`#user-list li[data-id="${CSS.escape(created.id)}"] [data-focus-key="role"]`);
-                close();
-              } catch (e) {
-                showError(error, e);
-              }
-            });
-          },
-        },
-        h(
-          "div",
-          { class: "field" },
-          h("label", { for: ids.username }, "User name"),
-          h("input", { id: ids.username, required: true, maxlength: "64", autocomplete: "off", autocapitalize: "none", spellcheck: "false", "aria-describedby": ids.hint }),
-          h("p", { class: "hint", id: ids.hint }, "Letters, digits and . _ @ - (up to 64)."),
-        ),
-        passwordField(ids.password, "Password"),
-        h(
-          "div",
-          { class: "field" },
-          h("label", { for: ids.role }, "Role"),
-          h("select", { id: ids.role }, h("option", { value: "user" }, "User"), h("option", { value: "admin" }, "Administrator")),
-        ),
-        error,
-        h("div", { class: "actions" }, submit, h("button", { type: "button", class: "button", onclick: close }, "Cancel")),
-      );
-      return form;
+    submitLabel: "Add user",
+    fields: [
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: ids.username }, "User name"),
+        h("input", { id: ids.username, required: true, maxlength: "64", autocomplete: "off", autocapitalize: "none", spellcheck: "false", "aria-describedby": ids.hint }),
+        h("p", { class: "hint", id: ids.hint }, "Letters, digits and . _ @ - (up to 64)."),
+      ),
+      passwordField(ids.password, "Password"),
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: ids.role }, "Role"),
+        h("select", { id: ids.role }, h("option", { value: "user" }, "User"), h("option", { value: "admin" }, "Administrator")),
+      ),
+    ],
+    submit: () => {
+      const body = {
+        username: dialog.querySelector(`#${ids.username}`).value.trim(),
+        password: dialog.querySelector(`#${ids.password}`).value,
+        role: dialog.querySelector(`#${ids.role}`).value,
+      };
+      return async (close) => {
+        const created = await api("POST", "/api/v1/users", body);
+        announce(`${created.username} was added.`);
+        await showUsers(me);
+        dialog.returnFocusTo = document.querySelector(`#user-list li[data-id="${CSS.escape(created.id)}"] [data-focus-key="role"]`);
+        close();
+      };
     },
   });
 }
 
 function openSetPassword(user) {
   const id = uid("new-password");
-  openDialog({
+  const dialog = formDialog({
     title: `Set ${user.username}'s password`,
-    build: (close) => {
-      const error = h("p", { class: "form-error", role: "alert" });
-      const submit = h("button", { type: "submit", class: "button primary" }, "Set password");
-      const form = h(
-        "form",
-        {
-          class: "stack",
-          novalidate: true,
-          onsubmit: (event) => {
-            event.preventDefault();
-            busy(submit, async () => {
-              try {
-                await api("POST", `/api/v1/users/${encodeURIComponent(user.id)}/password`, { new_password: form.querySelector(`#${id}`).value });
-                announce(`${user.username}'s password was set; their console sessions ended.`);
-                close();
-              } catch (e) {
-                showError(error, e);
-              }
-            });
-          },
-        },
-        h("input", { name: "username", autocomplete: "username", value: user.username, hidden: true, readonly: true }),
-        passwordField(id, "New password"),
-        h("p", { class: "muted small" }, "Their console sessions end; their API tokens keep working."),
-        error,
-        h("div", { class: "actions" }, submit, h("button", { type: "button", class: "button", onclick: close }, "Cancel")),
-      );
-      return form;
+    submitLabel: "Set password",
+    fields: [
+      h("input", { name: "username", autocomplete: "username", value: user.username, hidden: true, readonly: true }),
+      passwordField(id, "New password"),
+      h("p", { class: "muted small" }, "Their console sessions end; their API tokens keep working."),
+    ],
+    submit: () => {
+      const body = { new_password: dialog.querySelector(`#${id}`).value };
+      return async (close) => {
+        await api("POST", `/api/v1/users/${encodeURIComponent(user.id)}/password`, body);
+        announce(`${user.username}'s password was set; their console sessions ended.`);
+        close();
+      };
     },
   });
 }
