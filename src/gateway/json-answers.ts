@@ -1,9 +1,12 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { readCapped } from "../http/read-capped";
+import { readRequestCapped } from "../http/read-capped";
 import { jsonRpcError } from "./json-rpc";
 
 const decoder = new TextDecoder();
+
+/** A session's transport, or one exchange's (the SDK's Streamable HTTP server transport). */
+export type ServerTransport = WebStandardStreamableHTTPServerTransport;
 
 /**
  * Which POSTs a session answers with one JSON body instead of an event stream. [MCP 2025-11-25 transports §"Sending
@@ -20,17 +23,13 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 type Message = { method?: unknown; id?: unknown; params?: { _meta?: { progressToken?: unknown } } };
 
-export type PostBody = { parsed: unknown } | { refused: Response };
+type PostBody = { parsed: unknown } | { refused: Response };
 
 /** A JSON POST's body, read (to decide how to answer) and parsed; undefined for any other request, left unread. */
-export async function readPostBody(request: Request): Promise<PostBody | undefined> {
+async function readPostBody(request: Request): Promise<PostBody | undefined> {
   if (request.method !== "POST" || !(request.headers.get("content-type") ?? "").startsWith("application/json")) return undefined;
-  const declared = request.headers.get("content-length");
-  const tooLarge = { refused: jsonRpcError(413, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`) };
-  if (Number(declared ?? 0) > MAX_BODY_BYTES) return tooLarge;
-  // A declared length is what the server reads: the body is taken whole, natively.
-  const bytes = declared !== null ? new Uint8Array(await request.arrayBuffer()) : await readCapped(request.body, MAX_BODY_BYTES);
-  if (!bytes) return tooLarge;
+  const bytes = await readRequestCapped(request, MAX_BODY_BYTES);
+  if (!bytes) return { refused: jsonRpcError(413, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`) };
   try {
     return { parsed: JSON.parse(decoder.decode(bytes)) };
   } catch {
@@ -39,7 +38,7 @@ export async function readPostBody(request: Request): Promise<PostBody | undefin
 }
 
 /** True when every message is an object, at least one is a request, and no request asks for progress or starts a session. */
-export function answerableAsJson(parsed: unknown): boolean {
+function answerableAsJson(parsed: unknown): boolean {
   const messages = (Array.isArray(parsed) ? parsed : [parsed]) as unknown[];
   let requests = 0;
   for (const m of messages) {
@@ -51,8 +50,6 @@ export function answerableAsJson(parsed: unknown): boolean {
   }
   return requests > 0;
 }
-
-type ServerTransport = WebStandardStreamableHTTPServerTransport;
 
 /**
  * One request of a started session: a POST that asks for no progress is answered as JSON through a transport of its
@@ -76,11 +73,11 @@ export async function answerInSession(
  * (the session was already checked by the gateway), which frames and validates as the session's transport does.
  * `deliver` gets the client's messages; the session sends the answers back through the transport returned.
  */
-export async function jsonExchange(
+async function jsonExchange(
   request: Request,
   parsed: unknown,
   sessionId: string | undefined,
-  deliver: (message: JSONRPCMessage, via: WebStandardStreamableHTTPServerTransport) => void,
+  deliver: (message: JSONRPCMessage, via: ServerTransport) => void,
 ): Promise<Response> {
   const exchange = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
   exchange.onmessage = (message) => deliver(message, exchange);

@@ -2,12 +2,10 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
-import { answerInSession } from "./json-answers";
+import { answerInSession, type ServerTransport } from "./json-answers";
 import { GATEWAY_ERROR } from "./json-rpc";
 
 export type StdioCommand = { command: string; args: string[]; env: Record<string, string> };
-
-type ServerTransport = WebStandardStreamableHTTPServerTransport;
 
 export type GatewaySession = {
   /** The session's transport: it starts the session (initialize) and serves its GET stream and its DELETE. */
@@ -27,6 +25,9 @@ export type GatewaySession = {
 type ProgressToken = string | number;
 const isRequest = (m: JSONRPCMessage): m is JSONRPCMessage & { id: string | number; method: string; params?: Record<string, unknown> } =>
   "method" in m && "id" in m;
+
+/** A result or an error: the answer to a request, by its id. */
+const answerId = (m: JSONRPCMessage): string | number | undefined => ("id" in m && !("method" in m) ? m.id : undefined);
 
 /**
  * One MCP session = one stdio server process. Isolation is the point: two clients never share a process,
@@ -51,9 +52,10 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
   /** A message of the process (or the gateway's error in its place) to the client: an answer to its POST's transport. */
   const toClient = (message: JSONRPCMessage, options?: { relatedRequestId: string | number }) => {
     let via = transport;
-    if ("id" in message && !("method" in message) && message.id !== undefined) {
-      via = unanswered.get(message.id) ?? transport;
-      unanswered.delete(message.id);
+    const id = answerId(message);
+    if (id !== undefined) {
+      via = unanswered.get(id) ?? transport;
+      unanswered.delete(id);
     }
     return via.send(message, options);
   };
@@ -110,10 +112,11 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
     if ("method" in message && message.method === "notifications/progress") {
       relatedRequestId = progressTo.get((message.params as { progressToken: ProgressToken }).progressToken);
     }
-    if ("id" in message && !("method" in message) && message.id !== undefined) {
+    const answers = answerId(message);
+    if (answers !== undefined) {
       if (!answered) events.answered();
       answered = true;
-      for (const [token, id] of progressTo) if (id === message.id) progressTo.delete(token);
+      for (const [token, id] of progressTo) if (id === answers) progressTo.delete(token);
     }
     toClient(message, relatedRequestId === undefined ? undefined : { relatedRequestId }).catch((e) => {
       log.debug("a message of the stdio server had no stream to go to", { error: (e as Error).message });

@@ -4,12 +4,11 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
 import type { Gateway } from "./gateway";
-import { answerInSession } from "./json-answers";
+import { answerInSession, type ServerTransport } from "./json-answers";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
 
 type Id = string | number;
-type ServerTransport = WebStandardStreamableHTTPServerTransport;
 type Session = { id: string; transport: ServerTransport; lastActive: number };
 /** A request sent on to the server: whose it is, its own id, and the transport its answer goes back through (json-answers.ts). */
 type Route = { session: Session; id: Id; via: ServerTransport };

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { BadRequest, bodyTooLarge, invalidField, UnsupportedMediaType } from "../http-errors/errors";
-import { readCapped } from "./read-capped";
+import { readRequestCapped } from "./read-capped";
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
 
@@ -33,8 +33,7 @@ export function apiBodyPlugin({ maxBytes, authenticate }: ApiBodyOptions) {
       if (request.body === null || declared === "0") return {};
       throw new UnsupportedMediaType(`The API takes JSON: send the body with Content-Type: application/json${contentType ? ` (not ${contentType.split(";")[0]})` : ""}`);
     }
-    if (Number(declared ?? "0") > maxBytes) throw tooLarge();
-    const bytes = await readCapped(request.body, maxBytes);
+    const bytes = await readRequestCapped(request, maxBytes);
     if (!bytes) throw tooLarge();
     const text = bytes.toString("utf8");
     if (text.trim() === "") return {};

@@ -17,3 +17,16 @@ export async function readCapped(body: ReadableStream<Uint8Array> | null, limit:
   }
   return Buffer.concat(chunks);
 }
+
+/**
+ * A request's body up to `limit` bytes; undefined past it. A declared Content-Length over the limit is refused unread;
+ * one within it is what the server reads (no more), so the body is taken whole, natively; an undeclared one is counted
+ * as it streams.
+ */
+export async function readRequestCapped(request: Request, limit: number): Promise<Buffer | undefined> {
+  const declared = request.headers.get("content-length");
+  if (declared === null) return readCapped(request.body, limit);
+  if (Number(declared) > limit) return undefined;
+  const bytes = Buffer.from(await request.arrayBuffer());
+  return bytes.byteLength > limit ? undefined : bytes;
+}

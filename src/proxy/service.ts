@@ -10,7 +10,7 @@ import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
 import type { Principal } from "../users/model";
-import { readCapped } from "../http/read-capped";
+import { readRequestCapped } from "../http/read-capped";
 import { describeRequest, tapResponse, type Described, type Observed } from "./audit-tap";
 import { MCP_REQUEST_HEADERS } from "./headers";
 import { filterRequest, rewriteResponse, type FilteredRequest, type ToolView } from "./tool-filter";
@@ -95,9 +95,7 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
     const declared = request.headers.get("content-length");
     const small = declared !== null && Number(declared) <= WHOLE_BODY_BYTES;
     if ((view || tapNeedsBody || small) && request.method === "POST" && request.body) {
-      if (Number(request.headers.get("content-length") ?? "0") > options.maxBodyBytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
-      // A declared length is what the server reads (no more): the body can be taken whole, natively.
-      bytes = small ? new Uint8Array(await request.arrayBuffer()) : await readCapped(request.body, options.maxBodyBytes);
+      bytes = await readRequestCapped(request, options.maxBodyBytes);
       if (!bytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
     }
     if (tap && request.method === "POST") {
