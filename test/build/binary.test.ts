@@ -78,6 +78,9 @@ test("serves from another directory, keeps data across a restart, and stops grac
   const result = await client.callTool({ name: "whoami", arguments: { name: "after-restart" } });
   expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toMatchObject({ name: "after-restart", authorization: "Bearer persisted-secret" });
   await close();
+  // Its audit record was written (by the binary's database thread, an entry point of its own) and is listed.
+  const records = (await again("GET", `/api/v1/audit?connector_id=${connector.id}&method=tools/call`)).body.items;
+  expect(records).toMatchObject([{ name: "whoami", outcome: "result", http_status: 200 }]);
   expect(await stop(second)).toBe(0);
   await upstream.stop();
 });
