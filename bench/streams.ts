@@ -12,11 +12,12 @@
  * does it keep growing?). `--direct true` adds a round with the clients on the upstream itself, no proxy: the latency
  * the bench's own processes account for.
  *
- * Runs the source (`bun src/index.ts serve`) with LOG__LEVEL=warn (no line per request in the measurement). The
+ * Runs the service as deployed, dist/connector-service, when it is built (`npm run build`), else the source (`bun
+ * src/index.ts serve`: ~15 MB more memory at rest), with LOG__LEVEL=warn (no line per request in the measurement). The
  * upstream runs in a child process of its own (`--role upstream`) so that its timers do not share an event loop with
  * the clients that time the events. Everything binds 127.0.0.1; children are stopped at the end, also on error.
  */
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -199,7 +200,10 @@ async function run(work: string, children: { kill(signal?: number | NodeJS.Signa
   const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
   const servicePort = probe.port!;
   probe.stop(true);
-  const service = Bun.spawn([process.execPath, join(ROOT, "src/index.ts"), "serve"], {
+  const binary = join(ROOT, "dist/connector-service");
+  const command = existsSync(binary) ? [binary, "serve"] : [process.execPath, join(ROOT, "src/index.ts"), "serve"];
+  console.log(`service: ${existsSync(binary) ? "dist/connector-service" : "the source"}`);
+  const service = Bun.spawn(command, {
     cwd: work,
     env: {
       PATH: process.env.PATH!,

@@ -111,7 +111,9 @@ export async function startService(env: Record<string, string | undefined>, opti
     }
     await nextTurn();
 
-    const opened = await openStore(config.database);
+    const opened = await openStore(config.database, (error) =>
+      log.warn("the checkpoint thread stopped: the database connection checkpoints by itself again", { component: "database", error }),
+    );
     store = opened;
     phases.mark("database");
     log.info("database ready", { store: opened.dialect, ...(opened.dialect === "sqlite" && { path: config.database.path }), migrations_applied: opened.applied });

@@ -1,9 +1,12 @@
 import { openPostgresStore } from "./postgres";
-import { openSqliteStore } from "./sqlite";
+import { openSqliteStore, SQLITE_MIGRATIONS } from "./sqlite";
 import type { Store } from "./store";
 
-/** Opens and migrates the configured store: PostgreSQL when a URL is given, else SQLite at `path` (the default). */
-export async function openStore(database: { path: string; url?: string; maxConnections?: number }): Promise<Store> {
+/**
+ * Opens and migrates the configured store: PostgreSQL when a URL is given, else SQLite at `path` (the default), whose
+ * checkpoint thread tells `checkpointsStopped` if it stops.
+ */
+export async function openStore(database: { path: string; url?: string; maxConnections?: number }, checkpointsStopped?: (error: string) => void): Promise<Store> {
   if (database.url) return openPostgresStore(database.url, { maxConnections: database.maxConnections });
-  return openSqliteStore(database.path);
+  return openSqliteStore(database.path, SQLITE_MIGRATIONS, checkpointsStopped);
 }

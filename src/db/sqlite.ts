@@ -4,6 +4,7 @@ import type { MigrationMeta } from "drizzle-orm/migrator";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { sqliteMigrations } from "./migrations.macro" with { type: "macro" };
+import { startCheckpointThread } from "./checkpoint-thread";
 import { positionalParams, ROWS_PER_STATEMENT } from "./rows";
 import type { Db, Store } from "./store";
 
@@ -12,16 +13,23 @@ export type SqliteStore = Store & { readonly dialect: "sqlite"; readonly sqlite:
 
 export const SQLITE_MIGRATIONS: MigrationMeta[] = sqliteMigrations();
 
-/** Opens (creating if needed) and migrates the database at `path`. `migrations` is replaceable for upgrade tests. */
-export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLITE_MIGRATIONS): SqliteStore {
+/** How long a statement waits for another connection's write (the checkpoint thread's, another process's). */
+const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Opens (creating if needed) and migrates the database at `path`; on a file, checkpoints run on a thread of their own
+ * (checkpoint-thread.ts; `checkpointsStopped` hears why, if they stop). `migrations` is replaceable for upgrade tests.
+ */
+export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLITE_MIGRATIONS, checkpointsStopped?: (error: string) => void): SqliteStore {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const sqlite = new Database(path, { create: true, strict: true });
-  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   if (path !== ":memory:") sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   const db = drizzle({ client: sqlite });
   const applied = migrate(db, sqlite, migrations);
+  const checkpoints = path === ":memory:" ? undefined : startCheckpointThread(sqlite, path, BUSY_TIMEOUT_MS, checkpointsStopped);
   return {
     dialect: "sqlite",
     db,
@@ -62,6 +70,7 @@ export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLI
       sqlite.query("SELECT 1").get();
     },
     async close() {
+      await checkpoints?.close();
       sqlite.exec("PRAGMA optimize");
       sqlite.close();
     },

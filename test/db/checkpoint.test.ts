@@ -1,0 +1,78 @@
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, renameSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createAuditRepository, type AuditRow } from "../../src/audit/repository";
+import { CHECKPOINT_EVERY_MS } from "../../src/db/checkpoint-thread";
+import { openSqliteStore, SQLITE_MIGRATIONS } from "../../src/db/sqlite";
+
+// The SQLite store on a file checkpoints its write-ahead log from a thread: a commit on the service's connection never
+// copies the log into the database (and waits for the disk) itself.
+const work = mkdtempSync(join(tmpdir(), "cs-checkpoint-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+let files = 0;
+
+const rows = (count: number, from = 0): AuditRow[] =>
+  Array.from({ length: count }, (_, i) => ({
+    id: `00000000-0000-7000-9000-${String(from + i).padStart(12, "0")}`,
+    at: from + i,
+    user_id: "user-1",
+    credential: `token:${i}`,
+    connector_id: "connector-1",
+    method: "tools/call",
+    name: `tool-${i}`,
+    outcome: "result",
+    error_code: null,
+    http_status: 200,
+    duration_ms: 1,
+    request_bytes: 100,
+    response_bytes: 200,
+    captured: null,
+  }));
+const size = (path: string) => statSync(path).size;
+const until = async (condition: () => boolean, ms: number) => {
+  for (const end = Date.now() + ms; !condition() && Date.now() < end; ) await Bun.sleep(10);
+  return condition();
+};
+
+test("what the service commits reaches the database file by the thread's checkpoint, not in the commit", async () => {
+  const path = join(work, `cs-${files++}.db`);
+  const store = openSqliteStore(path);
+  // Once the thread runs, the service's connection does not checkpoint (SQLite's default: past 1,000 pages).
+  expect(await until(() => (store.sqlite.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint === 0, 2000)).toBe(true);
+  const before = size(path);
+  // ~5,000 pages of log: far past the default threshold, at which a commit on the connection would have copied them.
+  await createAuditRepository(store).insertMany(rows(20_000));
+  expect(size(`${path}-wal`)).toBeGreaterThan(4 * 1024 * 1024);
+  // The connection cannot checkpoint, yet the pages reach the file within a turn or two: the thread copied them.
+  expect(await until(() => size(path) > before + 4 * 1024 * 1024, CHECKPOINT_EVERY_MS * 8)).toBe(true);
+  await Bun.sleep(CHECKPOINT_EVERY_MS * 2);
+  // The log, all copied, is written again from its start: it does not grow without bound.
+  const logSize = size(`${path}-wal`);
+  await createAuditRepository(store).insertMany(rows(100, 20_000));
+  expect(size(`${path}-wal`)).toBeLessThanOrEqual(logSize);
+  expect((store.sqlite.query("SELECT count(*) AS n FROM audit_records").get() as { n: number }).n).toBe(20_100);
+  await store.close();
+  // Closed: the last connection checkpointed and removed its log; the data is all in the file.
+  const again = openSqliteStore(path);
+  expect((again.sqlite.query("SELECT count(*) AS n FROM audit_records").get() as { n: number }).n).toBe(20_100);
+  await again.close();
+});
+
+test("a store in memory has no thread and keeps SQLite's default", async () => {
+  const store = openSqliteStore(":memory:");
+  expect((store.sqlite.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint).toBe(1000);
+  await store.close();
+});
+
+test("a thread that cannot open the file leaves checkpoints to the connection, and says why", async () => {
+  const path = join(work, `cs-${files++}.db`);
+  const stopped: string[] = [];
+  const store = openSqliteStore(path, SQLITE_MIGRATIONS, (error) => stopped.push(error));
+  // Before the thread has started: it finds no file at the path.
+  renameSync(path, `${path}.moved`);
+  expect(await until(() => stopped.length > 0, 2000)).toBe(true);
+  expect(stopped[0]).toContain("unable to open database file");
+  expect((store.sqlite.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint).toBe(1000);
+  await store.close();
+});
