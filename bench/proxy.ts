@@ -3,9 +3,12 @@
  * reverse proxy) and through connector-service, in one run on loopback, with the ratios printed.
  *
  *   bun bench/proxy.ts [--rounds 3] [--count 20000] [--concurrency 16] [--latency-count 4000] [--generator bun|wrk] [--seconds 10]
+ *                      [--also "name:SETTING=value,SETTING=value;name:…"]
  *
  * `--generator wrk` drives the load with Debian's `wrk` (bench/wrk-post.lua: the same POST and Bearer header) for
  * `--seconds` per target and round, one thread, `--concurrency` connections; latency at concurrency 1 as well.
+ * `--also` adds service processes with other settings, side by side with the default ones (an A/B in one run), e.g.
+ * `--also "checkpoints in commits:DATABASE__CHECKPOINT_THREAD=false"`.
  *
  * Needs nginx on PATH (Debian: apt-get install nginx-light). Uses dist/connector-service when built,
  * else runs the source with Bun. Every process binds 127.0.0.1 and is stopped at the end.
@@ -25,6 +28,14 @@ const CONCURRENCY = Number(args.get("concurrency") ?? 16);
 const LATENCY_COUNT = Number(args.get("latency-count") ?? 4000);
 const GENERATOR = args.get("generator") ?? "bun";
 const SECONDS = Number(args.get("seconds") ?? 10);
+/** `name:SETTING=value,…` entries, `;`-separated: more services to run beside the default ones. */
+const ALSO = (args.get("also") ?? "")
+  .split(";")
+  .filter(Boolean)
+  .map((entry) => {
+    const [name, settings = ""] = entry.split(/:(.*)/s);
+    return { name: name!.trim(), env: Object.fromEntries(settings.split(",").filter(Boolean).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string])) };
+  });
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
 const children: Bun.Subprocess[] = [];
@@ -102,6 +113,7 @@ http {
   }
   // As deployed by default (audit trail on), and without the audit trail (AUDIT__ENABLED=false): what it costs here.
   const serviceTargets = [await startService("connector-service", {}), await startService("cs, audit off", { AUDIT__ENABLED: "false" })];
+  for (const { name, env } of ALSO) serviceTargets.push(await startService(name, env));
 
   const targets = [
     { name: "direct", url: upstream, auth: undefined, pid: undefined },

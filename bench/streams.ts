@@ -6,8 +6,10 @@
  * upstream streams (the upstream's open-stream counter and the service's TCP sockets, before / peak / after).
  *
  *   bun bench/streams.ts [--streams 1000] [--events 20] [--interval-ms 200] [--batch 100] [--rounds 1] [--idle-ms 3000] [--direct false]
+ *                        [--settings "SETTING=value,…"]
  *
- * `--idle-ms` (3000): idle time before the baseline and after each round, before "after" is read.
+ * `--idle-ms` (3000): idle time before the baseline and after each round, before "after" is read. `--settings` adds
+ * settings of the service (e.g. DATABASE__CHECKPOINT_THREAD=false).
  * `--rounds N` repeats the open-all / close-all phase N times in the same service process (RSS after each round:
  * does it keep growing?). `--direct true` adds a round with the clients on the upstream itself, no proxy: the latency
  * the bench's own processes account for.
@@ -33,6 +35,8 @@ const ROUNDS = Number(args.get("rounds") ?? 1);
 const IDLE_MS = Number(args.get("idle-ms") ?? 3000);
 /** `--direct true`: one more round with the clients straight on the upstream — the floor of the bench's own latency. */
 const DIRECT = args.get("direct") === "true";
+/** `--settings "SETTING=value,…"`: the service's settings beyond the bench's own (e.g. DATABASE__CHECKPOINT_THREAD=false). */
+const SETTINGS = Object.fromEntries((args.get("settings") ?? "").split(",").filter(Boolean).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]));
 const PASSWORD = "streams-admin-password";
 const now = () => performance.timeOrigin + performance.now();
 const encoder = new TextEncoder();
@@ -215,6 +219,7 @@ async function run(work: string, children: { kill(signal?: number | NodeJS.Signa
       LOG__LEVEL: "warn",
       PROXY__MAX_STREAMS_PER_USER: "100000",
       PROXY__MAX_STREAMS_PER_CONNECTOR: "100000",
+      ...SETTINGS,
     },
     stdout: "inherit",
     stderr: "inherit",

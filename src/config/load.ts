@@ -18,7 +18,7 @@ export type Config = {
     /** PEM files (absolute paths) to serve https with, read at start and again on SIGHUP; both or neither. */
     tls: { certFile: string; keyFile: string } | undefined;
   };
-  database: { path: string; url: string | undefined; maxConnections: number };
+  database: { path: string; url: string | undefined; maxConnections: number; checkpointThread: boolean };
   /** Base64 key from SECRETS__KEY, or the key file to read or create. */
   secrets: { key: string | undefined; keyFile: string | undefined; newKey: string | undefined };
   auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; failureWindowMs: number; maxTokensPerUser: number };
@@ -178,7 +178,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       // Resolved now: a reload on SIGHUP reads the same files whatever the working directory is then.
       tls: certFile !== undefined && keyFile !== undefined ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : undefined,
     },
-    database: { path: dbPath, url: raw.database.url, maxConnections: raw.database.max_connections },
+    database: { path: dbPath, url: raw.database.url, maxConnections: raw.database.max_connections, checkpointThread: raw.database.checkpoint_thread },
     secrets: {
       key: raw.secrets.key,
       keyFile: inMemory || raw.database.url !== undefined ? undefined : join(dirname(dbPath), "secret.key"),

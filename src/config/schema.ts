@@ -20,6 +20,7 @@ export const ConfigSchema = t.Object({
     path: t.String({ minLength: 1, default: "./data/connector-service.db", description: "a file path or :memory:" }),
     url: t.Optional(t.String({ pattern: "^postgres(ql)?://", description: "a postgres:// URL" })),
     max_connections: t.Integer({ minimum: 1, maximum: 1000, default: 10, description: "an integer from 1 to 1000" }),
+    checkpoint_thread: t.Boolean({ default: true, description: "true or false" }),
   }),
   secrets: t.Object({
     key: t.Optional(t.String({ minLength: 1, description: "the base64 encoding of 32 bytes" })),

@@ -18,9 +18,14 @@ const BUSY_TIMEOUT_MS = 5000;
 
 /**
  * Opens (creating if needed) and migrates the database at `path`; on a file, checkpoints run on a thread of their own
- * (checkpoint-thread.ts; `checkpointsStopped` hears why, if they stop). `migrations` is replaceable for upgrade tests.
+ * (checkpoint-thread.ts; `stopped` hears why, if they stop) unless `checkpoints` is false (then SQLite's own, in
+ * the commits). `migrations` is replaceable for upgrade tests.
  */
-export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLITE_MIGRATIONS, checkpointsStopped?: (error: string) => void): SqliteStore {
+export function openSqliteStore(
+  path: string,
+  migrations: MigrationMeta[] = SQLITE_MIGRATIONS,
+  checkpoints: { stopped?: (error: string) => void } | false = {},
+): SqliteStore {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const sqlite = new Database(path, { create: true, strict: true });
   sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
@@ -29,7 +34,7 @@ export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLI
   sqlite.exec("PRAGMA foreign_keys = ON");
   const db = drizzle({ client: sqlite });
   const applied = migrate(db, sqlite, migrations);
-  const checkpoints = path === ":memory:" ? undefined : startCheckpointThread(sqlite, path, BUSY_TIMEOUT_MS, checkpointsStopped);
+  const checkpointer = path === ":memory:" || !checkpoints ? undefined : startCheckpointThread(sqlite, path, BUSY_TIMEOUT_MS, checkpoints.stopped);
   return {
     dialect: "sqlite",
     db,
@@ -70,7 +75,7 @@ export function openSqliteStore(path: string, migrations: MigrationMeta[] = SQLI
       sqlite.query("SELECT 1").get();
     },
     async close() {
-      await checkpoints?.close();
+      await checkpointer?.close();
       sqlite.exec("PRAGMA optimize");
       sqlite.close();
     },

@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAuditRepository, type AuditRow } from "../../src/audit/repository";
 import { CHECKPOINT_EVERY_MS } from "../../src/db/checkpoint-thread";
-import { openSqliteStore, SQLITE_MIGRATIONS } from "../../src/db/sqlite";
+import { loadConfig } from "../../src/config/load";
+import { openStore } from "../../src/db/open";
+import { openSqliteStore, SQLITE_MIGRATIONS, type SqliteStore } from "../../src/db/sqlite";
 
 // The SQLite store on a file checkpoints its write-ahead log from a thread: a commit on the service's connection never
 // copies the log into the database (and waits for the disk) itself.
@@ -59,16 +61,22 @@ test("what the service commits reaches the database file by the thread's checkpo
   await again.close();
 });
 
-test("a store in memory has no thread and keeps SQLite's default", async () => {
-  const store = openSqliteStore(":memory:");
-  expect((store.sqlite.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint).toBe(1000);
-  await store.close();
+test("a store in memory, or with DATABASE__CHECKPOINT_THREAD=false, has no thread and keeps SQLite's own checkpoints", async () => {
+  const memory = openSqliteStore(":memory:");
+  const off = (await openStore({ path: join(work, `cs-${files++}.db`), checkpointThread: false })) as SqliteStore;
+  await Bun.sleep(100);
+  for (const store of [memory, off]) {
+    expect((store.sqlite.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint).toBe(1000);
+    await store.close();
+  }
+  expect(loadConfig({ DATABASE__CHECKPOINT_THREAD: "false" }).database.checkpointThread).toBe(false);
+  expect(loadConfig({}).database.checkpointThread).toBe(true);
 });
 
 test("a thread that cannot open the file leaves checkpoints to the connection, and says why", async () => {
   const path = join(work, `cs-${files++}.db`);
   const stopped: string[] = [];
-  const store = openSqliteStore(path, SQLITE_MIGRATIONS, (error) => stopped.push(error));
+  const store = openSqliteStore(path, SQLITE_MIGRATIONS, { stopped: (error) => stopped.push(error) });
   // Before the thread has started: it finds no file at the path.
   renameSync(path, `${path}.moved`);
   expect(await until(() => stopped.length > 0, 2000)).toBe(true);
