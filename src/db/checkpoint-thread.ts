@@ -2,10 +2,10 @@
  * Checkpoints of an SQLite store on a file, run on a thread of their own (checkpoint.worker.ts). By default SQLite
  * checkpoints in the commit that takes the write-ahead log past 1,000 pages: that commit copies ~4 MB into the database
  * and waits for the disk, ~12 ms here, during which the event loop serves no request — every ~0.4 s while the audit
- * trail records 20,000 messages a second, and ~1.2 µs per record in all (bench/RESULTS.md, "Checkpoints"). The thread
+ * trail records 20,000 messages a second, and ~1 µs per record in all (bench/RESULTS.md, "Checkpoints on a thread"). The thread
  * checkpoints every CHECKPOINT_EVERY_MS instead, and the store's own connection never does; if the thread cannot
  * (it fails to open the file, a checkpoint fails, the thread dies), the connection checkpoints as before. The thread
- * costs ~10 MB of memory (a second JavaScript heap).
+ * costs ~4–10 MB of memory (a second JavaScript heap; `DATABASE__CHECKPOINT_THREAD=false` goes without it).
  */
 import type { Database } from "bun:sqlite";
 import { checkpointThreadSource } from "./checkpoint.macro" with { type: "macro" };
