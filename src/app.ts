@@ -63,10 +63,10 @@ import { guardedFetch } from "./security/guarded-fetch";
 import { createUrlGuard } from "./security/url-guard";
 import { authPlugin } from "./users/auth-plugin";
 import { authenticateRequests, createAuthenticator } from "./users/authenticate";
-import { createFailureLimit } from "./users/failure-limit";
+import { createFailureLimit, type Brake } from "./users/failure-limit";
 import { createUserRepository } from "./users/repository";
 import { userRoutes } from "./users/routes";
-import { createUserService, type Brake } from "./users/service";
+import { createUserService } from "./users/service";
 import { sessionRoutes } from "./users/session-routes";
 import { createSessions } from "./users/sessions";
 import { VERSION } from "./version";
@@ -142,8 +142,7 @@ export function createServices(deps: Deps) {
   }
   /** The failure brake for the client of one request: its address, and its failures (AUTH__MAX_FAILURES). */
   function brakeFor(request: Request): Brake {
-    const client = deps.clientAddress(request) ?? "unknown";
-    return { check: () => failureLimit.checkClient(client), failed: () => failureLimit.failed(client) };
+    return failureLimit.brake(() => deps.clientAddress(request));
   }
   const urlGuard = createUrlGuard({ blockPrivate: config.security.blockPrivateNetworks, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);

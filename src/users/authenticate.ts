@@ -28,11 +28,9 @@ export function authenticateRequests(
 ): RequestAuthenticator {
   const principals = new WeakMap<Request, Promise<Principal>>();
   const attempt = async (request: Request): Promise<Principal> => {
-    // The address is looked up only when the brake needs it: no failure remembered, no lookup.
-    let client: string | undefined;
-    const address = () => (client ??= clientAddress(request) ?? "unknown");
+    const brake = limit.brake(() => clientAddress(request));
     const authorization = request.headers.get("authorization");
-    limit.check(address);
+    brake.check();
     if (authorization === null && session) {
       const signedIn = await session(request);
       if (signedIn) return signedIn;
@@ -41,7 +39,7 @@ export function authenticateRequests(
       return await authenticate(authorization);
     } catch (e) {
       // A request without credentials is how a client learns it needs some (the 401's challenge): not a guess.
-      if (e instanceof Unauthorized && authorization) limit.failed(address());
+      if (e instanceof Unauthorized && authorization) brake.failed();
       throw e;
     }
   };

@@ -9,6 +9,9 @@ export type FailureLimitOptions = {
   maxClients?: number;
 };
 
+/** The failure brake for one request's client: refuse it if it is over its limit; count a failed authentication. */
+export type Brake = { check(): void; failed(): void };
+
 /**
  * A brake on credential guessing: a client (by its address) that failed to authenticate `maxFailures` times within a
  * window is refused with 429 and Retry-After until the window ends — before any password is verified, so guessing
@@ -26,31 +29,34 @@ export function createFailureLimit({ clock, maxFailures, windowMs, maxClients = 
     }
   };
   /** Throws 429 while `client` is over its limit. */
-  const checkClient = (client: string): void => {
-    const entry = clients.get(client);
+  const check = (client: () => string): void => {
+    // No window open, no address looked up (the proxy's hot path).
+    if (clients.size === 0) return;
     const now = clock();
-    if (!entry || entry.until <= now || entry.failures < maxFailures) return;
+    expire(now);
+    const entry = clients.size > 0 ? clients.get(client()) : undefined;
+    if (!entry || entry.failures < maxFailures) return;
     const seconds = Math.max(1, Math.ceil((entry.until - now) / 1000));
     throw new TooManyRequests(`Too many failed authentications from this client: try again in ${seconds} s`, seconds);
   };
+  /** Counts a failed authentication of `client`, in its open window or a new one. */
+  const failed = (client: string): void => {
+    const now = clock();
+    expire(now);
+    const entry = clients.get(client);
+    if (entry) {
+      entry.failures++;
+      return;
+    }
+    if (clients.size >= maxClients) clients.delete(clients.keys().next().value!);
+    clients.set(client, { failures: 1, until: now + windowMs });
+  };
   return {
-    checkClient,
-    /** The same, for a client whose address is looked up only when some client failed lately (the proxy's hot path). */
-    check(client: () => string): void {
-      if (clients.size === 0) return;
-      expire(clock());
-      if (clients.size > 0) checkClient(client());
-    },
-    failed(client: string): void {
-      const now = clock();
-      expire(now);
-      const entry = clients.get(client);
-      if (entry) {
-        entry.failures++;
-        return;
-      }
-      if (clients.size >= maxClients) clients.delete(clients.keys().next().value!);
-      clients.set(client, { failures: 1, until: now + windowMs });
+    /** The brake of one request's client; its address (`unknown` when there is none) is looked up once, when needed. */
+    brake(address: () => string | undefined): Brake {
+      let client: string | undefined;
+      const lookedUp = () => (client ??= address() ?? "unknown");
+      return { check: () => check(lookedUp), failed: () => failed(lookedUp()) };
     },
     /** How many clients are remembered now (for tests). */
     remembered: () => clients.size,

@@ -4,7 +4,8 @@ import type { ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "./auth-plugin";
 import { ChangePasswordBody, CreatedToken, CreateTokenBody, CreateUserBody, ResetPasswordBody, TokenList, UpdateUserBody, UserList, UserView } from "./model";
-import type { Brake, UserService } from "./service";
+import type { Brake } from "./failure-limit";
+import type { UserService } from "./service";
 
 const problems = { 401: Problem, 403: Problem, 404: Problem, 409: Problem, 422: Problem };
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Conflict, Forbidden, invalidField, NotFound } from "../http-errors/errors";
 import type { ChangePasswordBody, CreateTokenBody, CreatedToken, CreateUserBody, Principal, ResetPasswordBody, TokenView, UpdateUserBody, UserView } from "./model";
+import type { Brake } from "./failure-limit";
 import type { TokenRow, UserRepository, UserRow } from "./repository";
 import { sha256Hex } from "../secrets/digest";
 
@@ -19,9 +20,6 @@ const DAY_MS = 86_400_000;
 export const TOKEN_PREFIX = "cst_";
 
 export const digestToken = sha256Hex;
-
-/** The failure brake for one request's client (failure-limit.ts). */
-export type Brake = { check(): void; failed(): void };
 
 export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete }: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();

@@ -3,12 +3,19 @@ import { createFailureLimit } from "../../src/users/failure-limit";
 
 const limit = (maxClients = 10_000) => {
   let now = 1_000_000;
-  const brake = createFailureLimit({ clock: () => now, maxFailures: 3, windowMs: 60_000, maxClients });
-  return { brake, advance: (ms: number) => (now += ms) };
+  const limiter = createFailureLimit({ clock: () => now, maxFailures: 3, windowMs: 60_000, maxClients });
+  return {
+    brake: {
+      failed: (client: string) => limiter.brake(() => client).failed(),
+      check: (address: () => string) => limiter.brake(address).check(),
+      remembered: limiter.remembered,
+    },
+    advance: (ms: number) => (now += ms),
+  };
 };
-const refused = (brake: ReturnType<typeof createFailureLimit>, client: string) => {
+const refused = (brake: ReturnType<typeof limit>["brake"], client: string) => {
   try {
-    brake.checkClient(client);
+    brake.check(() => client);
     return false;
   } catch (e) {
     return (e as { status?: number }).status === 429;
