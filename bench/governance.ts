@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { freePort } from "../test/peers/ports";
+import { benchChildren, runBench } from "./children";
 import { cpuMs } from "./cpu";
 
 type Result = { count: number; rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
@@ -22,7 +23,7 @@ type Result = { count: number; rps: number; p50_ms: number; p90_ms: number; p99_
 const ROOT = resolve(import.meta.dir, "..");
 const PASSWORD = "bench-admin-password";
 const POLICY = { deny: ["never-called"], rename: { ping: "say" } };
-const children = new Set<Bun.Subprocess>();
+const children = benchChildren();
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const waitFor = async (url: string) => {
@@ -44,22 +45,7 @@ const waitReady = async (url: string) => {
   }
   throw new Error(`${url} did not become ready`);
 };
-const spawn = (command: string[], options: Parameters<typeof Bun.spawn>[1]) => {
-  const proc = Bun.spawn(command, options);
-  children.add(proc);
-  void proc.exited.then(() => children.delete(proc));
-  return proc;
-};
-async function stopAll() {
-  const running = [...children];
-  for (const child of running) child.kill("SIGTERM");
-  const stopped = Promise.all(running.map((c) => c.exited));
-  // A child that does not stop within 10 s is killed.
-  if ((await Promise.race([stopped.then(() => true), Bun.sleep(10_000).then(() => false)])) === false) {
-    for (const child of running) child.kill("SIGKILL");
-    await stopped;
-  }
-}
+const spawn = (command: string[], options: Parameters<typeof Bun.spawn>[1]) => children.track(Bun.spawn(command, options));
 
 /** One load run in its own process, killed if it takes longer than its count allows (100 calls/s at worst + 30 s). */
 async function load(url: string, count: number, concurrency: number, auth: string, tool: string): Promise<Result> {
@@ -242,26 +228,11 @@ async function main(work: string) {
 
 {
   const work = mkdtempSync(join(tmpdir(), "cs-bench-governance-"));
-  let interrupted = false;
-  const stop = () => {
-    if (interrupted) return;
-    interrupted = true;
-    void stopAll().then(() => {
+  await runBench(
+    () => main(work),
+    async () => {
+      await children.stopAll();
       rmSync(work, { recursive: true, force: true });
-      process.exit(130);
-    });
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
-  let code = 0;
-  try {
-    await main(work);
-  } catch (e) {
-    console.error(e);
-    code = 1;
-  } finally {
-    await stopAll();
-    rmSync(work, { recursive: true, force: true });
-  }
-  process.exit(code);
+    },
+  );
 }

@@ -25,6 +25,7 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import { join, resolve } from "node:path";
 import { freePort, waitForHttp } from "../test/peers/ports";
+import { benchChildren, runBench } from "./children";
 import { createHttp1Fetch } from "./http1-client";
 import { cpuMs } from "./cpu";
 
@@ -120,7 +121,7 @@ function runForwarder(client: ClientName, upstreamUrl: string, port: number, max
 // The bench.
 
 const ROOT = resolve(import.meta.dir, "..");
-const children = new Set<Bun.Subprocess>();
+const children = benchChildren(5_000);
 
 type WrkResult = { requests: number; rps: number; p50_ms: number; p99_ms: number; errors: number };
 type Target = { name: "direct" | ClientName; url: string; pid: number | undefined };
@@ -129,12 +130,13 @@ type Sample = { rps: number; p50_loaded_ms: number; p50_c1_ms: number; cpu_us: n
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function runWrk(url: string, connections: number, seconds: number): Promise<WrkResult> {
-  const proc = Bun.spawn(["wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url], {
-    stdout: "pipe",
-    stderr: "inherit",
-    env: { ...process.env, WRK_AUTHORIZATION: "" },
-  });
-  children.add(proc);
+  const proc = children.track(
+    Bun.spawn(["wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url], {
+      stdout: "pipe",
+      stderr: "inherit",
+      env: { ...process.env, WRK_AUTHORIZATION: "" },
+    }),
+  );
   const overrun = setTimeout(() => proc.kill("SIGKILL"), (seconds + 20) * 1000);
   try {
     const out = await new Response(proc.stdout).text();
@@ -145,7 +147,6 @@ async function runWrk(url: string, connections: number, seconds: number): Promis
     return { requests: r.requests, rps: r.requests / r.seconds, p50_ms: r.p50_ms, p99_ms: r.p99_ms, errors: r.errors };
   } finally {
     clearTimeout(overrun);
-    children.delete(proc);
   }
 }
 
@@ -174,19 +175,19 @@ async function main(options: { rounds: number; seconds: number; connections: num
   const { rounds, seconds, connections, latencySeconds } = options;
   console.log(`loadavg before: ${readFileSync("/proc/loadavg", "utf8").trim()}`);
   const upstreamPort = await freePort();
-  const upstreamProc = Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" });
-  children.add(upstreamProc);
+  const upstreamProc = children.track(Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }));
   const upstream = `http://127.0.0.1:${upstreamPort}/mcp`;
   await waitForHttp(upstream);
 
   const targets: Target[] = [{ name: "direct", url: upstream, pid: undefined }];
   for (const client of CLIENTS) {
     const port = await freePort();
-    const proc = Bun.spawn([process.execPath, import.meta.path, "forwarder", client, upstream, String(port), String(connections), String(process.pid)], {
-      stdout: "ignore",
-      stderr: "inherit",
-    });
-    children.add(proc);
+    const proc = children.track(
+      Bun.spawn([process.execPath, import.meta.path, "forwarder", client, upstream, String(port), String(connections), String(process.pid)], {
+        stdout: "ignore",
+        stderr: "inherit",
+      }),
+    );
     await waitForHttp(`http://127.0.0.1:${port}/stats`);
     targets.push({ name: client, url: `http://127.0.0.1:${port}/mcp`, pid: proc.pid });
   }
@@ -260,12 +261,6 @@ async function main(options: { rounds: number; seconds: number; connections: num
   if (summary.some((r) => r.errors > 0) || Object.values(stats).some((s) => s.failed > 0)) throw new Error("some calls failed: the figures above are not comparable");
 }
 
-async function stopAll() {
-  for (const child of children) child.kill("SIGTERM");
-  await Promise.all([...children].map((c) => Promise.race([c.exited, Bun.sleep(5000).then(() => c.kill("SIGKILL"))])));
-  children.clear();
-}
-
 if (process.argv[2] === "forwarder") {
   const [client, upstreamUrl, port, maxSockets, parent] = process.argv.slice(3);
   if (!CLIENTS.includes(client as ClientName)) throw new Error(`unknown client ${client}`);
@@ -280,22 +275,5 @@ if (process.argv[2] === "forwarder") {
     connections: Number(args.get("connections") ?? 32),
     latencySeconds: Number(args.get("latency-seconds") ?? Math.max(2, Math.round(seconds / 2))),
   };
-  let interrupted = false;
-  const stop = () => {
-    if (interrupted) return;
-    interrupted = true;
-    void stopAll().then(() => process.exit(130));
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
-  let code = 0;
-  try {
-    await main(options);
-  } catch (e) {
-    console.error(e);
-    code = 1;
-  } finally {
-    await stopAll();
-  }
-  process.exit(code);
+  await runBench(() => main(options), children.stopAll);
 }
