@@ -1,7 +1,7 @@
 /**
- * A benchmark's child processes and its end: every child is tracked until it exits, and all are stopped when the
- * benchmark ends — after its main, after an error, or on Ctrl-C — with SIGTERM, then SIGKILL for any still running after
- * `graceMs`. No benchmark leaves a server behind.
+ * A benchmark's child processes, their settings and its end: every child is tracked until it exits, and all are
+ * stopped when the benchmark ends — after its main, after an error, or on Ctrl-C — with SIGTERM, then SIGKILL for any
+ * still running after `graceMs`. No benchmark leaves a server behind.
  */
 export function benchChildren(graceMs = 10_000) {
   const running = new Set<Bun.Subprocess>();
@@ -48,3 +48,7 @@ export async function runBench(main: () => Promise<void>, cleanup: () => Promise
   }
   process.exit(code);
 }
+
+/** `SETTING=value,SETTING=value` (a benchmark's option) as environment variables for a child (a value may hold `=`). */
+export const settingsFrom = (text: string): Record<string, string> =>
+  Object.fromEntries(text.split(",").filter(Boolean).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]));

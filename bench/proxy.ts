@@ -17,6 +17,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { freePort, waitForHttp as waitFor } from "../test/peers/ports";
+import { settingsFrom } from "./children";
 import { cpuMs } from "./cpu";
 
 const ROOT = resolve(import.meta.dir, "..");
@@ -34,7 +35,7 @@ const ALSO = (args.get("also") ?? "")
   .filter(Boolean)
   .map((entry) => {
     const [name, settings = ""] = entry.split(/:(.*)/s);
-    return { name: name!.trim(), env: Object.fromEntries(settings.split(",").filter(Boolean).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string])) };
+    return { name: name!.trim(), env: settingsFrom(settings) };
   });
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-"));

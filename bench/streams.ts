@@ -22,6 +22,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { settingsFrom } from "./children";
 
 const ROOT = resolve(import.meta.dir, "..");
 const args = new Map<string, string>();
@@ -36,7 +37,7 @@ const IDLE_MS = Number(args.get("idle-ms") ?? 3000);
 /** `--direct true`: one more round with the clients straight on the upstream — the floor of the bench's own latency. */
 const DIRECT = args.get("direct") === "true";
 /** `--settings "SETTING=value,…"`: the service's settings beyond the bench's own (e.g. DATABASE__CHECKPOINT_THREAD=false). */
-const SETTINGS = Object.fromEntries((args.get("settings") ?? "").split(",").filter(Boolean).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]));
+const SETTINGS = settingsFrom(args.get("settings") ?? "");
 const PASSWORD = "streams-admin-password";
 const now = () => performance.timeOrigin + performance.now();
 const encoder = new TextEncoder();
