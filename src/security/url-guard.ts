@@ -4,10 +4,15 @@ import { UnresolvableHost, UnsafeUrl } from "../http/fetch";
 import { checkAddress, checkHostName } from "./addresses";
 
 export type UrlGuard = {
-  /** Resolves the URL's host and throws UnsafeUrl when any address it resolves to is refused. */
+  /**
+   * The addresses a connection to the URL may go to: its host resolved once (or a resolution at most `cacheMs` old
+   * reused) with every address checked; a literal address is its own. Throws UnsafeUrl or UnresolvableHost.
+   */
+  addresses(url: URL): Promise<readonly string[]>;
+  /** The same without waiting, when a checked resolution is at hand (the proxy's hot path); else undefined. */
+  addressesNow(url: URL): readonly string[] | undefined;
+  /** Checks the URL's host, resolving a name; throws as `addresses` does. */
   check(url: URL): Promise<void>;
-  /** True when the host was checked and allowed within the cache time: no need to call `check`. */
-  recentlyAllowed(url: URL): boolean;
   /** The same check without DNS: for a URL's literal host (at create time). */
   checkLiteral(url: URL): void;
 };
@@ -16,22 +21,27 @@ export type UrlGuardOptions = {
   blockPrivate: boolean;
   resolve?: (host: string) => Promise<string[]>;
   clock?: () => number;
-  /** Resolutions are reused this long; each new one is checked again. */
+  /** A resolution is reused this long: the connections made in that time go to the addresses it checked. */
   cacheMs?: number;
 };
 
 const systemResolve = async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
+/** A URL's host without the brackets of an IPv6 literal. */
+export const bareHost = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");
+
 /**
- * Every URL the service fetches goes through here: user URLs at connect and proxy time, and (with OAuth)
- * the URLs servers choose. Under Bun an HTTP agent cannot pin DNS, so the guard resolves and checks every
- * address itself; a resolution is reused for `cacheMs` to keep it off the proxy's hot path.
+ * Every URL the service fetches goes through here: user URLs at connect and proxy time, and (with OAuth) the URLs
+ * servers choose. The guard resolves a name once and checks every address; the caller then connects to one of those
+ * very addresses (security/guarded-fetch.ts), never resolving the name again. A verdict is therefore never older than
+ * the resolution it judged, and a name that answers differently the next time (DNS rebinding) changes nothing
+ * (under Bun an HTTP agent cannot pin DNS, so the pinning is done here).
  */
 export function createUrlGuard({ blockPrivate, resolve = systemResolve, clock = Date.now, cacheMs = 30_000 }: UrlGuardOptions): UrlGuard {
-  const cache = new Map<string, { until: number; verdict: Error | undefined }>();
+  const cache = new Map<string, { until: number; addresses: readonly string[] } | { until: number; refused: Error }>();
 
   function checkLiteral(url: URL): void {
-    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const host = bareHost(url);
     const byName = checkHostName(host);
     if (!byName.allowed) throw new UnsafeUrl(byName.reason);
     if (isIP(host)) {
@@ -42,7 +52,8 @@ export function createUrlGuard({ blockPrivate, resolve = systemResolve, clock = 
     }
   }
 
-  async function resolveAndCheck(host: string): Promise<Error | undefined> {
+  /** Every address of one resolution, checked; a refusal if any address is refused (a name is as safe as its worst answer). */
+  async function resolveAndCheck(host: string): Promise<readonly string[] | Error> {
     let addresses: string[];
     try {
       addresses = await resolve(host);
@@ -54,27 +65,40 @@ export function createUrlGuard({ blockPrivate, resolve = systemResolve, clock = 
       const verdict = checkAddress(address, blockPrivate);
       if (!verdict.allowed) return new UnsafeUrl(`${host} resolves to ${verdict.reason}`);
     }
-    return undefined;
+    return addresses;
+  }
+
+  function addressesNow(url: URL): readonly string[] | undefined {
+    const entry = cache.get(url.hostname);
+    return entry && "addresses" in entry && entry.until > clock() ? entry.addresses : undefined;
+  }
+
+  async function addresses(url: URL): Promise<readonly string[]> {
+    const now = clock();
+    const cached = cache.get(url.hostname);
+    if (cached && cached.until > now) {
+      if ("refused" in cached) throw cached.refused;
+      return cached.addresses;
+    }
+    checkLiteral(url);
+    const host = bareHost(url);
+    const result = isIP(host) ? [host] : await resolveAndCheck(host);
+    // Failures to resolve are not remembered: the next request tries again.
+    if (result instanceof UnresolvableHost) {
+      cache.delete(url.hostname);
+      throw result;
+    }
+    cache.set(url.hostname, result instanceof Error ? { until: now + cacheMs, refused: result } : { until: now + cacheMs, addresses: result });
+    if (result instanceof Error) throw result;
+    return result;
   }
 
   return {
     checkLiteral,
-    recentlyAllowed(url) {
-      const entry = cache.get(url.hostname);
-      return entry !== undefined && entry.verdict === undefined && entry.until > clock();
-    },
+    addresses,
+    addressesNow,
     async check(url) {
-      const now = clock();
-      let entry = cache.get(url.hostname);
-      if (!entry || entry.until <= now) {
-        checkLiteral(url);
-        const host = url.hostname.replace(/^\[|\]$/g, "");
-        entry = { until: now + cacheMs, verdict: isIP(host) ? undefined : await resolveAndCheck(host) };
-        // Failures to resolve are not remembered: the next request tries again.
-        if (entry.verdict instanceof UnresolvableHost) cache.delete(url.hostname);
-        else cache.set(url.hostname, entry);
-      }
-      if (entry.verdict) throw entry.verdict;
+      await addresses(url);
     },
   };
 }

@@ -10,15 +10,16 @@ export type Handler = (request: Request) => Response | Promise<Response>;
  */
 export function fakeNetwork() {
   const handlers = new Map<string, Handler>();
-  /** Every request that reached a handler, in order (method and URL). */
-  const requests: { method: string; url: string }[] = [];
+  /** Every request that reached a handler, in order: method, URL (by name), and the host the service connected to. */
+  const requests: { method: string; url: string; connectedTo: string }[] = [];
   const refused = (url: string) => Object.assign(new TypeError(`fetch to ${url} failed`), { code: "ConnectionRefused" });
 
   const fetch: FetchLike = async (input, init) => {
-    const request = new Request(input, init);
+    const sent = new Request(input, init);
+    const request = addressedByName(sent);
     const handler = handlers.get(new URL(request.url).origin);
     if (!handler) throw refused(request.url);
-    requests.push({ method: request.method, url: request.url });
+    requests.push({ method: request.method, url: request.url, connectedTo: new URL(sent.url).hostname });
     const signal = request.signal;
     if (signal.aborted) throw signal.reason;
     return new Promise<Response>((resolve, reject) => {
@@ -54,6 +55,19 @@ export function fakeNetwork() {
   };
 }
 export type FakeNetwork = ReturnType<typeof fakeNetwork>;
+
+/**
+ * The service connects to the address its URL guard checked, naming the host in `Host` (security/guarded-fetch.ts):
+ * the handler sees the request as sent to the name, as a real server behind that address would.
+ */
+function addressedByName(request: Request): Request {
+  const host = request.headers.get("host");
+  const url = new URL(request.url);
+  if (!host || host === url.host) return request;
+  const headers = new Headers(request.headers);
+  headers.delete("host");
+  return new Request(`${url.protocol}//${host}${url.pathname}${url.search}`, { method: request.method, headers, body: request.body, signal: request.signal, ...(request.body && { duplex: "half" }) } as RequestInit);
+}
 
 /** As with real fetch, aborting the request after its response arrived breaks off the body (the upstream sees a cancel). */
 function abortable(response: Response, signal: AbortSignal): Response {
