@@ -42,6 +42,7 @@ import { registerProcessMetrics } from "./metrics/process";
 import { createRegistry } from "./metrics/registry";
 import { metricsRoutes } from "./metrics/routes";
 import { createAuthorization } from "./oauth/authorization";
+import { createCallback } from "./oauth/callback";
 import { createOAuthClient, REFRESH_OUTCOMES } from "./oauth/client";
 import { createOAuthHttp } from "./oauth/http";
 import { createOAuthRepository } from "./oauth/repository";
@@ -353,6 +354,13 @@ export function createServices(deps: Deps) {
     connectors,
     connections,
     authorization,
+    callback: createCallback({
+      authorization,
+      connector: (id) => connectorRows.findById(id),
+      username: async (id) => (await users.findById(id))?.username,
+      signedIn: (request) => sessions.person(request),
+      signIn: (request, username, password) => signIn(request, username, password),
+    }),
     deployments,
     presets,
     proxy,
@@ -396,7 +404,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(userRoutes(services.users, auth, apiBody, services.brakeFor))
     .use(sessionRoutes(services, auth, apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate: null })))
     .use(presetRoutes(services.presets, auth))
-    .use(oauthRoutes(services.authorization, deps.publicUrl))
+    .use(oauthRoutes(services.callback, deps.publicUrl))
     .use(eventRoutes(services.eventStreams, auth))
     .use(auditRoutes(services.audit, auth))
     .use(connectorRoutes(services.connectors, auth, apiBody))

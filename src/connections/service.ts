@@ -79,7 +79,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers });
       if (!result.ok && result.kind === "unauthorized" && result.status === 401 && !withHeaders) {
         const challenge = new Response(null, { status: 401, headers: result.wwwAuthenticate ? { "www-authenticate": result.wwwAuthenticate } : {} });
-        return connectorView(await authorization.begin(row, challenge, redirectUrl));
+        return connectorView(await authorization.begin(row, challenge, redirectUrl, caller.id));
       }
       if (!result.ok) {
         // A working connection is not given up for one that failed (an outage, a typo in new headers).

@@ -23,8 +23,11 @@ export type AuthorizationDeps = {
 export function createAuthorization(deps: AuthorizationDeps) {
   const { oauth, transitions } = deps;
 
-  /** The authorization code flow's first half; the connector then waits in auth_required for the user. */
-  async function begin(row: ConnectorRow, challenge: Response, redirectUrl: string | null, scope?: string): Promise<ConnectorRow> {
+  /**
+   * The authorization code flow's first half; the connector then waits in auth_required for the user. `startedBy`:
+   * the user starting it, whose signed-in browser alone may finish it (callback.ts).
+   */
+  async function begin(row: ConnectorRow, challenge: Response, redirectUrl: string | null, startedBy: string, scope?: string): Promise<ConnectorRow> {
     let authorizationUrl: string;
     try {
       authorizationUrl = await oauth.begin({
@@ -35,6 +38,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
         client_secret: deps.credentials.clientSecret(row),
         redirectUrl,
         scope,
+        startedBy,
       });
     } catch (e) {
       if (!(e instanceof OAuthFlowFailed)) throw e;
@@ -49,12 +53,16 @@ export function createAuthorization(deps: AuthorizationDeps) {
   return {
     begin,
 
+    pending: oauth.pending,
+
     /**
      * The OAuth callback: on success the connector is connected once an MCP handshake with the new token
-     * works; any failure leaves it disconnected with the reason (spec part 7).
+     * works; any failure leaves it disconnected with the reason. With `finishedBy`, only an authorization that user
+     * started is used (another user's is left as it was).
      */
-    async complete(params: URLSearchParams): Promise<CallbackOutcome> {
-      const outcome = await oauth.complete(params);
+    async complete(params: URLSearchParams, finishedBy?: string): Promise<CallbackOutcome> {
+      const outcome = await oauth.complete(params, finishedBy);
+      if (!outcome.ok && outcome.connectorId === null) return outcome;
       const row = outcome.connectorId ? await deps.connectors.findById(outcome.connectorId) : undefined;
       if (!row) {
         return outcome.ok
@@ -92,7 +100,8 @@ export function createAuthorization(deps: AuthorizationDeps) {
 
     /** A connector connected without credentials whose server now answers 401: start the OAuth flow. */
     async afterChallenge(row: ConnectorRow, challenge: Response): Promise<void> {
-      await begin(row, challenge, row.redirect_url).catch(() => undefined);
+      // Started by a proxied request, not by a person: the connector's owner finishes it.
+      await begin(row, challenge, row.redirect_url, row.owner_id).catch(() => undefined);
     },
 
     /**
@@ -102,7 +111,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
     async upgradeScope(row: ConnectorRow, challenge: Response, requiredScope: string): Promise<void> {
       const granted = (await oauth.grantedScope(row.id)) ?? "";
       const scope = [...new Set([...granted.split(" "), ...requiredScope.split(" ")].filter(Boolean))].join(" ");
-      await begin(row, challenge, row.redirect_url, scope).catch(() => undefined);
+      await begin(row, challenge, row.redirect_url, row.owner_id, scope).catch(() => undefined);
     },
   };
 }

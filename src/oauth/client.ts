@@ -50,7 +50,12 @@ export type BeginInput = {
   redirectUrl: string | null;
   /** A scope to ask for instead of the challenge's (a scope upgrade after insufficient_scope). */
   scope?: string;
+  /** The user starting it, whose signed-in browser alone may finish it. */
+  startedBy: string;
 };
+
+/** A pending authorization as the callback page shows it, before anything is exchanged. */
+export type PendingAuthorization = { connectorId: string; startedBy: string | undefined };
 
 export type CallbackOutcome =
   | { ok: true; connectorId: string; redirect_url: string | null }
@@ -229,6 +234,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
           scope,
           redirect_uri: callback,
           redirect_url: input.redirectUrl,
+          started_by: input.startedBy,
         };
         const secrets: StateSecrets = { code_verifier: verifier, client_secret: identity.client_secret };
         const now = clock();
@@ -260,9 +266,23 @@ export function createOAuthClient(deps: OAuthClientDeps) {
       }
     },
 
-    /** The callback ([RFC 6749 §4.1.2](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2)): validates state and iss (RFC 9207), exchanges the code, stores the tokens. */
-    async complete(params: URLSearchParams): Promise<CallbackOutcome> {
+    /** The pending authorization a callback's `state` names, unexpired, without using it up; undefined if none. */
+    async pending(params: URLSearchParams): Promise<PendingAuthorization | undefined> {
       const state = params.get("state");
+      const row = state ? await repository.findState(digest(state)) : undefined;
+      return row && row.expires_at > clock() ? { connectorId: row.connector_id, startedBy: row.context.started_by } : undefined;
+    },
+
+    /**
+     * The callback ([RFC 6749 §4.1.2](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2)): validates state and iss (RFC 9207), exchanges the code, stores the tokens.
+     * With `finishedBy`, only when the authorization was started by that user (else nothing is used up or exchanged).
+     */
+    async complete(params: URLSearchParams, finishedBy?: string): Promise<CallbackOutcome> {
+      const state = params.get("state");
+      const found = state && finishedBy !== undefined ? await repository.findState(digest(state)) : undefined;
+      if (found && found.context.started_by !== undefined && found.context.started_by !== finishedBy) {
+        return { ok: false, connectorId: null, redirect_url: null, error: "access_denied", error_description: "This authorization was started by another user" };
+      }
       const row = state ? await repository.takeState(digest(state)) : undefined;
       if (!row || row.expires_at <= clock()) {
         return {

@@ -14,7 +14,11 @@ export type GrantContext = {
   redirect_uri: string;
 };
 
-export type StateContext = GrantContext & { redirect_url: string | null };
+export type StateContext = GrantContext & {
+  redirect_url: string | null;
+  /** The user who started the authorization: only a browser signed in as this user finishes it (callback.ts). */
+  started_by?: string;
+};
 
 export type StateSecrets = { code_verifier: string; client_secret: string | null };
 

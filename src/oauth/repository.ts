@@ -15,6 +15,8 @@ export type OAuthRepository = {
   saveClient(row: OAuthClientRow): Promise<void>;
   /** One pending authorization per connector: a new connect replaces the old one. */
   saveState(row: OAuthStateRow): Promise<void>;
+  /** Reads a pending authorization without using it up (the callback's confirmation page). */
+  findState(digest: string): Promise<OAuthStateRow | undefined>;
   /** Single use: the row is deleted as it is read, so a replayed state finds nothing. */
   takeState(digest: string): Promise<OAuthStateRow | undefined>;
   /** Removes the states expired at `now`; answers how many. */
@@ -50,6 +52,7 @@ export function createOAuthRepository(store: Store): OAuthRepository {
         yield tx.insert(oauth_states).values(row);
       });
     },
+    findState: async (digest) => (await db.select().from(oauth_states).where(eq(oauth_states.state_digest, digest)))[0],
     takeState: async (digest) => (await db.delete(oauth_states).where(eq(oauth_states.state_digest, digest)).returning())[0],
     deleteExpiredStates: async (now) =>
       (await db.delete(oauth_states).where(lte(oauth_states.expires_at, now)).returning({ d: oauth_states.state_digest })).length,

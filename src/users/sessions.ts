@@ -41,6 +41,14 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
     return undefined;
   }
 
+  /** The session's user; a cookie that is unknown or expired, or a disabled user, is a 401. */
+  async function signedIn(secret: string) {
+    const row = await users.findSession(digest(secret));
+    if (!row || row.expires_at <= clock()) throw new Unauthorized("Your console session has ended: sign in again");
+    if (row.disabled_at !== null) throw new Unauthorized("This user is disabled");
+    return row;
+  }
+
   const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
   return {
@@ -59,9 +67,7 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
     async principal(request: Request): Promise<(Principal & { csrf_token: string; session: string; expires_at: number }) | undefined> {
       const secret = secretOf(request);
       if (secret === undefined) return undefined;
-      const row = await users.findSession(digest(secret));
-      if (!row || row.expires_at <= clock()) throw new Unauthorized("Your console session has ended: sign in again");
-      if (row.disabled_at !== null) throw new Unauthorized("This user is disabled");
+      const row = await signedIn(secret);
       const csrf = csrfOf(secret);
       if (UNSAFE.has(request.method)) {
         const origin = request.headers.get("origin");
@@ -70,6 +76,17 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
         if (sent === null || !same(sent, csrf)) throw new Forbidden(`A change with a console session needs the session's ${CSRF_HEADER} header`);
       }
       return { id: row.id, username: row.username, role: row.role, credential: "session", csrf_token: csrf, session: row.digest, expires_at: row.expires_at };
+    },
+
+    /**
+     * The person a request's session cookie signs in, for a page's own form whose fields carry a single-use secret
+     * of their own (the OAuth callback's confirmation): no CSRF header, which a form cannot send. Throws as `principal`.
+     */
+    async person(request: Request): Promise<Principal | undefined> {
+      const secret = secretOf(request);
+      if (secret === undefined) return undefined;
+      const row = await signedIn(secret);
+      return { id: row.id, username: row.username, role: row.role, credential: "session" };
     },
 
     /** Ends the request's session, if any; the Set-Cookie value that clears it. */

@@ -6,6 +6,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { finishCallback } from "../support/callback";
 
 const serverUrl = process.argv[2]!;
 const service = process.env.CS_URL!;
@@ -13,6 +14,9 @@ const service = process.env.CS_URL!;
 const publicUrl = process.env.CS_PUBLIC_URL ?? service;
 const authorization = process.env.CS_AUTHORIZATION!;
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}") as { client_id?: string; client_secret?: string };
+/** The user of CS_AUTHORIZATION (Basic), who finishes the authorization on the callback's confirmation page. */
+const credentials = Buffer.from(authorization.replace(/^Basic /, ""), "base64").toString();
+const person = { username: credentials.slice(0, credentials.indexOf(":")), password: credentials.slice(credentials.indexOf(":") + 1) };
 
 async function api(method: string, path: string, body?: unknown) {
   const res = await fetch(`${service}${path}`, {
@@ -34,8 +38,8 @@ async function approve(authorizationUrl: string): Promise<void> {
     next = new URL(location, next).href;
   }
   // What the TLS-terminating proxy in front of the service would do: public URL → the service.
-  const landed = await fetch(service + next.slice(publicUrl.length), { redirect: "manual" });
-  if (landed.status !== 200) throw new Error(`callback failed: ${landed.status} ${await landed.text()}`);
+  const landed = await finishCallback((request) => fetch(new Request(service + request.url.slice(publicUrl.length), request)), next, person);
+  if (landed.status !== 200) throw new Error(`callback failed: ${landed.status} ${landed.text}`);
 }
 
 async function connected(id: string) {

@@ -152,8 +152,11 @@ async function approveInPopup(popup: Page) {
     await popup.click('button[type="submit"]');
     await popup.waitForSelector('input[name="prompt"][value="consent"]', { state: "attached" });
   }
-  // The console closes the popup once the callback has landed: don't wait on this page after the click.
-  await popup.click('button[type="submit"]', { noWaitAfter: true });
+  await popup.click('button[type="submit"]');
+  // The service's confirmation: the console's session cookie goes with its form, so one click finishes. The console
+  // closes the popup once the connector is connected: don't wait on this page after the click.
+  await popup.waitForSelector("text=/^Connect \\(signed in to the console as/");
+  await popup.click("text=/^Connect \\(signed in to the console as/", { noWaitAfter: true });
 }
 
 /** Connect through the dialog with OAuth: the popup opens in the click, the person approves there; resolves when it has closed. */

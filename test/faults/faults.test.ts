@@ -15,6 +15,7 @@ import { steppedClock } from "../support/app";
 import { connectedConnector, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
 import { ADMIN, startTestService } from "../support/service";
+import { finishCallback } from "../support/callback";
 import { waitFor } from "../support/wait";
 import { sqliteOf } from "../support/store";
 
@@ -119,7 +120,7 @@ describe("the authorization server goes away, and comes back", () => {
       const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
       const id = created.body.id as string;
       const connect = await service.api("POST", `/api/v1/connectors/${id}/connect`);
-      await fetch(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), { redirect: "manual" });
+      await finishCallback((r) => fetch(r), await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), ADMIN);
       const expiresAt = (await storedGrant(service, id))!.expires_at!;
 
       await op.stop();
@@ -136,7 +137,7 @@ describe("the authorization server goes away, and comes back", () => {
       await op.restart();
       const again = await service.api("POST", `/api/v1/connectors/${id}/connect`);
       expect(again.body.state).toBe("auth_required");
-      expect((await fetch(await authorizeInBrowser(again.body.auth_request.authorization_url, op.issuer), { redirect: "manual" })).status).toBe(200);
+      expect((await finishCallback((r) => fetch(r), await authorizeInBrowser(again.body.auth_request.authorization_url, op.issuer), ADMIN)).status).toBe(200);
       expect((await service.api("GET", `/api/v1/connectors/${id}`)).body).toMatchObject({ state: "connected", disconnect_reason: null });
     } finally {
       await service.stop();

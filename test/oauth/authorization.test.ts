@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { scriptedOAuth } from "../peers/scripted-oauth";
-import { readResponse } from "../support/api";
+import { finishCallback } from "../support/callback";
 import { createTestApp, type TestApp } from "../support/app";
 import { mcpClient, toolText } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
@@ -30,7 +30,8 @@ async function pending(body: Record<string, unknown> = {}) {
   return { id: created.body.id as string, url: connect.body.auth_request.authorization_url as string };
 }
 /** The browser lands on the callback. */
-const land = async (callback: string) => readResponse(await t.handle(new Request(callback, { redirect: "manual" })));
+/** The browser lands on the callback, and the administrator who started the authorization finishes it there. */
+const land = (callback: string) => finishCallback(t, callback, t.admin.basic);
 const connector = async (id: string) => (await t.api("GET", `/api/v1/connectors/${id}`)).body;
 const whoami = async (id: string) => {
   const { client, close } = await mcpClient(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, { token: t.admin.token }, t.handle);

@@ -6,7 +6,10 @@ import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/o
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
 import { mcpClient, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
-import { startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService, type TestService } from "../support/service";
+import { finishCallback } from "../support/callback";
+
+const send = (request: Request) => fetch(request);
 
 // The callback against oidc-provider, a real authorization server (the fast variants: authorization.test.ts).
 let op: OidcPeer;
@@ -35,10 +38,10 @@ async function pending(body: Record<string, unknown> = {}) {
 test("access denied without redirect_url: an HTML page with the error; the connector says why", async () => {
   const { id, url } = await pending();
   const callback = await authorizeInBrowser(url, op.issuer, { deny: true });
-  const res = await fetch(callback, { redirect: "manual" });
+  const res = await finishCallback(send, callback, ADMIN);
   expect(res.status).toBe(400);
   expect(res.headers.get("content-type")).toStartWith("text/html");
-  const html = await res.text();
+  const html = res.text;
   expect(html).toContain("access_denied");
   const connector = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
   expect(connector.state).toBe("disconnected");
@@ -48,7 +51,7 @@ test("access denied without redirect_url: an HTML page with the error; the conne
 test("access denied with redirect_url: redirected there with error and error_description", async () => {
   const { url } = await pending({ redirect_url: `${APP}/done?from=cs` });
   const callback = await authorizeInBrowser(url, op.issuer, { deny: true });
-  const res = await fetch(callback, { redirect: "manual" });
+  const res = await finishCallback(send, callback, ADMIN);
   expect(res.status).toBe(303);
   const target = new URL(res.headers.get("location")!);
   expect(target.origin + target.pathname).toBe(`${APP}/done`);
@@ -59,7 +62,7 @@ test("access denied with redirect_url: redirected there with error and error_des
 
 test("success with redirect_url: redirected there", async () => {
   const { id, url } = await pending({ redirect_url: `${APP}/done` });
-  const res = await fetch(await authorizeInBrowser(url, op.issuer), { redirect: "manual" });
+  const res = await finishCallback(send, await authorizeInBrowser(url, op.issuer), ADMIN);
   expect(res.status).toBe(303);
   expect(res.headers.get("location")).toBe(`${APP}/done`);
   expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
@@ -68,10 +71,10 @@ test("success with redirect_url: redirected there", async () => {
 test("a replayed callback (same state and code) is an error page, not a 500, and the grant stays", async () => {
   const { id, url } = await pending();
   const callback = await authorizeInBrowser(url, op.issuer);
-  expect((await fetch(callback, { redirect: "manual" })).status).toBe(200);
-  const replay = await fetch(callback, { redirect: "manual" });
+  expect((await finishCallback(send, callback, ADMIN)).status).toBe(200);
+  const replay = await finishCallback(send, callback, ADMIN);
   expect(replay.status).toBe(400);
-  expect(await replay.text()).toContain("already used or has expired");
+  expect(replay.text).toContain("already used or has expired");
   expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
 });
 
@@ -86,7 +89,7 @@ test("tokens are sealed at rest; no code, state or token reaches the log", async
   };
   const { id, url } = await pending();
   const callback = await authorizeInBrowser(url, op.issuer);
-  await fetch(callback, { redirect: "manual" });
+  await finishCallback(send, callback, ADMIN);
   const grant = (await storedGrant(service, id))!;
   const { client, close } = await mcpClient(proxyUrl(service, id));
   await client.callTool({ name: "whoami", arguments: {} });

@@ -5,7 +5,10 @@ import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-ser
 import { steppedClock } from "../support/app";
 import { mcpClient, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
-import { startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService, type TestService } from "../support/service";
+import { finishCallback } from "../support/callback";
+
+const send = (request: Request) => fetch(request);
 import { expectProblem } from "../support/api";
 import { sql } from "drizzle-orm";
 import { queryRows } from "../support/store";
@@ -37,7 +40,7 @@ async function authorize(options: { redirect_url?: string } = {}) {
   expect(connect.status).toBe(200);
   expect(connect.body.state).toBe("auth_required");
   const callback = await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer);
-  const landed = await fetch(callback, { redirect: "manual" });
+  const landed = await finishCallback(send, callback, ADMIN);
   return { id: created.body.id as string, connect, callback, landed };
 }
 
@@ -72,7 +75,7 @@ describe("the authorization code flow against oidc-provider", () => {
   test("approve → connected → tools through the proxy with a token for this server → refreshed before it expires, and the new token used", async () => {
     const { id, landed } = await authorize();
     expect(landed.status).toBe(200);
-    expect(await landed.text()).toContain("Connected");
+    expect(landed.text).toContain("Connected");
     expect(await connector(id)).toMatchObject({ state: "connected", auth_request: null, disconnect_reason: null });
 
     const first = (await storedGrant(service, id))!;
@@ -185,7 +188,7 @@ describe("the authorization code flow against oidc-provider", () => {
     expect(scope).toContain("mcp:tools");
     // Approving the wider scope connects it again, and the tool works.
     const callback = await authorizeInBrowser(pending.auth_request.authorization_url, op.issuer);
-    expect((await fetch(callback, { redirect: "manual" })).status).toBe(200);
+    expect((await finishCallback(send, callback, ADMIN)).status).toBe(200);
     const again = await mcpClient(proxyUrl(service, id));
     const report = await again.client.callTool({ name: "admin-report", arguments: {} });
     expect(JSON.stringify(report)).toContain("admin ok");

@@ -7,7 +7,8 @@ import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/o
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
 import { createTestApp, steppedClock } from "../support/app";
 import { storedGrant } from "../support/oauth";
-import { startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService, type TestService } from "../support/service";
+import { finishCallback } from "../support/callback";
 
 describe("when to refresh", () => {
   test("at 80 % of the lifetime or 60 s before expiry, whichever is first, never before half-life", () => {
@@ -109,7 +110,7 @@ describe("the authorization server goes away", () => {
   test("refresh failures retry with backoff while the token is valid, and end in disconnected with the reason once it expires", async () => {
     const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
     const connect = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
-    await fetch(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), { redirect: "manual" });
+    await finishCallback((r) => fetch(r), await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), ADMIN);
     const id = created.body.id as string;
     expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
     const expiresAt = (await storedGrant(service, id))!.expires_at!;

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startSdkOAuthExample } from "../peers/sdk-oauth-example";
 import type { Peer } from "../peers/everything";
 import { mcpClient, proxyUrl } from "../support/mcp";
-import { startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService, type TestService } from "../support/service";
+import { finishCallback } from "../support/callback";
 
 // A second, independent authorization server: the one in the MCP TypeScript SDK's examples.
 let example: Peer & { authUrl: string };
@@ -31,7 +32,7 @@ test("connects through the SDK example's OAuth (--oauth-strict) and calls a tool
     next = new URL(res.headers.get("location")!, next).href;
   }
   expect(next).toStartWith(`${service.url}/api/v1/connectors/oauth/callback`);
-  const landed = await fetch(next, { redirect: "manual" });
+  const landed = await finishCallback((request) => fetch(request), next, ADMIN);
   expect(landed.status).toBe(200);
   expect((await service.api("GET", `/api/v1/connectors/${created.body.id}`)).body.state).toBe("connected");
 

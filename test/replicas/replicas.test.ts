@@ -9,6 +9,7 @@ import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-ser
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import type { Peer } from "../peers/ports";
 import { apiClient, ADMIN } from "../support/service";
+import { finishCallback } from "../support/callback";
 import { mcpClient, toolText as text } from "../support/mcp";
 import { runSuite, SCENARIOS } from "../support/conformance";
 import { startCluster, type Cluster } from "../support/replicas";
@@ -45,7 +46,9 @@ async function authorizedConnector(): Promise<string> {
   expect(connect.body.state).toBe("auth_required");
   const callback = new URL(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer));
   expect(callback.origin).toBe(cluster.url); // the public URL every replica shares
-  const landed = await fetch(`${second!.url}${callback.pathname}${callback.search}`, { redirect: "manual" });
+  // The person's browser at the public URL: the landing and the confirmation both reach the second replica.
+  const toSecond = (request: Request) => fetch(new Request(`${second!.url}${new URL(request.url).pathname}${new URL(request.url).search}`, request));
+  const landed = await finishCallback(toSecond, callback.href, ADMIN);
   expect(landed.status).toBe(200);
   return id;
 }
