@@ -1,8 +1,26 @@
 import { Elysia, t } from "elysia";
-import type { CallbackAnswer, Callback } from "./callback";
+import { PROTOCOL_ERRORS } from "../docs/plugin";
+import { readCapped } from "../http/read-capped";
+import type { CallbackAnswer, Callback, CallbackForm } from "./callback";
 import { clientMetadata } from "./client-identity";
 import { CALLBACK_PATH, CLIENT_METADATA_PATH } from "./model";
 import { confirmationPage, errorPage, successPage } from "./pages";
+
+const FORM_TYPE = "application/x-www-form-urlencoded";
+/** The confirmation form is small: its callback query, a user name and a password. */
+const MAX_FORM_BYTES = 16 * 1024;
+
+/** The confirmation page's form, or undefined when the body is not one (another type, over the cap, no callback). */
+async function readConfirmation(request: Request): Promise<CallbackForm | undefined> {
+  if (!(request.headers.get("content-type") ?? "").toLowerCase().startsWith(FORM_TYPE)) return undefined;
+  if (Number(request.headers.get("content-length") ?? "0") > MAX_FORM_BYTES) return undefined;
+  const bytes = await readCapped(request.body, MAX_FORM_BYTES);
+  if (!bytes) return undefined;
+  const fields = new URLSearchParams(bytes.toString("utf8"));
+  const callback = fields.get("callback");
+  if (callback === null) return undefined;
+  return { callback, ...(fields.get("username") && { username: fields.get("username")!, password: fields.get("password") ?? "" }) };
+}
 
 const Html = (description: string) => t.String({ description, contentMediaType: "text/html" });
 
@@ -53,15 +71,16 @@ export function oauthRoutes(callback: Callback, publicUrl: () => string) {
           "started the authorization confirms on the page this answers, signed in to the console or by signing in there (POST). The state is single-use and expires after 10 minutes.",
       },
     })
-    .post(CALLBACK_PATH, async ({ request, body }) => answer(await callback.confirm(request, body)), {
-      body: t.Object(
-        {
-          callback: t.String({ maxLength: 8192, description: "The callback's query string, as the confirmation page carries it" }),
-          username: t.Optional(t.String({ maxLength: 256 })),
-          password: t.Optional(t.String({ maxLength: 1024 })),
-        },
-        { additionalProperties: false },
-      ),
+    .post(
+      CALLBACK_PATH,
+      async ({ request }) => {
+        const form = await readConfirmation(request);
+        return form ? answer(await callback.confirm(request, form)) : errorPage("invalid_request", `The form must be ${FORM_TYPE} of at most ${MAX_FORM_BYTES} bytes with a callback field`);
+      },
+      {
+      // The page's form, read here under its own cap: a person gets HTML pages, never the API's problem documents.
+      parse: [() => null, FORM_TYPE] as [() => null, typeof FORM_TYPE],
+      body: t.Any({ description: `${FORM_TYPE}: callback (the callback's query string, as the confirmation page carries it), and username and password when signing in on the page` }),
       response: outcomes,
       detail: {
         summary: "Finish an OAuth authorization",
@@ -69,6 +88,7 @@ export function oauthRoutes(callback: Callback, publicUrl: () => string) {
           "The confirmation page's form: exchanges the code when the browser's console session, or the user name and password sent, is the user who started the authorization. " +
           "Another user gets 403 and nothing is exchanged.",
         security: [],
+        ...PROTOCOL_ERRORS,
       },
     })
     .get(

@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { scriptedOAuth, type ScriptedOAuth } from "../peers/scripted-oauth";
 import { createTestApp, type TestApp } from "../support/app";
+import { finishCallback } from "../support/callback";
 import { storedGrant } from "../support/oauth";
 import { createOAuthRepository } from "../../src/oauth/repository";
 import { logLines, scrape } from "./scrape";
@@ -26,7 +27,7 @@ async function connected(options: Parameters<typeof createTestApp>[0] = {}): Pro
   const alice = await t.user("alice");
   const id = (await alice.api("POST", "/api/v1/connectors", { body: { url: oauth.resource } })).body.id as string;
   const connect = await alice.api("POST", `/api/v1/connectors/${id}/connect`);
-  await t.handle(new Request(oauth.approve(connect.body.auth_request.authorization_url), { redirect: "manual" }));
+  await finishCallback(t, oauth.approve(connect.body.auth_request.authorization_url), alice.basic);
   expect((await alice.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
   return { t, oauth, id, ownerId: alice.principal.id, ownerToken: alice.token, tokenEndpoint };
 }
