@@ -35,6 +35,7 @@ import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
 import type { FetchLike } from "./http/fetch";
 import { createCors } from "./http/cors";
+import { crossSitePlugin } from "./http/cross-site";
 import { apiBodyPlugin } from "./http/json-body";
 import { problemPlugin } from "./http/problem-plugin";
 import type { RequestIds } from "./http/request-id";
@@ -391,6 +392,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
   // normalize: false makes `additionalProperties: false` reject unknown fields (a typo is a 422, not silently dropped).
   return new Elysia({ normalize: false })
     .use(problemPlugin(deps.log, deps.requestIds))
+    .use(crossSitePlugin(deps.publicUrl))
     .use(docsPlugin(VERSION))
     .use(consoleRoutes())
     .use(healthRoutes(deps.readiness, deps.store))

@@ -2,6 +2,7 @@ import { Elysia, ValidationError } from "elysia";
 import { AppError, BadRequest, NotFound, ValidationFailed, type FieldError } from "../http-errors/errors";
 import { errorResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
+import { fromBrowser } from "./cross-site";
 import type { RequestIds } from "./request-id";
 
 /**
@@ -11,9 +12,9 @@ import type { RequestIds } from "./request-id";
 export function problemPlugin(log: Logger, requestIds: RequestIds) {
   return new Elysia({ name: "problem" }).onError({ as: "global" }, ({ code, error, request }) => {
     const response = errorResponse(asAppError(code, error, request), log, requestIds.get(request));
-    // A page's own fetch or EventSource (the console, Swagger UI) must not make the browser pop up its Basic sign-in
-    // dialog: it gets a challenge browsers do not prompt for ([RFC 7235 §4.1](https://www.rfc-editor.org/rfc/rfc7235#section-4.1) wants one, not which).
-    if (response.status === 401 && request.headers.get("sec-fetch-dest") === "empty") response.headers.set("www-authenticate", 'Bearer realm="connector-service"');
+    // A browser (a page's fetch, or a navigation) gets a challenge it does not prompt for, so it never asks for and
+    // caches a Basic credential (cross-site.ts; [RFC 7235 §4.1](https://www.rfc-editor.org/rfc/rfc7235#section-4.1) wants a challenge, not which).
+    if (response.status === 401 && fromBrowser(request)) response.headers.set("www-authenticate", 'Bearer realm="connector-service"');
     return response;
   });
 }

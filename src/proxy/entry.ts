@@ -1,6 +1,7 @@
 import { AppError } from "../http-errors/errors";
 import { errorResponse } from "../http-errors/problem";
 import type { Cors } from "../http/cors";
+import { crossSiteRefusal, fromBrowser } from "../http/cross-site";
 import type { StatusCounter } from "../metrics/registry";
 import type { Logger } from "../observability/logger";
 import type { RequestAuthenticator } from "../users/authenticate";
@@ -32,15 +33,16 @@ export const resourceMetadataUrl = (publicUrl: string, id: string) => `${publicU
 export function proxyEntry(deps: ProxyEntryDeps) {
   const answer = async (request: Request, id: string): Promise<Response> => {
     try {
+      const refusal = crossSiteRefusal(request, new URL(deps.publicUrl()).origin, "cross-origin");
+      if (refusal) throw refusal;
       return await deps.proxy.handle(await deps.authenticate(request), id, request);
     } catch (error) {
       const response = errorResponse(error, deps.log, deps.requestId(request));
       if (response.status === 401) {
         const invalid = error instanceof AppError && error.type === "invalid-token" ? ', error="invalid_token"' : "";
-        response.headers.set(
-          "www-authenticate",
-          `Bearer resource_metadata="${resourceMetadataUrl(deps.publicUrl(), id)}"${invalid}, Basic realm="connector-service", charset="UTF-8"`,
-        );
+        // Basic only for programs: a browser would cache what the person types and send it by itself (cross-site.ts).
+        const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
+        response.headers.set("www-authenticate", `Bearer resource_metadata="${resourceMetadataUrl(deps.publicUrl(), id)}"${invalid}${basic}`);
       }
       return response;
     }

@@ -57,7 +57,7 @@ describe("what a body may be", () => {
     expect(list.body.items.map((c: { url: string }) => c.url)).not.toContain("https://deep.example/");
   });
 
-  test("a body that is not JSON is a 415 naming the media type to send; an empty one is no body", async () => {
+  test("a body that is not JSON is a 415 naming the media type to send; an empty one is no body, but still wants the JSON type", async () => {
     const auth = { authorization: `Bearer ${t.admin.token}` };
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
       const res = await post("/api/v1/connectors", "url=https://a.example", { "content-type": type, ...auth });
@@ -65,8 +65,12 @@ describe("what a body may be", () => {
       expect(res.body.detail).toContain("Content-Type: application/json");
     }
     const created = (await t.api("POST", "/api/v1/connectors", { body: { url: "https://empty.example/mcp" } })).body;
-    // No body at all on an action that takes none, or an optional one: fine.
-    expect((await post(`/api/v1/connectors/${created.id}/disconnect`, null, auth)).status).toBe(409);
+    // No body at all on an action that takes none, or an optional one: fine, with the JSON content type (which an
+    // HTML form of another site cannot send).
+    expect((await post(`/api/v1/connectors/${created.id}/disconnect`, null, { ...auth, "content-type": "application/json" })).status).toBe(409);
+    const untyped = await post(`/api/v1/connectors/${created.id}/disconnect`, null, auth);
+    expectProblem(untyped, 415);
+    expect(untyped.body.detail).toContain("Content-Type: application/json, even without a body");
   });
 
   test("brackets and escaped quotes inside strings do not count as nesting", () => {

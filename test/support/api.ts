@@ -17,7 +17,8 @@ export function apiOver(send: (request: Request) => Promise<Response>, baseUrl: 
     if (as) headers.authorization = authHeader(as);
     let body: string | undefined = options.raw;
     if (options.body !== undefined) body = JSON.stringify(options.body);
-    if (body !== undefined) headers["content-type"] ??= "application/json";
+    // Changes carry the JSON content type, body or not, as the API wants (src/http/cross-site.ts).
+    if (body !== undefined || ["POST", "PUT", "PATCH"].includes(method)) headers["content-type"] ??= "application/json";
     return readResponse(await send(new Request(`${baseUrl}${path}`, { method, headers, body })));
   };
 }

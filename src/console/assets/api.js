@@ -39,7 +39,8 @@ const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  */
 export async function api(method, path, body, { quiet401 = false } = {}) {
   const headers = { accept: "application/json, application/problem+json" };
-  if (body !== undefined) headers["content-type"] = "application/json";
+  // Every change says JSON, body or not (the API wants it: an HTML form of another site cannot send it).
+  if (body !== undefined || UNSAFE.has(method)) headers["content-type"] = "application/json";
   if (UNSAFE.has(method) && csrfToken) headers["x-csrf-token"] = csrfToken;
   let response;
   try {
