@@ -273,6 +273,7 @@ export function createServices(deps: Deps) {
     clock,
     newId,
     maxRegistrations: config.authServer.maxRegistrations,
+    maxRegistrationsPerAddress: config.authServer.maxRegistrationsPerAddress,
   });
   const authServer = createAuthServer({
     repository: authServerRows,
@@ -346,7 +347,7 @@ export function createServices(deps: Deps) {
     }),
     authenticate,
     authenticateProxy,
-    authServer: { server: authServer, cors, clients: authServerClients, signIn },
+    authServer: { server: authServer, cors, clients: authServerClients, signIn, clientAddress: deps.clientAddress },
     sessions,
     signIn,
     brakeFor,
