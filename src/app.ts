@@ -275,6 +275,7 @@ export function createServices(deps: Deps) {
     clock,
     newId,
     maxRegistrations: config.authServer.maxRegistrations,
+    maxRegistrationsPerAddress: config.authServer.maxRegistrationsPerAddress,
   });
   const authServer = createAuthServer({
     repository: authServerRows,
@@ -348,7 +349,7 @@ export function createServices(deps: Deps) {
     }),
     authenticate,
     authenticateProxy,
-    authServer: { server: authServer, cors, clients: authServerClients, signIn },
+    authServer: { server: authServer, cors, clients: authServerClients, signIn, clientAddress: deps.clientAddress },
     sessions,
     signIn,
     brakeFor,

@@ -1,5 +1,6 @@
 import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import { readCapped } from "../http/read-capped";
+import { addressGroup } from "../security/addresses";
 import {
   METADATA_DOCUMENT_MAX_BYTES,
   METADATA_DOCUMENT_TIMEOUT_MS,
@@ -21,6 +22,8 @@ export type ClientsDeps = {
   newId: () => string;
   /** Registered clients that never got a token, kept at most (a flood of registrations is refused beyond it). */
   maxRegistrations: number;
+  /** Of those, kept at most from one client address (its group: addressGroup), so one address cannot take them all. */
+  maxRegistrationsPerAddress: number;
 };
 
 /**
@@ -106,14 +109,20 @@ export function createClients(deps: ClientsDeps) {
   return {
     isMetadataDocumentUrl,
 
-    /** The client by its id: registered, or its metadata document (cached, fetched again once stale). Throws ClientRefused. */
-    async find(clientId: string): Promise<ClientRow> {
+    /**
+     * The client by its id: registered, or its metadata document (fetched again once stale). A metadata document the
+     * service has not kept is fetched but not kept (anyone can name any URL): `remember` keeps it once a person signed
+     * in for it. `knownOnly`: such a client is refused instead (the token and revocation endpoints: it has no tokens).
+     * Throws ClientRefused.
+     */
+    async find(clientId: string, options: { knownOnly?: boolean } = {}): Promise<ClientRow> {
       const known = await repository.findClient(clientId);
       if (!isMetadataDocumentUrl(clientId)) {
         if (!known) throw new ClientRefused(`there is no client ${JSON.stringify(clientId.slice(0, 100))} (register it first, or use a client metadata document URL)`);
         return known;
       }
       if (known && known.expires_at !== null && known.expires_at > clock()) return known;
+      if (!known && options.knownOnly) throw new ClientRefused(`the client ${JSON.stringify(clientId.slice(0, 100))} has not been authorized here`);
       const row: ClientRow = {
         client_id: clientId,
         kind: "metadata-document",
@@ -121,13 +130,22 @@ export function createClients(deps: ClientsDeps) {
         created_at: known?.created_at ?? clock(),
         expires_at: clock() + METADATA_DOCUMENT_TTL_MS,
         last_used_at: known?.last_used_at ?? null,
+        registered_from: null,
       };
-      await repository.saveMetadataClient(row);
+      if (known) await repository.saveMetadataClient(row);
       return row;
     },
 
-    /** [RFC 7591 §3](https://www.rfc-editor.org/rfc/rfc7591#section-3): registers a public client; throws ClientRefused with the reason. */
-    async register(body: RegistrationBody): Promise<ClientRow> {
+    /** A client a person signed in for: one known by its metadata document is kept from now on. */
+    async remember(client: ClientRow): Promise<void> {
+      if (client.kind === "metadata-document") await repository.saveMetadataClient(client);
+    },
+
+    /**
+     * [RFC 7591 §3](https://www.rfc-editor.org/rfc/rfc7591#section-3): registers a public client for the client at `address`; throws ClientRefused with
+     * the reason, TooManyRegistrations when over a bound.
+     */
+    async register(body: RegistrationBody, address: string | undefined): Promise<ClientRow> {
       for (const uri of body.redirect_uris) {
         const why = checkRedirectUri(uri);
         if (why) throw new ClientRefused(why);
@@ -139,9 +157,17 @@ export function createClients(deps: ClientsDeps) {
         created_at: clock(),
         expires_at: clock() + UNUSED_CLIENT_TTL_MS,
         last_used_at: null,
+        registered_from: addressGroup(address ?? "unknown"),
       };
-      if (!(await repository.registerClient(row, deps.maxRegistrations))) {
-        throw new TooManyRegistrations(`this server keeps at most ${deps.maxRegistrations} registered clients that have not been used yet; try again later`);
+      const refused = await repository.registerClient(row, { max: deps.maxRegistrations, perAddress: deps.maxRegistrationsPerAddress });
+      if (refused) {
+        const seconds = Math.max(1, Math.ceil((refused.until - clock()) / 1000));
+        throw new TooManyRegistrations(
+          refused.bound === "address"
+            ? `this address has registered ${deps.maxRegistrationsPerAddress} clients that have not been used yet (AUTHSERVER__MAX_REGISTRATIONS_PER_ADDRESS); try again in ${seconds} s`
+            : `this server keeps at most ${deps.maxRegistrations} registered clients that have not been used yet (AUTHSERVER__MAX_REGISTRATIONS); try again in ${seconds} s`,
+          seconds,
+        );
       }
       return row;
     },
@@ -149,4 +175,12 @@ export function createClients(deps: ClientsDeps) {
 }
 export type Clients = ReturnType<typeof createClients>;
 
-export class TooManyRegistrations extends ClientRefused {}
+/** Registration refused by a bound ([RFC 6585 §4](https://www.rfc-editor.org/rfc/rfc6585#section-4): 429), until room is made in `retryAfterSeconds`. */
+export class TooManyRegistrations extends ClientRefused {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}

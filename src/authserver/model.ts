@@ -15,6 +15,10 @@ export const REFRESH_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
 export const CODE_TTL_MS = 60_000;
 /** How long a person has between the authorization request and their consent. */
 export const REQUEST_TTL_MS = 10 * 60_000;
+/** A person's authorization requests kept between sign-in and consent, at most: a new one makes the oldest go. */
+export const MAX_PENDING_REQUESTS_PER_USER = 10;
+/** Each parameter of an authorization request is at most this long, so what is kept of one stays small. */
+export const MAX_PARAMETER_LENGTH = 2048;
 /** A registered client that never got a token is forgotten after this. */
 export const UNUSED_CLIENT_TTL_MS = 24 * 3_600_000;
 /** Client ID Metadata Documents: fetched with these caps, and fetched again after `METADATA_DOCUMENT_TTL_MS`. */
@@ -43,6 +47,7 @@ export type AuthorizationParams = {
   code_challenge: string;
   /** The connector whose proxy URL is the `resource`. */
   connector_id: string;
+  /** The scope to be granted (scope.ts: only what the server knows), not the one asked for. */
   scope: string | null;
 };
 

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { ClientRow } from "./repository";
 
 /**
@@ -14,19 +15,40 @@ h1{font-size:1.3rem;margin-top:0}label{display:block;margin:.8rem 0 .2rem}input[
 button{font:inherit;padding:.5rem 1rem;margin:1rem .5rem 0 0;cursor:pointer}.note{color:#5b606b;font-size:.9rem}.warn{color:#8a4b00}.error{color:#a40e26}
 dl{margin:1rem 0}dt{font-weight:600}dd{margin:0 0 .6rem 0;word-break:break-all}`;
 
-export const PAGE_HEADERS = {
-  "content-type": "text/html; charset=utf-8",
-  "cache-control": "no-store",
-  "x-frame-options": "DENY",
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
-  "referrer-policy": "no-referrer",
-};
+/** The page's one style element, allowed by its digest ([CSP3 §2.3.1](https://www.w3.org/TR/CSP3/#grammardef-hash-source)): nothing else inline runs or applies. */
+const STYLE_SOURCE = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`;
 
-const page = (title: string, body: string, status = 200) =>
+/**
+ * Nothing but the page's own style; never in a frame (a framed Allow button could be clicked for the person); forms
+ * post only to `formAction` (CSP3 form-action also governs where the answer to a form may redirect).
+ */
+function pageHeaders(formAction: string) {
+  return {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "content-security-policy": `default-src 'none'; style-src ${STYLE_SOURCE}; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+    "referrer-policy": "no-referrer",
+  };
+}
+
+const page = (title: string, body: string, formAction: string, status = 200) =>
   new Response(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escape(title)} · connector-service</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`, {
     status,
-    headers: PAGE_HEADERS,
+    headers: pageHeaders(formAction),
   });
+
+/**
+ * Where the consent form's answer may go: this page, and the redirect URI's origin (or a native app's scheme, RFC
+ * 8252 §7.1). A host a CSP source cannot name (an IPv6 literal, or characters CSP gives meaning to) falls back to
+ * the URI's scheme.
+ */
+function consentFormAction(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  const origin = `${url.protocol}//${url.host}`;
+  return `'self' ${url.host && /^[a-z][a-z0-9+.-]*:\/\/[a-z0-9.-]+(:\d+)?$/.test(origin) ? origin : url.protocol}`;
+}
 
 /** Who is asking, as the client says and as far as the service can tell. */
 function clientFacts(client: ClientRow, redirectUri: string): string {
@@ -38,7 +60,8 @@ function clientFacts(client: ClientRow, redirectUri: string): string {
   return `<dt>Application</dt><dd>${escape(name)}</dd>${verified}<dt>It will receive the answer at</dt><dd>${escape(new URL(redirectUri).host || redirectUri)}</dd>`;
 }
 
-export function signInPage(handle: string, client: ClientRow, redirectUri: string, error?: string): Response {
+/** The sign-in form posts back to the authorization request's own URL (`action=""`), which carries the request. */
+export function signInPage(client: ClientRow, redirectUri: string, error?: string): Response {
   return page(
     "Sign in",
     `<h1>Sign in to connector-service</h1>
@@ -46,11 +69,12 @@ export function signInPage(handle: string, client: ClientRow, redirectUri: strin
 <dl>${clientFacts(client, redirectUri)}</dl>
 ${error ? `<p class="error">${escape(error)}</p>` : ""}
 <form method="post" action="">
-<input type="hidden" name="handle" value="${escape(handle)}"><input type="hidden" name="step" value="sign-in">
+<input type="hidden" name="step" value="sign-in">
 <label for="username">User name</label><input id="username" name="username" type="text" autocomplete="username" required autofocus>
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
 </form>`,
+    "'self'",
     error ? 401 : 200,
   );
 }
@@ -67,9 +91,10 @@ export function consentPage(handle: string, client: ClientRow, redirectUri: stri
 <input type="hidden" name="handle" value="${escape(handle)}"><input type="hidden" name="step" value="consent">
 <button type="submit" name="decision" value="allow">Allow</button><button type="submit" name="decision" value="deny">Deny</button>
 </form>`,
+    consentFormAction(redirectUri),
   );
 }
 
 export function errorPage(message: string, status = 400): Response {
-  return page("Cannot continue", `<h1>This request cannot continue</h1><p class="error">${escape(message)}</p>`, status);
+  return page("Cannot continue", `<h1>This request cannot continue</h1><p class="error">${escape(message)}</p>`, "'none'", status);
 }

@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, lt, lte, notExists, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lt, lte, notExists, notInArray, sql, type SQL } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store } from "../db/store";
 import { users as sqliteUsers, usersPg } from "../users/table";
@@ -24,14 +24,18 @@ export type AccessTokenOwner = Pick<TokenRow, "digest" | "kind" | "expires_at"> 
 /** The authorization server's records, on either store. */
 export type AuthServerRepository = {
   findClient(clientId: string): Promise<ClientRow | undefined>;
-  /** Registers unless `max` registered clients that never got a token are kept already (one transaction). */
-  registerClient(row: ClientRow, max: number): Promise<boolean>;
+  /**
+   * Registers unless, among the registered clients never used and not expired at `row.created_at`, `limits.max` are
+   * kept already, or `limits.perAddress` from `row.registered_from` (one transaction). Refused: which bound, and when
+   * the oldest of those expires (room again).
+   */
+  registerClient(row: ClientRow, limits: { max: number; perAddress: number }): Promise<RegistrationRefused | undefined>;
   /** A client known by its metadata document: stored or refreshed. */
   saveMetadataClient(row: ClientRow): Promise<void>;
   touchClient(clientId: string, at: number): Promise<void>;
-  saveRequest(row: RequestRow): Promise<void>;
+  /** Keeps a signed-in person's request; beyond `perUser` of theirs, their oldest go (one transaction). */
+  saveRequest(row: RequestRow & { user_id: string }, perUser: number): Promise<void>;
   findRequest(handleDigest: string): Promise<RequestRow | undefined>;
-  signedIn(handleDigest: string, userId: string): Promise<void>;
   /** Single use: deleted as it is read. */
   takeRequest(handleDigest: string): Promise<RequestRow | undefined>;
   insertGrant(row: GrantRow): Promise<void>;
@@ -50,6 +54,9 @@ export type AuthServerRepository = {
   /** Expired requests, codes and tokens; grants with no token left since `emptyBefore`; registered clients never used. */
   deleteExpired(now: number, emptyBefore: number): Promise<number>;
 };
+
+/** Which bound a registration is over, and when the oldest registration under it expires. */
+export type RegistrationRefused = { bound: "address" | "service"; until: number };
 
 /** How long an access token's owner may be reused without a query (the same bound as API tokens). */
 export const ACCESS_TOKEN_CACHE_MS = 1000;
@@ -86,16 +93,21 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
 
   return {
     findClient: async (clientId) => first(await db.select().from(clients).where(eq(clients.client_id, clientId)).limit(1)),
-    registerClient: (row, max) =>
+    registerClient: (row, limits) =>
       store.transaction(function* (tx, lock) {
         yield lock("as_clients:registered");
-        const [kept] = yield tx
-          .select({ n: sql<number>`count(*)`.mapWith(Number) })
-          .from(clients)
-          .where(and(eq(clients.kind, "registered"), isNull(clients.last_used_at)));
-        if ((kept?.n ?? 0) >= max) return false;
+        const unused = and(eq(clients.kind, "registered"), isNull(clients.last_used_at), gt(clients.expires_at, row.created_at));
+        const kept = (where: SQL | undefined) =>
+          tx
+            .select({ n: sql<number>`count(*)`.mapWith(Number), until: sql<number | null>`min(${clients.expires_at})`.mapWith(Number) })
+            .from(clients)
+            .where(where);
+        const [service]: { n: number; until: number }[] = yield kept(unused);
+        if (service && service.n >= limits.max) return { bound: "service", until: service.until };
+        const [address]: { n: number; until: number }[] = yield kept(and(unused, eq(clients.registered_from, row.registered_from ?? "")));
+        if (address && address.n >= limits.perAddress) return { bound: "address", until: address.until };
         yield tx.insert(clients).values(row);
-        return true;
+        return undefined;
       }),
     async saveMetadataClient(row) {
       await db
@@ -104,15 +116,22 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
         .onConflictDoUpdate({ target: clients.client_id, set: { metadata: row.metadata, expires_at: row.expires_at } });
     },
     async touchClient(clientId, at) {
-      await db.update(clients).set({ last_used_at: at }).where(eq(clients.client_id, clientId));
+      // Used: it no longer counts against the address it was registered from.
+      await db.update(clients).set({ last_used_at: at, registered_from: null }).where(eq(clients.client_id, clientId));
     },
-    async saveRequest(row) {
-      await db.insert(requests).values(row);
-    },
+    saveRequest: (row, perUser) =>
+      store.transaction(function* (tx, lock) {
+        yield lock(`as_requests:${row.user_id}`);
+        const kept: { handle_digest: string }[] = yield tx
+          .select({ handle_digest: requests.handle_digest })
+          .from(requests)
+          .where(eq(requests.user_id, row.user_id))
+          .orderBy(desc(requests.expires_at), desc(requests.handle_digest))
+          .limit(perUser - 1);
+        yield tx.delete(requests).where(and(eq(requests.user_id, row.user_id), kept.length ? notInArray(requests.handle_digest, kept.map((k) => k.handle_digest)) : undefined));
+        yield tx.insert(requests).values(row);
+      }),
     findRequest: async (handleDigest) => first(await db.select().from(requests).where(eq(requests.handle_digest, handleDigest)).limit(1)),
-    async signedIn(handleDigest, userId) {
-      await db.update(requests).set({ user_id: userId }).where(eq(requests.handle_digest, handleDigest));
-    },
     takeRequest: async (handleDigest) => first(await db.delete(requests).where(eq(requests.handle_digest, handleDigest)).returning()),
     async insertGrant(row) {
       await db.insert(grants).values(row);

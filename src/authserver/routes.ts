@@ -11,16 +11,17 @@ import type { Principal } from "../users/model";
 import { ClientRefused, TooManyRegistrations, type Clients } from "./clients";
 import { OAUTH_PATHS, RegistrationBody } from "./model";
 import { consentPage, errorPage, signInPage } from "./pages";
-import { NoRedirect, OAuthError, type AuthServer } from "./service";
+import { grantedScope, SCOPES_SUPPORTED } from "./scope";
+import { NoRedirect, OAuthError, type AuthServer, type CheckedRequest } from "./service";
 
 /** OAuth requests are small: forms and registration documents beyond this are refused unread. */
 const MAX_OAUTH_BODY_BYTES = 16 * 1024;
 
 /** [RFC 6749 §5.2](https://www.rfc-editor.org/rfc/rfc6749#section-5.2) error answers, never cached ([§5.1](https://www.rfc-editor.org/rfc/rfc6749#section-5.1)). */
-const oauthJson = (body: unknown, status = 200) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "cache-control": "no-store", pragma: "no-cache" } });
+const oauthJson = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "cache-control": "no-store", pragma: "no-cache", "x-content-type-options": "nosniff", ...headers } });
 const oauthError = (e: OAuthError) => oauthJson({ error: e.error, error_description: e.description }, e.status);
-const seeOther = (location: string) => new Response(null, { status: 303, headers: { location, "cache-control": "no-store" } });
+const seeOther = (location: string) => new Response(null, { status: 303, headers: { location, "cache-control": "no-store", "x-content-type-options": "nosniff" } });
 
 /** A small body read under the cap; undefined when over it. */
 async function smallBody(request: Request): Promise<string | undefined> {
@@ -46,8 +47,8 @@ const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.Option
 const Html = (description: string) => t.String({ description, contentMediaType: "text/html" });
 const pageResponses = {
   200: Html("HTML page: sign-in, consent"),
-  303: t.Void({ description: "Back to the client's redirect URI, with code or error, state and iss" }),
-  400: Html("HTML page naming the error (no redirect to an unverified URI)"),
+  303: t.Void({ description: "Back to the client's redirect URI, with code or error, state and iss: only once the person signed in and answered" }),
+  400: Html("HTML page naming the error: a request is never redirected before the person answered (RFC 9700 §4.11.2)"),
 };
 const FormBody = t.Any({ description: "application/x-www-form-urlencoded, as the OAuth RFCs define this endpoint's parameters" });
 const FORM: [() => null, "application/x-www-form-urlencoded"] = [() => null, "application/x-www-form-urlencoded"];
@@ -60,12 +61,13 @@ export type AuthServerRouteDeps = {
   signIn(request: Request, username: string, password: string): Promise<Principal>;
   /** What browser-based MCP clients call across origins: the documents and the token, registration and revocation endpoints. */
   cors: Cors;
+  /** The address a request came from: registrations are bounded per address. */
+  clientAddress(request: Request): string | undefined;
 };
 
 /** The paths browser-based clients call across origins, and their methods (the authorization endpoint is a page: not one). */
 const CROSS_ORIGIN: Record<string, string> = {
   "/.well-known/oauth-authorization-server": "GET",
-  "/.well-known/openid-configuration": "GET",
   "/.well-known/oauth-protected-resource": "GET",
   "/.well-known/oauth-protected-resource/api/v1/connectors/:id/mcp": "GET",
   [OAUTH_PATHS.register]: "POST",
@@ -74,7 +76,7 @@ const CROSS_ORIGIN: Record<string, string> = {
 };
 
 /** The authorization server's endpoints and discovery documents, and the grants API. */
-export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRouteDeps, auth: AuthPlugin) {
+export function authServerRoutes({ server, clients, signIn, cors, clientAddress }: AuthServerRouteDeps, auth: AuthPlugin) {
   /** A handler whose answers carry the CORS headers. */
   const crossOrigin =
     <C extends { request: Request }>(handler: (context: C) => Response | Promise<Response>) =>
@@ -94,18 +96,17 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
       .use(preflights)
       .get("/.well-known/oauth-authorization-server", discovery, {
         response: { 200: Json },
-        detail: { summary: "Authorization server metadata (RFC 8414)", description: "Where MCP clients find the endpoints to sign a person in for a connector's proxy URL." },
-      })
-      .get("/.well-known/openid-configuration", discovery, {
-        response: { 200: Json },
-        detail: { summary: "The same metadata at the OpenID discovery path", description: "MCP clients try this path too; there is no ID token." },
+        detail: {
+          summary: "Authorization server metadata (RFC 8414)",
+          description: "Where MCP clients find the endpoints to sign a person in for a connector's proxy URL. Not OpenID Connect: there is no ID token, so /.well-known/openid-configuration is a 404.",
+        },
       })
       .get("/.well-known/oauth-protected-resource/api/v1/connectors/:id/mcp", crossOrigin(({ params }: { request: Request; params: { id: string } }) => oauthJson(server.resourceMetadata(params.id))), {
         params: IdParams,
         response: { 200: Json },
         detail: { summary: "Protected resource metadata of a connector's proxy URL (RFC 9728)", description: "Names this service as the authorization server." },
       })
-      .get("/.well-known/oauth-protected-resource", crossOrigin(() => oauthJson({ resource: server.issuer(), authorization_servers: [server.issuer()], bearer_methods_supported: ["header"] })), {
+      .get("/.well-known/oauth-protected-resource", crossOrigin(() => oauthJson({ resource: server.issuer(), authorization_servers: [server.issuer()], bearer_methods_supported: ["header"], scopes_supported: SCOPES_SUPPORTED })), {
         response: { 200: Json },
         detail: { summary: "Protected resource metadata, root form", description: "Tokens are for one connector's proxy URL: read the path-specific document the 401 names." },
       })
@@ -126,14 +127,22 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
             return refuse(`${first?.path || "body"}: ${first?.message ?? "is not valid"}`);
           }
           try {
-            const client = await clients.register(body);
-            // [RFC 7591 §3.2.1](https://www.rfc-editor.org/rfc/rfc7591#section-3.2.1): the client's id and the metadata as registered.
+            const client = await clients.register(body, clientAddress(request));
+            // [RFC 7591 §3.2.1](https://www.rfc-editor.org/rfc/rfc7591#section-3.2.1): the client's id and the metadata as registered (the scope it may be granted, whatever it asked).
             return oauthJson(
-              { client_id: client.client_id, client_id_issued_at: Math.floor(client.created_at / 1000), token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], ...client.metadata },
+              {
+                client_id: client.client_id,
+                client_id_issued_at: Math.floor(client.created_at / 1000),
+                token_endpoint_auth_method: "none",
+                grant_types: ["authorization_code", "refresh_token"],
+                response_types: ["code"],
+                scope: grantedScope(body.scope ?? null),
+                ...client.metadata,
+              },
               201,
             );
           } catch (e) {
-            if (e instanceof TooManyRegistrations) return new Response(JSON.stringify({ error: "temporarily_unavailable", error_description: e.message }), { status: 429, headers: { "content-type": "application/json", "retry-after": "3600" } });
+            if (e instanceof TooManyRegistrations) return oauthJson({ error: "temporarily_unavailable", error_description: e.message }, 429, { "retry-after": String(e.retryAfterSeconds) });
             if (e instanceof ClientRefused) return refuse(e.message, "invalid_redirect_uri");
             throw e;
           }
@@ -142,16 +151,20 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
           parse: JSON_UNREAD,
           body: t.Any({ description: "Client metadata (RFC 7591 §2): redirect_uris required; only public clients (token_endpoint_auth_method none)" }),
           response: { 201: Json, 400: OAuthErrorBody, 429: OAuthErrorBody },
-          detail: { summary: "Register an MCP client (RFC 7591)", description: "No credentials: any client may register. Registrations never used expire after a day; their number is capped.", ...PROTOCOL_ERRORS },
+          detail: {
+            summary: "Register an MCP client (RFC 7591)",
+            description:
+              "No credentials: any client may register. Registrations never used expire after a day; their number is capped per client address (AUTHSERVER__MAX_REGISTRATIONS_PER_ADDRESS) and in all (AUTHSERVER__MAX_REGISTRATIONS): 429 with Retry-After beyond.",
+            ...PROTOCOL_ERRORS,
+          },
         },
       )
       .get(
         OAUTH_PATHS.authorize,
         async ({ request }) => {
           try {
-            const begun = await server.begin(new URL(request.url).searchParams);
-            if ("location" in begun) return seeOther(begun.location);
-            return signInPage(begun.handle, begun.client, begun.params.redirect_uri);
+            const { client, params } = await server.begin(new URL(request.url).searchParams);
+            return signInPage(client, params.redirect_uri);
           } catch (e) {
             if (e instanceof NoRedirect) return errorPage(e.message);
             throw e;
@@ -161,7 +174,8 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
           response: pageResponses,
           detail: {
             summary: "Authorization endpoint (OAuth 2.1 code flow with PKCE S256)",
-            description: "Opened in the person's browser: signs them in with their account of this service and asks for consent. `resource` (RFC 8707) must be a connector's proxy URL.",
+            description:
+              "Opened in the person's browser: signs them in with their account of this service and asks for consent. `resource` (RFC 8707) must be a connector's proxy URL. Nothing is kept until the person signs in.",
           },
         },
       )
@@ -171,40 +185,44 @@ export function authServerRoutes({ server, clients, signIn, cors }: AuthServerRo
           const text = await smallBody(request);
           if (text === undefined) return errorPage("The form is too large.", 413);
           const fields = new URLSearchParams(text);
-          const handle = fields.get("handle") ?? "";
-          const pending = handle ? await server.pending(handle) : undefined;
-          if (!pending) return errorPage("This sign-in page has expired or was already used: start again from the application.");
-          const { row, client, connector } = pending;
-          if (fields.get("step") === "sign-in") {
-            let user: Principal;
+          const step = fields.get("step");
+          if (step === "sign-in") {
+            // The sign-in form posts back to the authorization request's own URL: the request is checked again.
+            let checked: CheckedRequest;
             try {
-              user = await signIn(request, fields.get("username") ?? "", fields.get("password") ?? "");
-            } catch (e) {
-              if (e instanceof Unauthorized) return signInPage(handle, client, row.params.redirect_uri, "Wrong user name or password.");
-              if (e instanceof TooManyRequests) return errorPage(e.message, 429);
-              throw e;
-            }
-            await server.signedIn(handle, user.id);
-            const shown = connector && (connector.owner_id === user.id || user.role === "admin")
-              ? { name: connector.metadata.name ?? connector.url, url: connector.url }
-              : { name: "a connector that is not yours", url: "the request will be refused" };
-            return consentPage(handle, client, row.params.redirect_uri, shown, user.username);
-          }
-          if (fields.get("step") === "consent" && row.user_id) {
-            try {
-              const answered = await server.answer(handle, fields.get("decision") === "allow");
-              return seeOther(answered.location);
+              checked = await server.begin(new URL(request.url).searchParams);
             } catch (e) {
               if (e instanceof NoRedirect) return errorPage(e.message);
               throw e;
             }
+            let user: Principal;
+            try {
+              user = await signIn(request, fields.get("username") ?? "", fields.get("password") ?? "");
+            } catch (e) {
+              if (e instanceof Unauthorized) return signInPage(checked.client, checked.params.redirect_uri, "Wrong user name or password.");
+              if (e instanceof TooManyRequests) return errorPage(e.message, 429);
+              throw e;
+            }
+            const { handle, connector } = await server.signedIn(checked, user.id);
+            const shown = connector && (connector.owner_id === user.id || user.role === "admin")
+              ? { name: connector.metadata.name ?? connector.url, url: connector.url }
+              : { name: "a connector that is not yours", url: "the request will be refused" };
+            return consentPage(handle, checked.client, checked.params.redirect_uri, shown, user.username);
           }
-          return errorPage("Sign in first.");
+          const handle = fields.get("handle");
+          if (step !== "consent" || !handle) return errorPage("Sign in first: start again from the application.");
+          try {
+            const answered = await server.answer(handle, fields.get("decision") === "allow");
+            return seeOther(answered.location);
+          } catch (e) {
+            if (e instanceof NoRedirect) return errorPage(e.message);
+            throw e;
+          }
         },
         {
           parse: FORM,
           body: FormBody,
-          response: { ...pageResponses, 401: Html("HTML page: sign-in again (wrong user name or password)") },
+          response: { ...pageResponses, 401: Html("HTML page: sign-in again (wrong user name or password)"), 429: Html("HTML page: too many failed sign-ins from this address") },
           detail: { summary: "The sign-in and consent forms of the authorization endpoint", description: "Posted by the pages GET shows; not for programs.", ...PROTOCOL_ERRORS },
         },
       )

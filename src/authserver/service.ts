@@ -9,9 +9,12 @@ import {
   OAUTH_PATHS,
   REFRESH_TOKEN_PREFIX,
   REFRESH_TOKEN_TTL_MS,
+  MAX_PARAMETER_LENGTH,
+  MAX_PENDING_REQUESTS_PER_USER,
   REQUEST_TTL_MS,
   type AuthorizationParams,
 } from "./model";
+import { grantedScope, SCOPES_SUPPORTED } from "./scope";
 import type { AuthServerRepository, ClientRow, GrantRow } from "./repository";
 import { sha256Hex } from "../secrets/digest";
 
@@ -32,7 +35,13 @@ export class OAuthError extends Error {
   }
 }
 
-/** Before the client and its redirect URI are known to be good, no redirect may happen: the person sees the error. */
+/**
+ * An authorization request answered with a page for the person, never a redirect: before the person has signed in
+ * and answered the consent page, nothing may send the browser to a client's redirect URI. An unknown client or a
+ * redirect URI it did not register is never redirected to ([RFC 6749 §4.1.2.1](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2.1)); nor is a registered one, since anyone
+ * can register one of their own: the server would be an open redirector ([RFC 9700 §4.11.2](https://www.rfc-editor.org/rfc/rfc9700#section-4.11.2): authenticate the
+ * user first, redirect only to a URI it trusts).
+ */
 export class NoRedirect extends Error {}
 
 export type AuthServerDeps = {
@@ -48,7 +57,9 @@ export type AuthServerDeps = {
 };
 
 export type Redirect = { location: string };
-export type TokenResponse = { access_token: string; token_type: "Bearer"; expires_in: number; refresh_token: string; scope?: string };
+export type TokenResponse = { access_token: string; token_type: "Bearer"; expires_in: number; refresh_token: string; scope: string };
+/** An authorization request checked at the authorization endpoint, with its client: what the person's pages show. */
+export type CheckedRequest = { client: ClientRow; params: AuthorizationParams };
 
 /**
  * The service as an OAuth 2.1 authorization server for its own MCP proxy URLs ([MCP authorization 2025-11-25](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization)):
@@ -93,7 +104,8 @@ export function createAuthServer(deps: AuthServerDeps) {
       token_type: "Bearer",
       expires_in: Math.floor(ACCESS_TOKEN_TTL_MS / 1000),
       refresh_token: refresh,
-      ...(grant.scope !== null && { scope: grant.scope }),
+      // RFC 6749 §5.1: what was granted, which may differ from what the client asked for.
+      scope: grantedScope(grant.scope),
     };
   }
 
@@ -101,7 +113,7 @@ export function createAuthServer(deps: AuthServerDeps) {
   async function tokenClient(clientId: string | null): Promise<ClientRow> {
     if (!clientId) throw new OAuthError("invalid_request", "client_id is required (public clients identify themselves)");
     try {
-      return await clients.find(clientId);
+      return await clients.find(clientId, { knownOnly: true });
     } catch (e) {
       if (e instanceof ClientRefused) throw new OAuthError("invalid_client", e.message, 401);
       throw e;
@@ -129,6 +141,7 @@ export function createAuthServer(deps: AuthServerDeps) {
         revocation_endpoint_auth_methods_supported: ["none"],
         authorization_response_iss_parameter_supported: true,
         client_id_metadata_document_supported: true,
+        scopes_supported: SCOPES_SUPPORTED,
       };
     },
 
@@ -138,16 +151,23 @@ export function createAuthServer(deps: AuthServerDeps) {
         resource: resourceOf(connectorId),
         authorization_servers: [issuer()],
         bearer_methods_supported: ["header"],
+        scopes_supported: SCOPES_SUPPORTED,
         resource_name: "An MCP server through connector-service",
       };
     },
 
     /**
-     * The authorization endpoint ([RFC 6749 §4.1.1](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.1), OAuth 2.1 §4.1.1): checks the request and keeps it for the
-     * person's sign-in and consent; answers the handle their pages carry. A bad client or redirect URI is a
-     * NoRedirect (§4.1.2.1: never redirect to an unverified URI); anything else goes back to the client.
+     * The authorization endpoint ([RFC 6749 §4.1.1](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.1), OAuth 2.1 §4.1.1): checks the request, and keeps nothing —
+     * a request is kept only once a person signed in for it (`signedIn`). Anything wrong is a NoRedirect, a page for
+     * the person; nothing goes back to the client before the person answered.
      */
-    async begin(query: URLSearchParams): Promise<{ handle: string; client: ClientRow; params: AuthorizationParams } | Redirect> {
+    async begin(query: URLSearchParams): Promise<CheckedRequest> {
+      const refuse = (error: string, description: string) => new NoRedirect(`The application's request cannot be answered (${error}): ${description}.`);
+      for (const key of new Set(query.keys())) {
+        // [RFC 6749 §3.1](https://www.rfc-editor.org/rfc/rfc6749#section-3.1): parameters are sent once.
+        if (query.getAll(key).length > 1) throw refuse("invalid_request", `${key} is repeated`);
+        if (query.get(key)!.length > MAX_PARAMETER_LENGTH) throw refuse("invalid_request", `${key} is longer than ${MAX_PARAMETER_LENGTH} characters`);
+      }
       const clientId = query.get("client_id");
       if (!clientId) throw new NoRedirect("The request names no client (client_id is missing).");
       let client: ClientRow;
@@ -162,36 +182,33 @@ export function createAuthServer(deps: AuthServerDeps) {
       if (!redirectUri || !client.metadata.redirect_uris.includes(redirectUri)) {
         throw new NoRedirect("The request's redirect_uri is not one the client registered, so the answer cannot be sent back to it.");
       }
-      const state = query.get("state");
-      const back = (error: string, description: string) => redirect({ redirect_uri: redirectUri, state }, { error, error_description: description });
-      if (query.get("response_type") !== "code") return back("unsupported_response_type", "only the authorization code flow (response_type=code) is offered");
+      if (query.get("response_type") !== "code") throw refuse("unsupported_response_type", "only the authorization code flow (response_type=code) is offered");
       const challenge = query.get("code_challenge");
       if (query.get("code_challenge_method") !== "S256" || !challenge || !CHALLENGE.test(challenge)) {
-        return back("invalid_request", "PKCE is required: code_challenge (43 characters) with code_challenge_method=S256");
+        throw refuse("invalid_request", "PKCE is required: code_challenge (43 characters) with code_challenge_method=S256");
       }
       let connectorId: string;
       try {
         connectorId = connectorOfResource(query.get("resource"));
       } catch (e) {
-        return back((e as OAuthError).error, (e as OAuthError).description);
+        throw refuse((e as OAuthError).error, (e as OAuthError).description);
       }
-      const params: AuthorizationParams = { client_id: client.client_id, redirect_uri: redirectUri, state, code_challenge: challenge, connector_id: connectorId, scope: query.get("scope") };
+      return {
+        client,
+        params: { client_id: client.client_id, redirect_uri: redirectUri, state: query.get("state"), code_challenge: challenge, connector_id: connectorId, scope: grantedScope(query.get("scope")) },
+      };
+    },
+
+    /**
+     * A person signed in for a checked request: it is kept (their oldest go beyond MAX_PENDING_REQUESTS_PER_USER),
+     * and consent is theirs to give on the page the answered handle names.
+     */
+    async signedIn({ client, params }: CheckedRequest, userId: string) {
+      await clients.remember(client);
       const handle = secret();
-      await repository.saveRequest({ handle_digest: digest(handle), params, user_id: null, expires_at: clock() + REQUEST_TTL_MS });
-      return { handle, client, params };
+      await repository.saveRequest({ handle_digest: digest(handle), params, user_id: userId, expires_at: clock() + REQUEST_TTL_MS }, MAX_PENDING_REQUESTS_PER_USER);
+      return { handle, connector: await deps.connector(params.connector_id) };
     },
-
-    /** The pending request a page's handle names, with its client, while it has not expired. */
-    async pending(handle: string) {
-      const row = await repository.findRequest(digest(handle));
-      if (!row || row.expires_at <= clock()) return undefined;
-      const client = await repository.findClient(row.params.client_id);
-      if (!client) return undefined;
-      return { row, client, connector: await deps.connector(row.params.connector_id) };
-    },
-
-    /** The person signed in on the request's page: consent is now theirs to give. */
-    signedIn: (handle: string, userId: string) => repository.signedIn(digest(handle), userId),
 
     /**
      * The person's answer. Allowed: a grant for the connector (theirs, or any for an administrator) and a single-use
@@ -200,7 +217,7 @@ export function createAuthServer(deps: AuthServerDeps) {
     async answer(handle: string, allow: boolean): Promise<Redirect> {
       const row = await repository.takeRequest(digest(handle));
       const user = row?.user_id ? await deps.user(row.user_id) : undefined;
-      if (!row || !user || row.expires_at <= clock()) throw new NoRedirect("This sign-in page has expired or was already used: start again from the application.");
+      if (!row || !user || row.expires_at <= clock()) throw new NoRedirect("This page has expired or was already used: start again from the application.");
       const { params } = row;
       if (!allow) return redirect(params, { error: "access_denied", error_description: "The person declined" });
       const connector = await deps.connector(params.connector_id);
@@ -288,7 +305,7 @@ export function createAuthServer(deps: AuthServerDeps) {
       return { id: owner.user_id, username: owner.username, role: owner.role, connector: owner.connector_id, credential: `oauth:${owner.client_id}` };
     },
 
-    grantsOf: (userId: string) => repository.grantsOf(userId),
+    grantsOf: async (userId: string) => (await repository.grantsOf(userId)).map((grant) => ({ ...grant, scope: grantedScope(grant.scope) })),
     revokeGrant: (userId: string, id: string) => repository.deleteGrant(userId, id),
     cleanUp: () => repository.deleteExpired(clock(), clock() - CODE_TTL_MS),
   };

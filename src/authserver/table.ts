@@ -18,6 +18,8 @@ export const as_clients = sqliteTable("as_clients", {
   /** A registered client never used is removed after a while; a metadata document is fetched again after it. */
   expires_at: integer("expires_at"),
   last_used_at: integer("last_used_at"),
+  /** Where a registration came from (its client's address group) while it has not been used: bounds what one address keeps. */
+  registered_from: text("registered_from"),
 });
 
 /** An authorization request between the authorization endpoint and the person's consent (10 minutes). */
@@ -76,6 +78,7 @@ export const as_clientsPg = pgTable("as_clients", {
   created_at: millis("created_at").notNull(),
   expires_at: millis("expires_at"),
   last_used_at: millis("last_used_at"),
+  registered_from: pgText("registered_from"),
 });
 
 export const as_requestsPg = pgTable("as_requests", {

@@ -29,7 +29,7 @@ export type Config = {
   log: { level: "debug" | "info" | "warn" | "error" };
   security: { blockPrivateNetworks: boolean };
   oauth: { allowedRedirectOrigins: string[] };
-  authServer: { maxRegistrations: number };
+  authServer: { maxRegistrations: number; maxRegistrationsPerAddress: number };
   /** Origins whose browser pages may call the proxy and the OAuth endpoints ("*": any). */
   cors: { allowedOrigins: string[] };
   /** OpenTelemetry traces, from the standard OTEL_* variables; undefined: off. */
@@ -203,7 +203,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     log: { level: raw.log.level },
     security: { blockPrivateNetworks: raw.security.block_private_networks },
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
-    authServer: { maxRegistrations: raw.authserver.max_registrations },
+    authServer: { maxRegistrations: raw.authserver.max_registrations, maxRegistrationsPerAddress: raw.authserver.max_registrations_per_address },
     cors: { allowedOrigins: raw.cors.allowed_origins.map((o) => (o === "*" ? o : new URL(o).origin)) },
     webhooks: { urls: raw.webhooks.urls, secret: raw.webhooks.secret },
     tracing: tracingSettings(env),

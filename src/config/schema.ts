@@ -50,6 +50,7 @@ export const ConfigSchema = t.Object({
   oauth: t.Object({ allowed_redirect_origins: t.Array(Origin, { default: [], description: "a comma-separated list of origins (scheme://host[:port])" }) }),
   authserver: t.Object({
     max_registrations: t.Integer({ minimum: 1, maximum: 1_000_000, default: 1000, description: "an integer from 1 to 1000000" }),
+    max_registrations_per_address: t.Integer({ minimum: 1, maximum: 1_000_000, default: 20, description: "an integer from 1 to 1000000" }),
   }),
   audit: t.Object({
     enabled: t.Boolean({ default: true, description: "true or false" }),

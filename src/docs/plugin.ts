@@ -6,6 +6,7 @@ import { PROBLEM_CONTENT_TYPE } from "../http-errors/problem";
 import bundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 import css from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
 import favicon from "swagger-ui-dist/favicon-32x32.png" with { type: "file" };
+import { DOCS_CSP, DOCS_CSS, DOCS_HTML, DOCS_JS } from "./page";
 
 const ASSETS = "/docs/assets";
 const YEAR = "public, max-age=31536000, immutable";
@@ -94,18 +95,25 @@ function finishDocument(document: Document) {
   }
 }
 
+/** What every answer of /docs carries: its policy, and no guessing of types from content. */
+const SECURITY_HEADERS = { "content-security-policy": DOCS_CSP, "x-frame-options": "DENY", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" };
+
 export function docsPlugin(version: string) {
   const asset = (path: string, type: string) => () =>
-    new Response(Bun.file(path), { headers: { "content-type": type, "cache-control": YEAR } });
+    new Response(Bun.file(path), { headers: { "content-type": type, "cache-control": YEAR, ...SECURITY_HEADERS } });
+  const text = (body: string, type: string, cache = YEAR) => () => new Response(body, { headers: { "content-type": type, "cache-control": cache, ...SECURITY_HEADERS } });
   return new Elysia({ name: "docs" })
-    .onAfterHandle({ as: "global" }, ({ path, response }) => {
-      if (path === SPEC_PATH && response && typeof response === "object") finishDocument(response as Document);
+    .onAfterHandle({ as: "global" }, ({ path, response, set }) => {
+      if (path !== SPEC_PATH) return;
+      set.headers["x-content-type-options"] = "nosniff";
+      if (response && typeof response === "object") finishDocument(response as Document);
     })
     .use(
       openapi({
         path: "/docs",
         specPath: SPEC_PATH,
-        provider: "swagger-ui",
+        // The page is docs/page.ts's: the plugin's would start Swagger UI from an inline script.
+        provider: null,
         openapiVersion: "3.1.0",
         // staticFile: false, or every path with a dot (the agent card's .well-known one) would be left out.
         exclude: { paths: [/^\/docs/, SPEC_PATH], staticFile: false },
@@ -123,15 +131,12 @@ export function docsPlugin(version: string) {
             },
           },
         },
-        swagger: {
-          cdn: `${ASSETS}/swagger-ui-bundle.js`,
-          theme: `${ASSETS}/swagger-ui.css`,
-          // The default validator badge loads an image from an outside host.
-          validatorUrl: "none",
-          persistAuthorization: false,
-        } as never,
       }),
     )
+    // Revalidated, not cached for a year: a new binary's page must not be mixed with an old one's assets.
+    .get("/docs", text(DOCS_HTML, "text/html; charset=utf-8", "no-cache"), { detail: { hide: true } })
+    .get(`${ASSETS}/docs.js`, text(DOCS_JS, "text/javascript; charset=utf-8", "no-cache"), { detail: { hide: true } })
+    .get(`${ASSETS}/docs.css`, text(DOCS_CSS, "text/css; charset=utf-8", "no-cache"), { detail: { hide: true } })
     .get(`${ASSETS}/swagger-ui-bundle.js`, asset(bundle, "text/javascript; charset=utf-8"), { detail: { hide: true } })
     .get(`${ASSETS}/swagger-ui.css`, asset(css, "text/css; charset=utf-8"), { detail: { hide: true } })
     .get("/favicon.ico", asset(favicon, "image/png"), { detail: { hide: true } });

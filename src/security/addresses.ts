@@ -105,3 +105,16 @@ export function checkHostName(host: string): AddressVerdict {
   if (METADATA_HOSTS.has(name)) return { allowed: false, reason: `${host} is a cloud metadata host` };
   return { allowed: true };
 }
+
+/**
+ * What one client is, when counting what one client may hold: an IPv4 address (an IPv4-mapped IPv6 one as that
+ * IPv4 address), or an IPv6 address's /64 — a single host picks addresses freely within its /64 ([RFC 4291
+ * §2.5.1](https://www.rfc-editor.org/rfc/rfc4291#section-2.5.1): 64-bit interface identifiers; RFC 8981 rotates them). Anything else as given.
+ */
+export function addressGroup(address: string): string {
+  const bare = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  if (isIP(bare) !== 6) return address;
+  const g = ipv6Groups(bare)!;
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return ipv4Of(g[6]!, g[7]!);
+  return `${g.slice(0, 4).map((x) => x.toString(16)).join(":")}::/64`;
+}

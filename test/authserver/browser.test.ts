@@ -5,6 +5,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { chromium, type Browser } from "playwright-core";
 import { startEverything, type Peer } from "../peers/everything";
 import type { Api } from "../support/api";
+import { CHROMIUM, framedUrl, watchPolicy } from "../support/browser";
 import { connectedConnector, proxyUrl, toolText } from "../support/mcp";
 import { memoryOAuthProvider } from "../support/oauth-client";
 import { createUser, startTestService, type TestService } from "../support/service";
@@ -14,7 +15,6 @@ import { createUser, startTestService, type TestService } from "../support/servi
 // person in headless Chromium who signs in on the service's page and answers its consent page; the answer comes back
 // to the client's own loopback redirect URI. Also: Deny reaches the client as access_denied with no tokens, and a
 // CORS preflight at the proxy URL is answered by Bun's native route.
-const CHROMIUM = "/usr/bin/chromium";
 
 let upstream: Peer;
 let service: TestService;
@@ -105,6 +105,7 @@ async function signInAndAnswer(authorizationUrl: URL, button: "Allow" | "Deny") 
   const context = await browser.newContext();
   try {
     const page = await context.newPage();
+    const refused = watchPolicy(page);
     await page.goto(authorizationUrl.href);
     expect(await page.getByRole("heading").textContent()).toBe("Sign in to connector-service");
     await page.getByLabel("User name").fill(alice.username);
@@ -115,6 +116,8 @@ async function signInAndAnswer(authorizationUrl: URL, button: "Allow" | "Deny") 
     await page.getByRole("button", { name: button }).click();
     await page.waitForURL((url) => url.href.startsWith(callback.redirectUrl));
     expect(await page.getByRole("heading").textContent()).toBe("Done");
+    // The pages' policy (style by hash, forms posted here and, from consent, to the client's origin) refused nothing.
+    expect(refused).toEqual([]);
     return consent;
   } finally {
     await context.close();
@@ -184,6 +187,13 @@ describe("an MCP client given only the proxy URL, with a person in a real browse
     expect(grants.map((g) => g.client_id)).not.toContain(mcp.provider.saved.client!.client_id);
     await mcp.client.close();
   });
+});
+
+test("another origin cannot frame the sign-in page (clickjacking the person into allowing)", async () => {
+  const mcp = mcpClient("state-framed");
+  const authorizationUrl = await firstConnect(mcp);
+  expect(await framedUrl(browser, authorizationUrl.href)).not.toBe(authorizationUrl.href);
+  await mcp.client.close();
 });
 
 test("a CORS preflight at the proxy URL over the socket (Bun's native route) is answered 204 without credentials", async () => {

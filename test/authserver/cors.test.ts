@@ -59,7 +59,7 @@ describe("with any origin allowed (the default)", () => {
 
   test("the metadata documents and the token, registration and revocation endpoints are open to other origins", async () => {
     const id = s.proxy.split("/").at(-2)!;
-    for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/.well-known/oauth-protected-resource", `/.well-known/oauth-protected-resource/api/v1/connectors/${id}/mcp`]) {
+    for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource", `/.well-known/oauth-protected-resource/api/v1/connectors/${id}/mcp`]) {
       const res = await s.t.handle(new Request(`${s.t.publicUrl}${path}`, { headers: { origin: APP } }));
       expect(res.status).toBe(200);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");

@@ -70,6 +70,9 @@ describe("an MCP client given only the proxy URL", () => {
     expect(seen[1]).toContain("127.0.0.1:33418");
     expect(seen[1]).toContain("https://mcp.example/mcp");
     expect(provider.saved.tokens!.access_token).toStartWith("csa_");
+    // The SDK asks for the scopes the resource metadata lists (MCP scope selection), and is granted just that.
+    expect(provider.saved.authorizationUrl!.searchParams.get("scope")).toBe("mcp");
+    expect(provider.saved.tokens!.scope).toBe("mcp");
 
     // The grant, as the person sees it.
     const grants = (await alice.api("GET", "/api/v1/grants")).body.items;

@@ -118,8 +118,17 @@ test("paths have no trailing slash; a page size is one integer; error pages are 
   }
 });
 
-test("Swagger UI at /docs loads nothing from another host", async () => {
-  const html = await (await get("/docs")).text();
+test("Swagger UI at /docs loads nothing from another host and runs nothing inline; it cannot be framed or sniffed", async () => {
+  const page = await get("/docs");
+  const csp = page.headers.get("content-security-policy")!;
+  expect(csp).toContain("frame-ancestors 'none'");
+  expect(csp).toContain("script-src 'self';");
+  expect(csp).not.toContain("unsafe");
+  expect(page.headers.get("x-content-type-options")).toBe("nosniff");
+  expect((await get("/openapi.json")).headers.get("x-content-type-options")).toBe("nosniff");
+  const html = await page.text();
+  // Every script is a file of this origin (the policy would refuse an inline one anyway).
+  expect(html).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/);
   expect(html).toContain("swagger-ui");
   const refs = [...html.matchAll(/(?:src|href)\s*=\s*["']([^"']+)["']/g)].map((m) => m[1]!);
   expect(refs.length).toBeGreaterThanOrEqual(2);
@@ -127,6 +136,7 @@ test("Swagger UI at /docs loads nothing from another host", async () => {
     expect(ref).toStartWith("/");
     const asset = await get(ref);
     expect(asset.status).toBe(200);
+    expect(asset.headers.get("x-content-type-options")).toBe("nosniff");
     if (ref.endsWith(".css")) {
       const css = await asset.text();
       const urls = [...css.matchAll(/url\(\s*["']?([^"')]+)/g)].map((m) => m[1]!);
@@ -137,7 +147,7 @@ test("Swagger UI at /docs loads nothing from another host", async () => {
   }
   expect(html).not.toMatch(/(?:src|href)\s*=\s*["']https?:\/\//);
   // The validator badge would fetch from an outside host.
-  expect(html).toContain('"validatorUrl":"none"');
+  expect(await (await get("/docs/assets/docs.js")).text()).toContain('validatorUrl: "none"');
 });
 
 test("unknown routes are problem+json 404s", async () => {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
+import { CHROMIUM, framedUrl, watchPolicy } from "../support/browser";
 import { ADMIN, startTestService, type TestService } from "../support/service";
 
 // Debian's Chromium (installed by .ci/run when missing); without it this test is skipped, and says so.
-const CHROMIUM = "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
 if (!available) console.warn(`SKIPPED: the Swagger UI browser test needs ${CHROMIUM} (Debian package "chromium")`);
 
@@ -21,8 +21,9 @@ afterAll(async () => {
   await service.stop();
 });
 
-test.skipIf(!available)("Swagger UI renders every operation in a real browser without asking any other host for anything", async () => {
+test.skipIf(!available)("Swagger UI renders every operation in a real browser without asking any other host for anything, under its policy", async () => {
   const page = await browser.newPage();
+  const refused = watchPolicy(page);
   const elsewhere: string[] = [];
   page.on("request", (r) => {
     if (!r.url().startsWith(service.url) && !r.url().startsWith("data:")) elsewhere.push(r.url());
@@ -32,11 +33,13 @@ test.skipIf(!available)("Swagger UI renders every operation in a real browser wi
   expect(await page.locator(".opblock").count()).toBeGreaterThan(20);
   expect(await page.textContent(".title")).toContain("connector-service");
   expect(elsewhere).toEqual([]);
+  expect(refused).toEqual([]);
   await page.close();
 }, 30_000);
 
 test.skipIf(!available)("\"Try it out\" sends a body from the editor, with HTTP Basic from Authorize, and shows the answer", async () => {
   const page = await browser.newPage();
+  const refused = watchPolicy(page);
   await page.goto(`${service.url}/docs`);
   await page.waitForSelector(".opblock");
   // Authorize with the administrator's Basic credentials.
@@ -59,5 +62,13 @@ test.skipIf(!available)("\"Try it out\" sends a body from the editor, with HTTP 
   expect((await status.textContent())?.trim()).toStartWith("201");
   const created = (await service.api("GET", "/api/v1/connectors?limit=100")).body.items.map((c: { url: string }) => c.url);
   expect(created).toContain("https://try-it-out.example/mcp");
+  // The answer's body is shown, highlighted, under the same policy.
+  expect(await create.locator(".live-responses-table .response-col_description pre").first().textContent()).toContain("try-it-out.example");
+  expect(refused).toEqual([]);
   await page.close();
+}, 30_000);
+
+test.skipIf(!available)("another origin cannot frame /docs (its Authorize and Execute buttons act with the person's credentials)", async () => {
+  const url = `${service.url}/docs`;
+  expect(await framedUrl(browser, url)).not.toBe(url);
 }, 30_000);

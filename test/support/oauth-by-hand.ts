@@ -24,7 +24,7 @@ export function byHand(send: Send, base: string) {
       return (await res.json()).client_id;
     },
     /** The authorization URL a client would open in the person's browser. */
-    authorizeUrl(params: { client_id: string; challenge: string; resource?: string; redirect_uri?: string; state?: string }): string {
+    authorizeUrl(params: { client_id: string; challenge: string; resource?: string; redirect_uri?: string; state?: string; scope?: string }): string {
       const url = new URL(`${base}/oauth/authorize`);
       url.searchParams.set("response_type", "code");
       url.searchParams.set("client_id", params.client_id);
@@ -33,6 +33,7 @@ export function byHand(send: Send, base: string) {
       url.searchParams.set("code_challenge_method", "S256");
       url.searchParams.set("state", params.state ?? "state-1");
       if (params.resource !== undefined) url.searchParams.set("resource", params.resource);
+      if (params.scope !== undefined) url.searchParams.set("scope", params.scope);
       return url.href;
     },
     /** The token endpoint with `fields` (RFC 6749 §4.1.3, §6): its answer as is. */

@@ -31,7 +31,7 @@ export function memoryOAuthProvider(options: { redirectUrl?: string; clientName?
 
 export type Send = (request: Request) => Promise<Response>;
 
-/** The hidden `handle` of the sign-in or consent page. */
+/** The hidden `handle` of the consent page. */
 const handleOf = (html: string) => /name="handle" value="([^"]+)"/.exec(html)?.[1];
 
 /**
@@ -40,15 +40,16 @@ const handleOf = (html: string) => /name="handle" value="([^"]+)"/.exec(html)?.[
  */
 export async function approveInForms(send: Send, authorizationUrl: string | URL, person: { username: string; password: string }, decision: "allow" | "deny" = "allow") {
   const page = await send(new Request(authorizationUrl));
-  if (page.status === 303) return { location: page.headers.get("location")!, pages: [] as string[] };
   const signIn = await page.text();
-  const handle = handleOf(signIn);
-  if (!handle) throw new Error(`no sign-in page (${page.status}): ${signIn.slice(0, 300)}`);
+  if (page.status !== 200 || !signIn.includes('name="step" value="sign-in"')) throw new Error(`no sign-in page (${page.status}): ${signIn.slice(0, 300)}`);
+  // The sign-in form posts the authorization request (its URL) back with the credentials.
   const post = (fields: Record<string, string>) =>
     send(new Request(authorizationUrl, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString(), redirect: "manual" }));
-  const consent = await post({ handle, step: "sign-in", username: person.username, password: person.password });
+  const consent = await post({ step: "sign-in", username: person.username, password: person.password });
   const consentHtml = await consent.text();
   if (consent.status !== 200) throw new Error(`sign-in failed (${consent.status}): ${consentHtml.slice(0, 300)}`);
+  const handle = handleOf(consentHtml);
+  if (!handle) throw new Error(`no consent page: ${consentHtml.slice(0, 300)}`);
   const answered = await post({ handle, step: "consent", decision });
   if (answered.status !== 303) throw new Error(`consent answered ${answered.status}: ${(await answered.text()).slice(0, 300)}`);
   return { location: answered.headers.get("location")!, pages: [signIn, consentHtml] };

@@ -1,0 +1,1 @@
+ALTER TABLE "as_clients" ADD COLUMN "registered_from" text;
