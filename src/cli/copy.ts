@@ -38,7 +38,14 @@ export async function copy(args: string[]): Promise<number> {
   try {
     const target = await openStore(location(to));
     try {
-      const rows = await copyRows(source, target);
+      let rows: Record<string, number>;
+      try {
+        rows = await copyRows(source, target);
+      } catch (e) {
+        if (!(e instanceof CopyStopped)) throw e;
+        process.stderr.write(`connector-service copy: ${e.message}\n`);
+        return 1;
+      }
       const not_copied = Object.fromEntries(TABLES.filter((entry) => !entry.copied).map((entry) => [entry.name, entry.why]));
       process.stdout.write(`${JSON.stringify({ level: "info", msg: "copied", from: source.dialect, to: target.dialect, rows, not_copied })}\n`);
       return 0;
@@ -47,6 +54,19 @@ export async function copy(args: string[]): Promise<number> {
     }
   } finally {
     await source.close();
+  }
+}
+
+/** A copy that stopped: at which table, after how many of its rows, and why. */
+export class CopyStopped extends Error {
+  constructor(table: string, copied: number, cause: unknown) {
+    // The driver's own words (drizzle's error would add the whole statement and its values: hashes, sealed secrets).
+    const driver = cause instanceof Error && cause.cause instanceof Error ? cause.cause : cause;
+    const why = driver instanceof Error ? driver.message : String(driver);
+    super(
+      `stopped at table ${table} after ${copied} of its rows: ${why}. The tables before it are copied; copy into a new database (or an earlier copy of this one), or remove the cause, and run the copy again`,
+      { cause },
+    );
   }
 }
 
@@ -69,12 +89,17 @@ export async function copyRows(source: Store, target: Store, batch = BATCH): Pro
         .orderBy(...(from.key as never[]))
         .limit(batch);
       if (rows.length === 0) break;
-      await target.transaction(function* (tx) {
-        yield tx
-          .insert(to.table as never)
-          .values(rows as never)
-          .onConflictDoUpdate({ target: to.key as never, set });
-      });
+      try {
+        await target.transaction(function* (tx) {
+          yield tx
+            .insert(to.table as never)
+            .values(rows as never)
+            .onConflictDoUpdate({ target: to.key as never, set });
+        });
+      } catch (e) {
+        // A row the target refuses: another row there holds the same unique value (a user name, a token digest).
+        throw new CopyStopped(entry.name, count, e);
+      }
       count += rows.length;
       if (rows.length < batch) break;
       last = rows.at(-1);

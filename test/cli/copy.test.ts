@@ -10,10 +10,12 @@ import { openStore } from "../../src/db/open";
 import { openSqliteStore } from "../../src/db/sqlite";
 import type { Store } from "../../src/db/store";
 import { createSealer } from "../../src/secrets/sealer";
+import { createUserRepository } from "../../src/users/repository";
 import { startEverything } from "../peers/everything";
 import type { Peer } from "../peers/ports";
 import { fillEveryTable, readTable } from "../support/every-table";
 import { mcpClient, toolText } from "../support/mcp";
+import { captured } from "../support/output";
 import { ADMIN, startTestService, type TestService } from "../support/service";
 import { sharedPostgres } from "../support/store";
 
@@ -36,15 +38,9 @@ async function runCopy(from: string, to: string): Promise<Record<string, number>
 
 /** Runs `connector-service copy` and reads its report. */
 async function runCopyReport(from: string, to: string): Promise<{ rows: Record<string, number>; not_copied: Record<string, string> }> {
-  const written: string[] = [];
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string) => (written.push(String(chunk)), true)) as typeof process.stdout.write;
-  try {
-    expect(await copy(["--from", from, "--to", to])).toBe(0);
-  } finally {
-    process.stdout.write = write;
-  }
-  return JSON.parse(written.join(""));
+  const { code, text } = await captured("stdout", () => copy(["--from", from, "--to", to]));
+  expect(code).toBe(0);
+  return JSON.parse(text);
 }
 
 /** What a user of the service sees of its data. */
@@ -192,4 +188,24 @@ test("copy says how to use it when its arguments are wrong", async () => {
   expect(await copy(["--from", join(dir, "x.db")])).toBe(2);
   expect(await copy(["--from", "a.db", "--to", "a.db"])).toBe(2);
   expect(await copy(["--from", join(dir, "missing.db"), "--to", join(dir, "y.db")])).toBe(2);
+});
+
+test("a target the service already started on (its own administrator) stops the copy with a clear message, no stack", async () => {
+  const [from, to] = [join(dir, "conflict-source.db"), join(dir, "conflict-target.db")];
+  for (const [file, id] of [[from, "00000000-0000-7000-8000-000000000001"], [to, "00000000-0000-7000-8000-000000000002"]] as const) {
+    const store = openSqliteStore(file, undefined, false);
+    await createUserRepository(store).insert({ id, username: "admin", password_hash: "x", role: "admin", disabled_at: null, created_at: 1, updated_at: 1 });
+    await store.close();
+  }
+  const postgres = await (await sharedPostgres()).createDatabase();
+  expect(await runCopy(to, postgres)).toMatchObject({ users: 1 });
+  for (const target of [to, postgres]) {
+    const { code, text: message } = await captured("stderr", () => copy(["--from", from, "--to", target]));
+    expect(code).toBe(1);
+    expect(message).toStartWith("connector-service copy: stopped at table users after 0 of its rows: ");
+    expect(message).toMatch(/unique/i);
+    expect(message).toContain("copy into a new database");
+    expect(message).not.toContain("insert into");
+    expect(message.split("\n").filter(Boolean)).toHaveLength(1);
+  }
 });

@@ -13,6 +13,7 @@ import { createSealer, type Sealer } from "../../src/secrets/sealer";
 import { startBearerServer, type BearerServer } from "../peers/bearer-server";
 import { fillEveryTable, readTable } from "../support/every-table";
 import { connectedConnector, mcpClient, proxyUrl, toolText } from "../support/mcp";
+import { captured } from "../support/output";
 import { startTestService, type TestService } from "../support/service";
 import { sharedPostgres, TEST_STORE } from "../support/store";
 
@@ -204,15 +205,9 @@ describe("every sealed column of every table (src/cli/tables.ts)", () => {
       expect([...new Set(before.values.map((v) => v.column))].sort()).toEqual(TABLES.flatMap((e) => Object.keys(e.sealed).map((c) => `${e.name}.${c}`)).sort());
       expect(opensUnder(oldKey, before.values)).toBe(before.values.length);
 
-      const written: string[] = [];
-      const write = process.stdout.write.bind(process.stdout);
-      process.stdout.write = ((chunk: string) => (written.push(String(chunk)), true)) as typeof process.stdout.write;
-      try {
-        expect(await rotateKeyInProcess({ ...database, SECRETS__KEY: oldKey.toString("base64"), SECRETS__NEW_KEY: newKey.toString("base64") })).toBe(0);
-      } finally {
-        process.stdout.write = write;
-      }
-      expect(JSON.parse(written.join("")).values_resealed).toBe(before.values.length);
+      const run = await captured("stdout", () => rotateKeyInProcess({ ...database, SECRETS__KEY: oldKey.toString("base64"), SECRETS__NEW_KEY: newKey.toString("base64") }));
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.text).values_resealed).toBe(before.values.length);
 
       const after = await sealed();
       expect(after.values.length).toBe(before.values.length);
