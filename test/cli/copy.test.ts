@@ -148,6 +148,7 @@ test("every table, row for row: SQLite → PostgreSQL → PostgreSQL → SQLite 
   expect(await withStore(postgres, (from) => withStore(postgresAgain, (to) => copyRows(from, to, 2)))).toEqual(expected);
   expect(await runCopy(postgres, postgresAgain)).toEqual(expected);
   expect(await runCopy(postgresAgain, sqlite)).toEqual(expected);
+  expect(await withStore(sqlite, (from) => withStore(sqliteAgain, (to) => copyRows(from, to, 2)))).toEqual(expected);
   expect(await runCopy(sqlite, sqliteAgain)).toEqual(expected);
 
   for (const target of [postgres, postgresAgain, sqlite, sqliteAgain]) {

@@ -28,7 +28,7 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     env: { AUDIT__CAPTURE: "arguments", WEBHOOKS__URLS: "https://hooks.example/in", WEBHOOKS__SECRET: `whsec_${randomBytes(32).toString("base64")}` },
   });
   try {
-    const tools = pagedToolsServer(["search", "fetch"], 10);
+    const tools = pagedToolsServer(["search", "fetch", "summarize"], 10);
     t.network.serve("https://tools.example", tools.handler);
     t.network.serve("https://hooks.example", () => new Response(null, { status: 204 }));
     // An authorization server that registers confidential clients: the service keeps the secret it is given, sealed.
