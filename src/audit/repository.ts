@@ -1,7 +1,6 @@
-import { and, desc, eq, gte, isNotNull, lt, lte, type SQL } from "drizzle-orm";
+import { and, desc, eq, gte, lt, lte, type SQL } from "drizzle-orm";
 import { rowPlaceholders } from "../db/rows";
-import type { Store, TransactionBody } from "../db/store";
-import type { Reseal } from "../secrets/sealer";
+import type { Store } from "../db/store";
 import { audit_recordsPg, audit_records as sqliteAudit } from "./table";
 
 export type AuditRow = typeof sqliteAudit.$inferSelect;
@@ -16,8 +15,6 @@ export type AuditRepository = {
   deleteBefore(at: number): Promise<number>;
   /** Keeps the newest `max` records; how many went. */
   trimTo(max: number): Promise<number>;
-  /** Key rotation: every captured (sealed) value re-sealed by `reseal`, inside the caller's transaction; how many. */
-  resealAll(reseal: Reseal): TransactionBody<number>;
 };
 
 /** Binds a captured value's ciphertext to its record. */
@@ -46,12 +43,6 @@ export function createAuditRepository(store: Store): AuditRepository {
       return db.select().from(audit).where(and(...conditions)).orderBy(desc(audit.id)).limit(limit);
     },
     deleteBefore: async (at) => (await db.delete(audit).where(lt(audit.at, at)).returning({ id: audit.id })).length,
-    resealAll: (reseal) =>
-      function* (tx) {
-        const rows: { id: string; captured: string | null }[] = yield tx.select({ id: audit.id, captured: audit.captured }).from(audit).where(isNotNull(audit.captured));
-        for (const row of rows) yield tx.update(audit).set({ captured: reseal(row.captured!, auditSealContext(row.id)) }).where(eq(audit.id, row.id));
-        return rows.length;
-      },
     async trimTo(max) {
       const [oldestKept] = await db.select({ id: audit.id }).from(audit).orderBy(desc(audit.id)).limit(1).offset(max - 1);
       if (!oldestKept) return 0;

@@ -1,11 +1,14 @@
-import { createAuditRepository } from "../audit/repository";
 import { renameSync } from "node:fs";
-import { createConnectorRepository } from "../connectors/repository";
+import { and, isNotNull, or } from "drizzle-orm";
 import { ConfigError, loadConfig } from "../config/load";
 import { openStore } from "../db/open";
-import { createOAuthRepository } from "../oauth/repository";
+import type { Store, TransactionBody } from "../db/store";
 import { createKeyFile, KeyFileError, nextKeyFile, readPrivateKeyFile } from "../secrets/key";
 import { createSealer, type Reseal } from "../secrets/sealer";
+import { afterKey, tableOn, sameKey, TABLES, type Row } from "./tables";
+
+/** Rows read at a time: a table of any size (the audit trail's captures) is re-sealed without holding it all. */
+const PAGE = 500;
 
 const NEW_KEY = "SECRETS__NEW_KEY";
 
@@ -55,13 +58,7 @@ async function rotate(env: Record<string, string | undefined>): Promise<number> 
   let values: number;
   try {
     // One transaction: every value under the new key, or (interrupted) none.
-    values = await store.transaction(function* (tx, lock) {
-      return (
-        (yield* createConnectorRepository(store).resealAll(reseal)(tx, lock)) +
-        (yield* createOAuthRepository(store).resealAll(reseal)(tx, lock)) +
-        (yield* createAuditRepository(store).resealAll(reseal)(tx, lock))
-      );
-    });
+    values = await store.transaction(resealAll(store, reseal));
   } finally {
     await store.close();
   }
@@ -75,4 +72,41 @@ async function rotate(env: Record<string, string | undefined>): Promise<number> 
     })}\n`,
   );
   return 0;
+}
+
+/**
+ * Every sealed column of every table in tables.ts re-sealed by `reseal`, in the caller's transaction, `page` rows read
+ * at a time; how many values.
+ */
+export function resealAll(store: Store, reseal: Reseal, page = PAGE): TransactionBody<number> {
+  return function* (tx) {
+    let count = 0;
+    for (const entry of TABLES) {
+      const sealed = Object.keys(entry.sealed);
+      if (sealed.length === 0) continue;
+      const { table, columns, key } = tableOn(store, entry);
+      const holding = or(...sealed.map((field) => isNotNull(columns[field]!)));
+      for (let last: Row | undefined; ; ) {
+        const rows: Row[] = yield tx
+          .select()
+          .from(table as never)
+          .where(and(afterKey(entry, key, last), holding))
+          .orderBy(...(key as never[]))
+          .limit(page);
+        for (const row of rows) {
+          const patch: Row = {};
+          for (const field of sealed) {
+            const value = row[field];
+            if (typeof value !== "string") continue;
+            patch[field] = reseal(value, entry.sealed[field]!(row));
+            count++;
+          }
+          yield tx.update(table as never).set(patch as never).where(sameKey(entry, key, row));
+        }
+        if (rows.length < page) break;
+        last = rows.at(-1);
+      }
+    }
+    return count;
+  };
 }

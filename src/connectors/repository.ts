@@ -1,8 +1,6 @@
 import { and, asc, desc, eq, gt, lt, or, sql, type SQL } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store, TransactionBody } from "../db/store";
-import type { Reseal } from "../secrets/sealer";
-import { SEALED_COLUMNS, sealContext } from "./sealing";
 import type { ConnectorEventType, ConnectorState, ToolChange } from "./model";
 import {
   connector_events as sqliteEvents,
@@ -41,8 +39,6 @@ export type ConnectorRepository = {
   countByState(): Promise<{ state: ConnectorState; count: number }[]>;
   /** False when there was no such connector. */
   delete(id: string): Promise<boolean>;
-  /** Key rotation: every sealed value of this table re-sealed by `reseal`, inside the caller's transaction; how many. */
-  resealAll(reseal: Reseal): TransactionBody<number>;
   /** Settings changed by the owner (PATCH: metadata, tool policy); undefined when there is no such connector. */
   writeSettings(id: string, settings: ConnectorSettings, at: number): Promise<ConnectorRow | undefined>;
   /** The connector's tool pins, as of at most CONNECTOR_CACHE_MS ago (this process's own writes show at once). */
@@ -239,22 +235,5 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
       if (deleted) onEvent();
       return deleted;
     },
-    resealAll: (reseal) =>
-      function* (tx) {
-        let count = 0;
-        const rows: ConnectorRow[] = yield tx.select().from(connectors);
-        for (const row of rows) {
-          const patch: Partial<Record<(typeof SEALED_COLUMNS)[number], string>> = {};
-          for (const column of SEALED_COLUMNS) {
-            const sealed = row[column];
-            if (sealed === null) continue;
-            patch[column] = reseal(sealed, sealContext(row.id, column));
-            count++;
-          }
-          if (Object.keys(patch).length) yield tx.update(connectors).set(patch).where(eq(connectors.id, row.id));
-        }
-        cache.clear();
-        return count;
-      },
   };
 }

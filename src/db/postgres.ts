@@ -67,6 +67,10 @@ function postgresStore(client: SQL, pg: BunSQLDatabase, applied: number): Postgr
         for (; offset < rows.length; offset++) await one.execute(namedParams(rows, offset, 1));
       };
     },
+    async continueSerial(table, column) {
+      // nextval too: a sequence already past the largest key (rows deleted since) must not go back.
+      await client`SELECT setval(s::regclass, GREATEST((SELECT coalesce(max(${client(column)}), 0) FROM ${client(table)}), nextval(s::regclass))) FROM pg_get_serial_sequence(${table}, ${column}) AS s`;
+    },
     async ping() {
       await client`SELECT 1`;
     },

@@ -71,6 +71,8 @@ export function openSqliteStore(
       });
       return async (rows) => void runAll.immediate(rows);
     },
+    // sqlite_sequence follows the largest key inserted (https://sqlite.org/autoinc.html).
+    continueSerial: async () => undefined,
     async ping() {
       sqlite.query("SELECT 1").get();
     },

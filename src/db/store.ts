@@ -34,6 +34,11 @@ export type Store = {
    * to build than to write; the insert should be idempotent (ON CONFLICT DO NOTHING), so a retried batch is harmless.
    */
   prepareRows(name: string, build: RowsQuery): (rows: Record<string, unknown>[]) => Promise<void>;
+  /**
+   * After rows were written with their generated key given (a copy): the key's generator continues past them. SQLite's
+   * AUTOINCREMENT does by itself; a PostgreSQL sequence does not, and would hand out a copied key again.
+   */
+  continueSerial(table: string, column: string): Promise<void>;
   /** Migrations applied when the store was opened. */
   readonly applied: number;
   /** Answers when the store can be queried now (`/readyz`). */

@@ -1,7 +1,5 @@
 import { and, eq, isNotNull, isNull, lt, lte, or } from "drizzle-orm";
-import type { Store, TransactionBody } from "../db/store";
-import type { Reseal } from "../secrets/sealer";
-import { clientSeal, grantSeal, stateSeal } from "./sealing";
+import type { Store } from "../db/store";
 import { oauth_clients as sqliteClients, oauth_clientsPg, oauth_grants as sqliteGrants, oauth_grantsPg, oauth_states as sqliteStates, oauth_statesPg } from "./table";
 
 export type OAuthClientRow = typeof sqliteClients.$inferSelect;
@@ -31,8 +29,6 @@ export type OAuthRepository = {
   lease(connectorId: string, owner: string, now: number, until: number): Promise<boolean>;
   /** Gives the lease back, if `owner` still holds it. */
   release(connectorId: string, owner: string): Promise<void>;
-  /** Key rotation: every sealed value of these tables re-sealed by `reseal`, inside the caller's transaction; how many. */
-  resealAll(reseal: Reseal): TransactionBody<number>;
 };
 
 export function createOAuthRepository(store: Store): OAuthRepository {
@@ -93,26 +89,5 @@ export function createOAuthRepository(store: Store): OAuthRepository {
         .set({ lease_owner: null, lease_until: null })
         .where(and(eq(oauth_grants.connector_id, connectorId), eq(oauth_grants.lease_owner, owner)));
     },
-    resealAll: (reseal) =>
-      function* (tx) {
-        let count = 0;
-        const clients: OAuthClientRow[] = yield tx.select().from(oauth_clients).where(isNotNull(oauth_clients.client_secret));
-        for (const row of clients) {
-          const client_secret = reseal(row.client_secret!, clientSeal(row.issuer, row.redirect_uri));
-          yield tx.update(oauth_clients).set({ client_secret }).where(and(eq(oauth_clients.issuer, row.issuer), eq(oauth_clients.redirect_uri, row.redirect_uri)));
-          count++;
-        }
-        const states: { digest: string; secrets: string }[] = yield tx.select({ digest: oauth_states.state_digest, secrets: oauth_states.secrets }).from(oauth_states);
-        for (const row of states) {
-          yield tx.update(oauth_states).set({ secrets: reseal(row.secrets, stateSeal(row.digest)) }).where(eq(oauth_states.state_digest, row.digest));
-          count++;
-        }
-        const grants: { id: string; secrets: string }[] = yield tx.select({ id: oauth_grants.connector_id, secrets: oauth_grants.secrets }).from(oauth_grants);
-        for (const row of grants) {
-          yield tx.update(oauth_grants).set({ secrets: reseal(row.secrets, grantSeal(row.id)) }).where(eq(oauth_grants.connector_id, row.id));
-          count++;
-        }
-        return count;
-      },
   };
 }

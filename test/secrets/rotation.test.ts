@@ -3,13 +3,19 @@ import { Database } from "bun:sqlite";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { sealContext, SEALED_COLUMNS } from "../../src/connectors/sealing";
+import { randomBytes } from "node:crypto";
+import { resealAll, rotateKey as rotateKeyInProcess } from "../../src/cli/rotate-key";
+import { TABLES, type Row } from "../../src/cli/tables";
+import { openStore } from "../../src/db/open";
 import { clientSeal, grantSeal, stateSeal } from "../../src/oauth/sealing";
 import { createOAuthRepository } from "../../src/oauth/repository";
 import { createSealer, type Sealer } from "../../src/secrets/sealer";
 import { startBearerServer, type BearerServer } from "../peers/bearer-server";
+import { fillEveryTable, readTable } from "../support/every-table";
 import { connectedConnector, mcpClient, proxyUrl, toolText } from "../support/mcp";
+import { captured } from "../support/output";
 import { startTestService, type TestService } from "../support/service";
+import { sharedPostgres, TEST_STORE } from "../support/store";
 
 const ENTRY = resolve(import.meta.dir, "../../src/index.ts");
 let upstream: BearerServer;
@@ -18,19 +24,16 @@ beforeAll(() => {
 });
 afterAll(() => upstream.stop());
 
-/** Every sealed value in the database file, with the context it was sealed under. */
+/** Every sealed value in the database file (every sealed column of tables.ts), with the context it was sealed under. */
 function sealedValues(dbFile: string): [string, string][] {
   const db = new Database(dbFile, { readonly: true });
   try {
     const out: [string, string][] = [];
-    for (const row of db.query("SELECT * FROM connectors").all() as Record<string, string | null>[]) {
-      for (const column of SEALED_COLUMNS) if (row[column]) out.push([row[column]!, sealContext(row.id!, column)]);
+    for (const entry of TABLES) {
+      for (const row of db.query(`SELECT * FROM "${entry.name}"`).all() as Row[]) {
+        for (const [column, context] of Object.entries(entry.sealed)) if (typeof row[column] === "string") out.push([row[column] as string, context(row)]);
+      }
     }
-    for (const row of db.query("SELECT issuer, redirect_uri, client_secret FROM oauth_clients WHERE client_secret IS NOT NULL").all() as Record<string, string>[]) {
-      out.push([row.client_secret!, clientSeal(row.issuer!, row.redirect_uri!)]);
-    }
-    for (const row of db.query("SELECT state_digest, secrets FROM oauth_states").all() as Record<string, string>[]) out.push([row.secrets!, stateSeal(row.state_digest!)]);
-    for (const row of db.query("SELECT connector_id, secrets FROM oauth_grants").all() as Record<string, string>[]) out.push([row.secrets!, grantSeal(row.connector_id!)]);
     return out;
   } finally {
     db.close();
@@ -109,7 +112,7 @@ describe("connector-service rotate-key", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 20_000);
 
   test("interrupted after the database was re-sealed: the service still opens everything, and a second run finishes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cs-rotate-"));
@@ -140,7 +143,7 @@ describe("connector-service rotate-key", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 20_000);
 
   test("with SECRETS__KEY: the new key comes from SECRETS__NEW_KEY; without it the command says so and changes nothing", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cs-rotate-"));
@@ -164,5 +167,68 @@ describe("connector-service rotate-key", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 20_000);
+});
+
+describe("every sealed column of every table (src/cli/tables.ts)", () => {
+  test("rotate-key re-seals each one: afterwards it opens under the new key and not the old; no sealed-looking value is left out", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cs-rotate-"));
+    try {
+      const database = TEST_STORE === "postgres" ? { DATABASE__URL: await (await sharedPostgres()).createDatabase() } : { DATABASE__PATH: join(dir, "cs.db") };
+      const open = () => openStore({ path: database.DATABASE__PATH ?? "", url: database.DATABASE__URL, maxConnections: 2, checkpointThread: false });
+      const [oldKey, newKey, thirdKey] = [randomBytes(32), randomBytes(32), randomBytes(32)];
+      await fillEveryTable(await open(), oldKey);
+
+      /** Each sealed value, by table and column, and how many values anywhere look sealed ("v1:…"). */
+      const sealed = async () => {
+        const store = await open();
+        try {
+          const values: { column: string; value: string; context: string }[] = [];
+          let looking = 0;
+          for (const entry of TABLES) {
+            for (const row of await readTable(store, entry)) {
+              for (const value of Object.values(row)) if (typeof value === "string" && value.startsWith("v1:")) looking++;
+              for (const [column, context] of Object.entries(entry.sealed)) {
+                if (typeof row[column] === "string") values.push({ column: `${entry.name}.${column}`, value: row[column] as string, context: context(row) });
+              }
+            }
+          }
+          return { values, looking };
+        } finally {
+          await store.close();
+        }
+      };
+      const opensUnder = (key: Uint8Array, values: { value: string; context: string }[]) => values.filter((v) => opens(createSealer(key), [v.value, v.context])).length;
+
+      const before = await sealed();
+      // Every sealed column of the list holds a value to rotate (the test would prove nothing about an empty one).
+      expect([...new Set(before.values.map((v) => v.column))].sort()).toEqual(TABLES.flatMap((e) => Object.keys(e.sealed).map((c) => `${e.name}.${c}`)).sort());
+      expect(opensUnder(oldKey, before.values)).toBe(before.values.length);
+
+      const run = await captured("stdout", () => rotateKeyInProcess({ ...database, SECRETS__KEY: oldKey.toString("base64"), SECRETS__NEW_KEY: newKey.toString("base64") }));
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.text).values_resealed).toBe(before.values.length);
+
+      const after = await sealed();
+      expect(after.values.length).toBe(before.values.length);
+      // A sealed column missing from the list would be a value that looks sealed and is not among them.
+      expect(after.looking).toBe(after.values.length);
+      expect(opensUnder(newKey, after.values)).toBe(after.values.length);
+      expect(opensUnder(oldKey, after.values)).toBe(0);
+
+      // Read two rows at a time, every table of more than two rows is re-sealed page after page.
+      const store = await open();
+      try {
+        const [from, to] = [createSealer(newKey), createSealer(thirdKey)];
+        expect(await store.transaction(resealAll(store, (value, context) => to.seal(from.open(value, context), context), 2))).toBe(before.values.length);
+      } finally {
+        await store.close();
+      }
+      const third = await sealed();
+      expect(opensUnder(thirdKey, third.values)).toBe(third.values.length);
+      expect(opensUnder(newKey, third.values)).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });

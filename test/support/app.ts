@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { buildApp, createServices, type Deps, type Services } from "../../src/app";
 import { loadConfig, type Config } from "../../src/config/load";
+import type { Store } from "../../src/db/store";
 import { openTestStore } from "./store";
 import { createLogger } from "../../src/observability/logger";
 import { createLocalRuntime } from "../../src/runtime/local";
@@ -37,6 +38,10 @@ export type TestAppOptions = {
   publicUrl?: string;
   /** What happens while the services wait (after the clock has moved on): another process's work, say. */
   whileSleeping?: (ms: number) => Promise<void>;
+  /** The store to run on (closed by `close`), when the test needs a particular one: a SQLite file, say. */
+  store?: Store;
+  /** The sealing key (32 bytes), when the test opens the sealed values itself or hands the key to a command. */
+  sealingKey?: Uint8Array;
 };
 
 export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
@@ -51,14 +56,14 @@ export async function createTestApp(options: TestAppOptions = {}) {
   const network = options.network ?? fakeNetwork();
   const config = loadConfig({ DATABASE__PATH: ":memory:", SCHEDULER__INTERVAL_SECONDS: "3600", ...options.env });
   options.configure?.(config);
-  const store = await openTestStore();
+  const store = options.store ?? (await openTestStore());
   const logs: string[] = [];
   const log = createLogger({ level: "debug", write: (line) => logs.push(line), clock: clock.now });
   const publicUrl = options.publicUrl ?? PUBLIC_URL;
   const deps: Deps = {
     config,
     store,
-    sealer: createSealer(randomBytes(32)),
+    sealer: createSealer(options.sealingKey ?? randomBytes(32)),
     log,
     clock: clock.now,
     sleep: async (ms) => {

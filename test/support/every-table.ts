@@ -1,0 +1,111 @@
+import { randomBytes } from "node:crypto";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { TABLES, type Row, type StoredTable } from "../../src/cli/tables";
+import type { Store } from "../../src/db/store";
+import { pagedToolsServer } from "../peers/paged-tools";
+import { scriptedOAuth } from "../peers/scripted-oauth";
+import { readResponse } from "./api";
+import { createTestApp, steppedClock } from "./app";
+import { byHand, pkce, REDIRECT_URI } from "./oauth-by-hand";
+import { approveInForms } from "./oauth-client";
+import { waitFor } from "./wait";
+
+/**
+ * A row or more in every table of the schema, each written by the service itself through its API, its MCP proxy and
+ * its authorization server, as a person and their MCP clients would: users, an API token, a console session; a
+ * connector with sealed headers, client secret and access token, tool pins (one tool changed since) and a captured
+ * tool call in the audit trail; a connector connected by OAuth (a registered client with a secret, a grant) and one
+ * waiting for its authorization; an MCP client registered with the service's own authorization server, its grant,
+ * tokens and one more authorization waiting for consent; connector events delivered to a webhook; an A2A provider;
+ * the scheduler's job leases. Leaves the store closed, every write done. `key` is the sealing key (32 bytes).
+ */
+export async function fillEveryTable(store: Store, key: Uint8Array): Promise<void> {
+  const t = await createTestApp({
+    store,
+    sealingKey: key,
+    clock: steppedClock(Date.now()),
+    env: { AUDIT__CAPTURE: "arguments", WEBHOOKS__URLS: "https://hooks.example/in", WEBHOOKS__SECRET: `whsec_${randomBytes(32).toString("base64")}` },
+  });
+  try {
+    const tools = pagedToolsServer(["search", "fetch", "summarize"], 10);
+    t.network.serve("https://tools.example", tools.handler);
+    t.network.serve("https://hooks.example", () => new Response(null, { status: 204 }));
+    // An authorization server that registers confidential clients: the service keeps the secret it is given, sealed.
+    const oauth = scriptedOAuth();
+    t.network.serve(oauth.as, async (request) => {
+      if (new URL(request.url).pathname !== "/register") return oauth.authorizationServer(request);
+      const registered = await (await oauth.authorizationServer(request)).json();
+      return Response.json({ ...registered, client_secret: "registered-client-secret", token_endpoint_auth_method: "client_secret_post" }, { status: 201 });
+    });
+    t.network.serve(oauth.mcp, oauth.mcpServer);
+
+    const alice = await t.user("alice");
+    must(await t.apiOf(null)("POST", "/api/v1/session", { body: alice.basic }), 201);
+
+    // Headers, a client secret and an access token: every sealed column of a connector.
+    const tooled = must(await alice.api("POST", "/api/v1/connectors", { body: { url: "https://tools.example/mcp", client_id: "tools-client", client_secret: "tools-client-secret", metadata: { name: "Tools" } } }), 201).body.id;
+    must(await alice.api("POST", `/api/v1/connectors/${tooled}/connect`, { body: { headers: { "x-api-key": "tools-api-key" }, accessToken: "tools-access-token" } }), 200);
+    must(await alice.api("PATCH", `/api/v1/connectors/${tooled}`, { body: { tool_policy: { pin: "record" } } }), 200);
+    const mcp = new Client({ name: "every-table", version: "1.0.0" });
+    const fetchAs = (input: string | URL | Request, init?: RequestInit) => {
+      const request = new Request(input, init);
+      request.headers.set("authorization", `Bearer ${alice.token}`);
+      return t.handle(request);
+    };
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${t.publicUrl}/api/v1/connectors/${tooled}/mcp`), { fetch: fetchAs }));
+    await mcp.listTools();
+    tools.descriptions.fetch = "Changed since it was pinned";
+    await mcp.listTools();
+    await mcp.callTool({ name: "search", arguments: { query: "captured argument" } });
+    await mcp.close();
+
+    // OAuth: one connector connected (a registered client, a grant), one waiting for the person.
+    const connectOAuth = async () => {
+      const id = must(await alice.api("POST", "/api/v1/connectors", { body: { url: oauth.resource } }), 201).body.id;
+      const connect = must(await alice.api("POST", `/api/v1/connectors/${id}/connect`), 200);
+      return connect.body.auth_request.authorization_url as string;
+    };
+    const landed = await readResponse(await t.handle(new Request(oauth.approve(await connectOAuth()))));
+    if (landed.status !== 200) throw new Error(`OAuth callback: ${landed.status} ${landed.text}`);
+    await connectOAuth();
+
+    must(await t.api("POST", "/api/v1/providers", { body: { agent_card: { name: "Agent", description: "d", url: "https://agent.example/a2a", version: "1", capabilities: {}, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: [] } } }), 201);
+
+    // An MCP client of the service's own authorization server: registered, granted, with tokens; and a second request waiting.
+    const as = byHand(t.handle, t.publicUrl);
+    const client_id = await as.register();
+    const resource = `${t.publicUrl}/api/v1/connectors/${tooled}/mcp`;
+    const { verifier, challenge } = pkce();
+    const { location } = await approveInForms(t.handle, as.authorizeUrl({ client_id, challenge, resource }), alice.basic);
+    const code = new URL(location).searchParams.get("code")!;
+    const tokens = await as.token({ grant_type: "authorization_code", client_id, code, code_verifier: verifier, redirect_uri: REDIRECT_URI, resource });
+    if (tokens.status !== 200) throw new Error(`token: ${tokens.status} ${await tokens.text()}`);
+    must(await readResponse(await t.handle(new Request(as.authorizeUrl({ client_id, challenge: pkce().challenge, resource })))), 200);
+
+    await t.runJobs();
+    await t.services.audit.flush();
+    await waitFor("the webhook's cursor", async () => (await count(store, "webhook_cursors")) > 0);
+  } finally {
+    t.services.events.webhooks?.stop();
+    await t.close();
+  }
+}
+
+/** Every row of a listed table, in the order of its key (compared as JSON, the same on both stores). */
+export async function readTable(store: Store, entry: StoredTable): Promise<Row[]> {
+  const rows: Row[] = await store.db.select().from(store.table(entry.sqlite, entry.postgres) as never);
+  const keyOf = (row: Row) => JSON.stringify(entry.key.map((field) => row[field]));
+  return rows.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
+}
+
+/** Rows of the listed table named `name`. */
+export async function count(store: Store, name: string): Promise<number> {
+  const entry = TABLES.find((e) => e.name === name)!;
+  return (await readTable(store, entry)).length;
+}
+
+function must<T extends { status: number; text: string }>(res: T, status: number): T {
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text}`);
+  return res;
+}
