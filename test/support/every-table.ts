@@ -9,6 +9,7 @@ import { readResponse } from "./api";
 import { createTestApp, steppedClock } from "./app";
 import { byHand, pkce, REDIRECT_URI } from "./oauth-by-hand";
 import { approveInForms } from "./oauth-client";
+import { finishCallback } from "./callback";
 import { waitFor } from "./wait";
 
 /**
@@ -66,7 +67,7 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
       const connect = must(await alice.api("POST", `/api/v1/connectors/${id}/connect`), 200);
       return connect.body.auth_request.authorization_url as string;
     };
-    const landed = await readResponse(await t.handle(new Request(oauth.approve(await connectOAuth()))));
+    const landed = await finishCallback(t, oauth.approve(await connectOAuth()), alice.basic);
     if (landed.status !== 200) throw new Error(`OAuth callback: ${landed.status} ${landed.text}`);
     await connectOAuth();
 
@@ -81,7 +82,10 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     const code = new URL(location).searchParams.get("code")!;
     const tokens = await as.token({ grant_type: "authorization_code", client_id, code, code_verifier: verifier, redirect_uri: REDIRECT_URI, resource });
     if (tokens.status !== 200) throw new Error(`token: ${tokens.status} ${await tokens.text()}`);
-    must(await readResponse(await t.handle(new Request(as.authorizeUrl({ client_id, challenge: pkce().challenge, resource })))), 200);
+    // A request is stored once the person signed in (the consent page waits for the answer).
+    const waiting = as.authorizeUrl({ client_id, challenge: pkce().challenge, resource });
+    const signedIn = new URLSearchParams({ step: "sign-in", username: alice.basic.username, password: alice.basic.password });
+    must(await readResponse(await t.handle(new Request(waiting, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: signedIn.toString() }))), 200);
 
     await t.runJobs();
     await t.services.audit.flush();
