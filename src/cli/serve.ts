@@ -4,6 +4,7 @@ import { openStore } from "../db/open";
 import type { Store } from "../db/store";
 import { ServiceUnavailable } from "../http-errors/errors";
 import { problemResponse } from "../http-errors/problem";
+import { clientAddress } from "../http/client-address";
 import type { RequestIds } from "../http/request-id";
 import { readTlsCertificate, startServer, TlsFileError, type Fetch, type RunningServer, type TlsCertificate } from "../http/server";
 import type { ProxyEntry } from "../proxy/entry";
@@ -139,8 +140,9 @@ export async function startService(env: Record<string, string | undefined>, opti
               ? { ready: true }
               : { ready: false, reason: "The scheduler is not running" },
       requestIds,
-      // Asked only while the request is handled (its socket is still there), and only when a limit needs it.
-      clientAddress: (request) => running.server.requestIP(request)?.address,
+      // Asked only while the request is handled (its socket is still there), and only when a limit needs it: the
+      // peer, or the client a trusted proxy names (SERVER__TRUSTED_PROXIES).
+      clientAddress: (request) => clientAddress(running.server.requestIP(request)?.address, request.headers, config.server.trustedProxies),
       runtime:
         config.runtime.driver === "kubernetes"
           ? await createKubernetesRuntime({

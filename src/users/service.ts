@@ -104,18 +104,23 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
     },
 
     /**
-     * A user changes their own password, proving the current one; their other console sessions end. A wrong current
-     * password is a failed authentication for `brake` (AUTH__MAX_FAILURES): a stolen session or token must not become
-     * a way to guess the password.
+     * A user changes their own password, proving the current one; their other console sessions end. The current
+     * password is verified under `brake` (AUTH__MAX_FAILURES): a stolen session or token must not become a way to guess
+     * the password.
      */
     async changeOwnPassword(caller: Principal & { session?: string }, body: ChangePasswordBody, brake: Brake): Promise<void> {
       const row = await users.findById(caller.id);
       if (!row) throw new NotFound("The authenticated user no longer exists");
-      brake.check();
-      if (!(await Bun.password.verify(body.current_password, row.password_hash))) {
-        brake.failed();
+      const attempt = brake.attempt(row.username);
+      const right = await Bun.password.verify(body.current_password, row.password_hash).catch((e) => {
+        attempt.succeeded();
+        throw e;
+      });
+      if (!right) {
+        attempt.failed();
         throw invalidField("current_password", "is not your current password");
       }
+      attempt.succeeded();
       await users.updatePassword(row.id, await Bun.password.hash(body.new_password, "argon2id"), clock());
       await users.deleteSessionsOf(row.id, caller.session);
     },
