@@ -334,6 +334,14 @@ export function createServices(deps: Deps) {
           for (const row of rows) await connections.delete(owner, row.id);
         }
       },
+      grants: {
+        count: async (userId) => (await authServer.grantsOf(userId)).length,
+        async revokeAll(userId) {
+          let revoked = 0;
+          for (const grant of await authServer.grantsOf(userId)) if (await authServer.revokeGrant(userId, grant.id)) revoked++;
+          return revoked;
+        },
+      },
     }),
     authenticate,
     authenticateProxy,

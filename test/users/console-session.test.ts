@@ -122,8 +122,11 @@ describe("using the session", () => {
     const wrong = await asConsole(here, "PUT", "/api/v1/users/me/password", { body: { current_password: "nope", new_password: "a-new-password" } });
     expectProblem(wrong, 422);
     expect(wrong.text).toContain("current_password");
-    expect((await asConsole(here, "PUT", "/api/v1/users/me/password", { body: { current_password: bob.basic.password, new_password: "a-new-password" } })).status).toBe(204);
+    const changed = await asConsole(here, "PUT", "/api/v1/users/me/password", { body: { current_password: bob.basic.password, new_password: "a-new-password" } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toEqual({ revoked: { console_sessions: 1, api_tokens: 0, grants: 0 }, still_working: { console_sessions: 1, api_tokens: 1, grants: 0 } });
     expect((await asConsole(here, "GET", "/api/v1/users/me")).status).toBe(200);
+    expect((await bob.api("GET", "/api/v1/users/me")).status).toBe(200);
     expectProblem(await asConsole(elsewhere, "GET", "/api/v1/users/me"), 401);
     expectProblem(await bob.api("GET", "/api/v1/users/me", { as: bob.basic }), 401);
     expect((await bob.api("GET", "/api/v1/users/me", { as: { username: "bob", password: "a-new-password" } })).status).toBe(200);
