@@ -15,6 +15,7 @@ import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
 import { createSealer } from "../secrets/sealer";
+import { sessionCookie } from "../users/sessions";
 import { VERSION } from "../version";
 
 export type RunningService = {
@@ -186,6 +187,9 @@ export async function startService(env: Record<string, string | undefined>, opti
     throw e;
   }
   scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
+  if (!sessionCookie(publicUrl).secure) {
+    log.warn("the console is served over plain http to a host that is not loopback: its session cookie is neither Secure nor __Host-, so anyone on the network path can read or plant it; serve https (SERVER__TLS_CERT_FILE, or a TLS proxy and an https SERVER__PUBLIC_URL)", { public_url: publicUrl });
+  }
   log.info("connector-service listening", {
     version: VERSION,
     url: running.url,
