@@ -107,10 +107,10 @@ export function createServices(deps: Deps) {
   const feed = createEventFeed({ repository: connectorRows, clock, log: log.child({ component: "events" }) });
   const presets = createPresetCatalog(config.presets);
   const authServerRows = createAuthServerRepository(deps.store, clock);
-  const failureLimit = createFailureLimit({ clock, maxFailures: config.auth.maxFailures, windowMs: config.auth.failureWindowMs });
+  const failureLimit = createFailureLimit({ clock, maxFailures: config.auth.maxFailures, maxAddressFailures: config.auth.maxAddressFailures, windowMs: config.auth.failureWindowMs });
   // Basic, API tokens, and the authorization server's access tokens (each good at one connector's proxy only).
-  // An expired or revoked one is an invalid_token (RFC 6750 §3.1), the client's cue to refresh; not a failure that
-  // counts toward AUTH__MAX_FAILURES: 256 random bits are not guessed, and a client racing its refresh must not lock itself out.
+  // An expired or revoked one is an invalid_token (RFC 6750 §3.1), the client's cue to refresh. No token counts toward
+  // AUTH__MAX_FAILURES: 256 random bits are not guessed, and a client racing its refresh must not lock itself out.
   const authenticator = createAuthenticator({
     users,
     clock,
@@ -132,17 +132,8 @@ export function createServices(deps: Deps) {
     return principal;
   };
   /** A user name and password typed into one of the service's pages: a Basic credential in all but name, under the same brake on failures. */
-  async function signIn(request: Request, username: string, password: string) {
-    const brake = brakeFor(request);
-    brake.check();
-    try {
-      return await authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`);
-    } catch (e) {
-      if (e instanceof Unauthorized) brake.failed();
-      throw e;
-    }
-  }
-  /** The failure brake for the client of one request: its address, and its failures (AUTH__MAX_FAILURES). */
+  const signIn = (request: Request, username: string, password: string) => authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, brakeFor(request));
+  /** The failure brake for the client of one request: its address, and its wrong passwords (AUTH__MAX_FAILURES). */
   function brakeFor(request: Request): Brake {
     return failureLimit.brake(() => deps.clientAddress(request));
   }
@@ -345,6 +336,14 @@ export function createServices(deps: Deps) {
         for (let rows = await connectorRows.page(userId, 50, undefined); rows.length > 0; rows = await connectorRows.page(userId, 50, undefined)) {
           for (const row of rows) await connections.delete(owner, row.id);
         }
+      },
+      grants: {
+        count: async (userId) => (await authServer.grantsOf(userId)).length,
+        async revokeAll(userId) {
+          let revoked = 0;
+          for (const grant of await authServer.grantsOf(userId)) if (await authServer.revokeGrant(userId, grant.id)) revoked++;
+          return revoked;
+        },
       },
     }),
     authenticate,

@@ -4,6 +4,7 @@ import { openStore } from "../db/open";
 import type { Store } from "../db/store";
 import { ServiceUnavailable } from "../http-errors/errors";
 import { problemResponse } from "../http-errors/problem";
+import { clientAddress } from "../http/client-address";
 import type { RequestIds } from "../http/request-id";
 import { readTlsCertificate, startServer, TlsFileError, type Fetch, type RunningServer, type TlsCertificate } from "../http/server";
 import type { ProxyEntry } from "../proxy/entry";
@@ -14,6 +15,7 @@ import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
 import { createSealer } from "../secrets/sealer";
+import { sessionCookie } from "../users/sessions";
 import { VERSION } from "../version";
 
 export type RunningService = {
@@ -139,8 +141,9 @@ export async function startService(env: Record<string, string | undefined>, opti
               ? { ready: true }
               : { ready: false, reason: "The scheduler is not running" },
       requestIds,
-      // Asked only while the request is handled (its socket is still there), and only when a limit needs it.
-      clientAddress: (request) => running.server.requestIP(request)?.address,
+      // Asked only while the request is handled (its socket is still there), and only when a limit needs it: the
+      // peer, or the client a trusted proxy names (SERVER__TRUSTED_PROXIES).
+      clientAddress: (request) => clientAddress(running.server.requestIP(request)?.address, request.headers, config.server.trustedProxies),
       runtime:
         config.runtime.driver === "kubernetes"
           ? await createKubernetesRuntime({
@@ -184,6 +187,9 @@ export async function startService(env: Record<string, string | undefined>, opti
     throw e;
   }
   scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
+  if (!sessionCookie(publicUrl).secure) {
+    log.warn("the console is served over plain http to a host that is not loopback: its session cookie is neither Secure nor __Host-, so anyone on the network path can read or plant it; serve https (SERVER__TLS_CERT_FILE, or a TLS proxy and an https SERVER__PUBLIC_URL)", { public_url: publicUrl });
+  }
   log.info("connector-service listening", {
     version: VERSION,
     url: running.url,

@@ -7,6 +7,7 @@ import { dirname, join, resolve } from "node:path";
 import { BUILTIN_PRESETS } from "../presets/builtin";
 import type { Preset } from "../presets/model";
 import { parsePresets } from "../presets/parse";
+import { parseTrustedProxies, type TrustedProxies } from "../http/client-address";
 import { ConfigSchema, LIST_SETTINGS, SECRET_SETTINGS, type RawConfig } from "./schema";
 
 export type Config = {
@@ -17,11 +18,13 @@ export type Config = {
     shutdownTimeoutMs: number;
     /** PEM files (absolute paths) to serve https with, read at start and again on SIGHUP; both or neither. */
     tls: { certFile: string; keyFile: string } | undefined;
+    /** Peers whose X-Forwarded-For / Forwarded name the client (http/client-address.ts). */
+    trustedProxies: TrustedProxies;
   };
   database: { path: string; url: string | undefined; maxConnections: number; checkpointThread: boolean };
   /** Base64 key from SECRETS__KEY, or the key file to read or create. */
   secrets: { key: string | undefined; keyFile: string | undefined; newKey: string | undefined };
-  auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; failureWindowMs: number; maxTokensPerUser: number };
+  auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; maxAddressFailures: number; failureWindowMs: number; maxTokensPerUser: number };
   connector: { maxPerUser: number };
   presets: readonly Preset[];
   runtime: { driver: "local" | "kubernetes" };
@@ -163,6 +166,17 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
   if (raw.webhooks.urls.length > 0 && raw.webhooks.secret === undefined) {
     throw new ConfigError("WEBHOOKS__SECRET", "must be set when WEBHOOKS__URLS is (every delivery is signed with it)");
   }
+  let trustedProxies: TrustedProxies;
+  try {
+    trustedProxies = parseTrustedProxies(raw.server.trusted_proxies);
+  } catch (e) {
+    throw new ConfigError("SERVER__TRUSTED_PROXIES", (e as Error).message);
+  }
+  // Spraying many user names from one address is held at a much higher ceiling than one name's guesses.
+  const maxAddressFailures = raw.auth.max_failures_per_address ?? 10 * raw.auth.max_failures;
+  if (maxAddressFailures < raw.auth.max_failures) {
+    throw new ConfigError("AUTH__MAX_FAILURES_PER_ADDRESS", `must be at least AUTH__MAX_FAILURES (${raw.auth.max_failures}): it caps all user names from an address together`);
+  }
   const inMemory = raw.database.path === ":memory:";
   const dbPath = inMemory ? ":memory:" : resolve(raw.database.path);
   // Replicas share the database, so they must share the key: a key file beside one replica would not do.
@@ -177,6 +191,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       shutdownTimeoutMs: raw.server.shutdown_timeout_seconds * 1000,
       // Resolved now: a reload on SIGHUP reads the same files whatever the working directory is then.
       tls: certFile !== undefined && keyFile !== undefined ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : undefined,
+      trustedProxies,
     },
     database: { path: dbPath, url: raw.database.url, maxConnections: raw.database.max_connections, checkpointThread: raw.database.checkpoint_thread },
     secrets: {
@@ -188,6 +203,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       adminUsername: raw.auth.admin_username,
       adminPassword: raw.auth.admin_password,
       maxFailures: raw.auth.max_failures,
+      maxAddressFailures,
       failureWindowMs: raw.auth.failure_window_seconds * 1000,
       maxTokensPerUser: raw.auth.max_tokens_per_user,
     },

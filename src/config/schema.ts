@@ -15,6 +15,7 @@ export const ConfigSchema = t.Object({
     shutdown_timeout_seconds: t.Number({ minimum: 0, maximum: 3600, default: 25, description: "a number of seconds from 0 to 3600" }),
     tls_cert_file: t.Optional(t.String({ minLength: 1, description: "the path of a PEM certificate (chain)" })),
     tls_key_file: t.Optional(t.String({ minLength: 1, description: "the path of a PEM private key" })),
+    trusted_proxies: t.Array(t.String(), { default: [], description: "a comma-separated list of IPv4 or IPv6 CIDRs (10.0.0.0/8, fd00::/8) or addresses" }),
   }),
   database: t.Object({
     path: t.String({ minLength: 1, default: "./data/connector-service.db", description: "a file path or :memory:" }),
@@ -30,6 +31,7 @@ export const ConfigSchema = t.Object({
     admin_username: t.String({ pattern: "^[A-Za-z0-9._@-]{1,64}$", default: "admin", description: "1 to 64 letters, digits or . _ @ -" }),
     admin_password: t.Optional(t.String({ minLength: 8, maxLength: 1024, description: "8 to 1024 characters" })),
     max_failures: t.Integer({ minimum: 1, maximum: 100_000, default: 10, description: "an integer from 1 to 100000" }),
+    max_failures_per_address: t.Optional(t.Integer({ minimum: 1, maximum: 1_000_000, description: "an integer from 1 to 1000000" })),
     failure_window_seconds: t.Number({ minimum: 1, maximum: 86_400, default: 60, description: "a number of seconds from 1 to 86400" }),
     max_tokens_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 100, description: "an integer from 1 to 100000" }),
   }),
@@ -91,4 +93,4 @@ export type RawConfig = typeof ConfigSchema.static;
 export const SECRET_SETTINGS = new Set(["SECRETS__KEY", "SECRETS__NEW_KEY", "AUTH__ADMIN_PASSWORD", "METRICS__TOKEN", "WEBHOOKS__SECRET"]);
 
 /** Settings read as comma-separated lists. */
-export const LIST_SETTINGS = new Set(["OAUTH__ALLOWED_REDIRECT_ORIGINS", "CORS__ALLOWED_ORIGINS", "WEBHOOKS__URLS"]);
+export const LIST_SETTINGS = new Set(["SERVER__TRUSTED_PROXIES", "OAUTH__ALLOWED_REDIRECT_ORIGINS", "CORS__ALLOWED_ORIGINS", "WEBHOOKS__URLS"]);

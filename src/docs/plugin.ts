@@ -43,7 +43,7 @@ const COMMON = {
   authenticated: {
     429: {
       description:
-        "Too many failed credentials from this address (AUTH__MAX_FAILURES in AUTH__FAILURE_WINDOW_SECONDS), or on the MCP proxy too many open streams (PROXY__MAX_STREAMS_PER_USER, PROXY__MAX_STREAMS_PER_CONNECTOR)",
+        "Too many wrong passwords for this user name from this address, or from this address at all (AUTH__MAX_FAILURES, AUTH__MAX_FAILURES_PER_ADDRESS in AUTH__FAILURE_WINDOW_SECONDS; tokens and sessions are never refused for it), or on the MCP proxy too many open streams (PROXY__MAX_STREAMS_PER_USER, PROXY__MAX_STREAMS_PER_CONNECTOR)",
       headers: RETRY_AFTER,
     },
     503: { description: "The store cannot take writes now (disk full, I/O error): nothing was changed", headers: RETRY_AFTER },

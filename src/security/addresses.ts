@@ -44,7 +44,7 @@ const METADATA_HOSTS = new Set([
 export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
 
 /** An IPv6 address as its eight 16-bit groups ([RFC 4291 §2.2](https://www.rfc-editor.org/rfc/rfc4291#section-2.2), `::` and a dotted IPv4 tail included). */
-function ipv6Groups(address: string): number[] | undefined {
+export function ipv6Groups(address: string): number[] | undefined {
   let text = address.toLowerCase();
   const dotted = /(\d{1,3}(?:\.\d{1,3}){3})$/.exec(text);
   if (dotted) {

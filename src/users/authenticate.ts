@@ -1,5 +1,5 @@
 import { Unauthorized } from "../http-errors/errors";
-import type { FailureLimit } from "./failure-limit";
+import type { Brake, FailureLimit } from "./failure-limit";
 import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
 import { digestToken, TOKEN_PREFIX } from "./service";
@@ -11,13 +11,13 @@ const USERNAME = new RegExp(USERNAME_PATTERN);
 /** The argon2id hash of a password nobody has, checked when a user name is unknown so both paths cost the same. */
 const DECOY_HASH = "$argon2id$v=19$m=65536,t=2,p=1$AyV+ZkrWwkPSI9kh2t+Mc6VLF7lQdKPTpHib2msItLc$7sy6hvX+4l8JucoyWHST2CkoTAoj3gE5rSUuUARJJ7s";
 
-export type Authenticator = (authorization: string | null) => Promise<Principal>;
+export type Authenticator = (authorization: string | null, brake: Brake) => Promise<Principal>;
 /** The principal of a request, authenticated once however many hooks ask (the API's body parser, then its routes). */
 export type RequestAuthenticator = (request: Request) => Promise<Principal>;
 
 /**
- * How requests are authenticated: each once (memoized per request), and only while its client is not over the limit
- * of failed attempts; a failure counts against the client's address.
+ * How requests are authenticated: each once (memoized per request), a password under the failure brake of the
+ * request's client address (failure-limit.ts); tokens and sessions never are.
  */
 export function authenticateRequests(
   authenticate: Authenticator,
@@ -28,20 +28,12 @@ export function authenticateRequests(
 ): RequestAuthenticator {
   const principals = new WeakMap<Request, Promise<Principal>>();
   const attempt = async (request: Request): Promise<Principal> => {
-    const brake = limit.brake(() => clientAddress(request));
     const authorization = request.headers.get("authorization");
-    brake.check();
     if (authorization === null && session) {
       const signedIn = await session(request);
       if (signedIn) return signedIn;
     }
-    try {
-      return await authenticate(authorization);
-    } catch (e) {
-      // A request without credentials is how a client learns it needs some (the 401's challenge): not a guess.
-      if (e instanceof Unauthorized && authorization) brake.failed();
-      throw e;
-    }
+    return authenticate(authorization, limit.brake(() => clientAddress(request)));
   };
   return (request) => {
     let principal = principals.get(request);
@@ -77,27 +69,53 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
   // real check does; written out rather than hashed at start, which took ~80 ms of a core on every start (bench/RESULTS.md).
   const decoy = DECOY_HASH;
 
-  async function basic(credentials: string): Promise<Principal> {
-    const key = sha256Hex(credentials);
-    const now = clock();
-    const hit = remembered.get(key);
-    if (hit && hit.until > now) {
-      const user = await users.findById(hit.userId);
-      if (user && user.disabled_at === null && safeEqual(user.password_hash, hit.passwordHash)) return principal(user, "basic");
-      remembered.delete(key);
-    }
+  /** Verifications under way, by the digest of the header: the same credential sent many times at once is verified once. */
+  const verifying = new Map<string, Promise<Principal>>();
+
+  async function basic(credentials: string, brake: Brake): Promise<Principal> {
     const decoded = Buffer.from(credentials, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
     if (colon < 0) throw new Unauthorized("The Basic credentials are not of the form username:password");
     const username = decoded.slice(0, colon);
-    // A name no user can have is not looked up (it may hold what the store cannot take, such as U+0000).
-    const user = USERNAME.test(username) ? await users.findByUsername(username) : undefined;
-    const ok = await Bun.password.verify(decoded.slice(colon + 1), user?.password_hash ?? decoy);
-    if (!user || !ok) throw new Unauthorized("Wrong username or password");
-    if (user.disabled_at !== null) throw new Unauthorized("This user is disabled");
-    if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);
-    remembered.set(key, { userId: user.id, passwordHash: user.password_hash, until: now + rememberMs });
-    return principal(user, "basic");
+    // A name no user can have is not looked up (it may hold what the store cannot take, such as U+0000); all such
+    // names share one counter of the brake.
+    const valid = USERNAME.test(username);
+    const name = valid ? username : "";
+    // Refused while the client is braked for this name even when the credential is remembered: else a braked guesser
+    // could go on guessing for free, and a right guess (the password its owner just used) would answer 200.
+    brake.check(name);
+    const key = sha256Hex(credentials);
+    const hit = remembered.get(key);
+    if (hit && hit.until > clock()) {
+      const user = await users.findById(hit.userId);
+      if (user && user.disabled_at === null && safeEqual(user.password_hash, hit.passwordHash)) return principal(user, "basic");
+      remembered.delete(key);
+    }
+    const under = verifying.get(key);
+    if (under) return under;
+    const attempt = brake.attempt(name);
+    const verification = (async () => {
+      let wrong = false;
+      try {
+        const user = valid ? await users.findByUsername(username) : undefined;
+        const ok = await Bun.password.verify(decoded.slice(colon + 1), user?.password_hash ?? decoy);
+        // A disabled user's right password is answered (and counted) as a wrong one: anything else tells a guesser it was right.
+        if (!user || !ok || user.disabled_at !== null) {
+          wrong = true;
+          throw new Unauthorized("Wrong username or password");
+        }
+        if (remembered.size >= maxRemembered) remembered.delete(remembered.keys().next().value!);
+        remembered.set(key, { userId: user.id, passwordHash: user.password_hash, until: clock() + rememberMs });
+        return principal(user, "basic");
+      } finally {
+        verifying.delete(key);
+        // Not the client's failure when the store failed: its attempt is given back.
+        if (wrong) attempt.failed();
+        else attempt.succeeded();
+      }
+    })();
+    verifying.set(key, verification);
+    return verification;
   }
 
   async function bearer(token: string): Promise<Principal> {
@@ -110,16 +128,18 @@ export function createAuthenticator({ users, clock, rememberMs = 60_000, maxReme
     const found = await users.findTokenByDigest(digest);
     if (!found || !safeEqual(found.token_digest, digest)) throw new Unauthorized("Unknown or revoked API token");
     if (found.expires_at !== null && found.expires_at <= clock()) throw new Unauthorized("The API token has expired");
+    // Said plainly, unlike for a password: a token is 256 random bits, so only its holder learns this, and an agent's
+    // operator needs to know why it stopped working.
     if (found.disabled_at !== null) throw new Unauthorized("This user is disabled");
     return principal(found, `token:${found.token_id}`);
   }
 
-  return async (authorization) => {
+  return async (authorization, brake) => {
     if (!authorization) throw new Unauthorized("This endpoint needs HTTP Basic credentials or a Bearer API token");
     const space = authorization.indexOf(" ");
     const scheme = authorization.slice(0, space).toLowerCase();
     const value = authorization.slice(space + 1).trim();
-    if (space > 0 && value && scheme === "basic") return basic(value);
+    if (space > 0 && value && scheme === "basic") return basic(value, brake);
     if (space > 0 && value && scheme === "bearer") return bearer(value);
     throw new Unauthorized("The Authorization header must use the Basic or Bearer scheme");
   };

@@ -1,65 +1,139 @@
+import { isIP } from "node:net";
 import { TooManyRequests } from "../http-errors/errors";
+import { ipv6Groups } from "../security/addresses";
 
 export type FailureLimitOptions = {
   clock: () => number;
-  /** Failed authentications a client may make per window (AUTH__MAX_FAILURES). */
+  /** Wrong passwords one user name may get from one client address per window (AUTH__MAX_FAILURES). */
   maxFailures: number;
+  /** Wrong passwords one client address may give per window, whatever the user names (AUTH__MAX_FAILURES_PER_ADDRESS). */
+  maxAddressFailures: number;
   windowMs: number;
-  /** How many clients are remembered at most; the oldest windows go first. */
-  maxClients?: number;
+  /** How many counters are kept at most; the oldest windows go first. */
+  maxEntries?: number;
 };
 
-/** The failure brake for one request's client: refuse it if it is over its limit; count a failed authentication. */
-export type Brake = { check(): void; failed(): void };
+/** One password verification under the brake, counted from before it starts: settle it once, with its result. */
+export type Attempt = { succeeded(): void; failed(): void };
+
+/** The failure brake for one request's client. */
+export type Brake = {
+  /**
+   * Before a password for `username` is verified: throws 429 while this client is over a limit, else takes one of
+   * its attempts (pending until settled, so concurrent guesses cannot all pass a check made before any failed).
+   */
+  attempt(username: string): Attempt;
+  /** Throws 429 while this client is over a limit for `username`; takes nothing (for a credential already verified). */
+  check(username: string): void;
+};
+
+type Counter = { failures: number; pending: number; until: number };
 
 /**
- * A brake on credential guessing: a client (by its address) that failed to authenticate `maxFailures` times within a
- * window is refused with 429 and Retry-After until the window ends — before any password is verified, so guessing
- * costs the service no argon2id time either. Fixed windows per client, in memory; a client is forgotten when its window
- * ends, so once no window is open the hot path looks no address up at all.
+ * A brake on password guessing, for password verification only (Basic, the sign-in pages, the current password of a
+ * password change): never for tokens or sessions, which are 256 random bits, not guessed. Two counters per window:
+ * per (client address, user name) at `maxFailures`, so one user's guesser never locks out another user's password from
+ * the same address (a NAT, an office); and per client address at the much higher `maxAddressFailures`, against one
+ * address trying a few passwords for each of many user names. Over either, 429 with Retry-After until the window
+ * ends, before any password is verified — guessing costs no argon2id time either. IPv6 clients count by their /64,
+ * the block one end site gets ([RFC 6177](https://www.rfc-editor.org/rfc/rfc6177)), or a single host could be millions of addresses.
+ *
+ * Fixed windows, in memory; a counter goes when its window ends, or at once when it counted no failure, so
+ * once no window is open a check looks nothing up at all.
  */
-export function createFailureLimit({ clock, maxFailures, windowMs, maxClients = 10_000 }: FailureLimitOptions) {
-  /** In the order their windows end: a window starts when it is set, and every window lasts `windowMs`. */
-  const clients = new Map<string, { failures: number; until: number }>();
-  /** Forgets the clients whose windows have ended (they are at the front). */
+export function createFailureLimit({ clock, maxFailures, maxAddressFailures, windowMs, maxEntries = 50_000 }: FailureLimitOptions) {
+  /** In the order their windows end: a window starts when its counter is made, and every window lasts `windowMs`. */
+  const counters = new Map<string, Counter>();
   const expire = (now: number) => {
-    for (const [client, entry] of clients) {
-      if (entry.until > now) return;
-      clients.delete(client);
+    for (const [key, counter] of counters) {
+      if (counter.until > now) return;
+      counters.delete(key);
     }
   };
-  /** Throws 429 while `client` is over its limit. */
-  const check = (client: () => string): void => {
-    // No window open, no address looked up (the proxy's hot path).
-    if (clients.size === 0) return;
-    const now = clock();
-    expire(now);
-    const entry = clients.size > 0 ? clients.get(client()) : undefined;
-    if (!entry || entry.failures < maxFailures) return;
-    const seconds = Math.max(1, Math.ceil((entry.until - now) / 1000));
-    throw new TooManyRequests(`Too many failed authentications from this client: try again in ${seconds} s`, seconds);
-  };
-  /** Counts a failed authentication of `client`, in its open window or a new one. */
-  const failed = (client: string): void => {
-    const now = clock();
-    expire(now);
-    const entry = clients.get(client);
-    if (entry) {
-      entry.failures++;
-      return;
+  const open = (key: string, now: number): Counter => {
+    let counter = counters.get(key);
+    if (!counter) {
+      if (counters.size >= maxEntries) counters.delete(counters.keys().next().value!);
+      counter = { failures: 0, pending: 0, until: now + windowMs };
+      counters.set(key, counter);
     }
-    if (clients.size >= maxClients) clients.delete(clients.keys().next().value!);
-    clients.set(client, { failures: 1, until: now + windowMs });
+    return counter;
   };
+  const forgetIfEmpty = (key: string, counter: Counter) => {
+    if (counter.failures === 0 && counter.pending === 0 && counters.get(key) === counter) counters.delete(key);
+  };
+  const refuse = (counter: Counter, now: number, what: string): never => {
+    const seconds = Math.max(1, Math.ceil((counter.until - now) / 1000));
+    throw new TooManyRequests(`Too many wrong passwords ${what}: try again in ${seconds} s`, seconds);
+  };
+  const keysOf = (address: string, username: string) => {
+    const client = clientKey(address);
+    return { address: `a ${client}`, user: `u ${client} ${username}` };
+  };
+
+  function check(address: () => string, username: string): void {
+    // No window open: nothing to look up, not even the address (the proxy's hot path).
+    if (counters.size === 0) return;
+    const now = clock();
+    expire(now);
+    if (counters.size === 0) return;
+    const keys = keysOf(address(), username);
+    const user = counters.get(keys.user);
+    if (user && user.failures >= maxFailures) refuse(user, now, "for this user name from this address");
+    const all = counters.get(keys.address);
+    if (all && all.failures >= maxAddressFailures) refuse(all, now, "from this address");
+  }
+
+  function attempt(address: string, username: string): Attempt {
+    const now = clock();
+    expire(now);
+    const keys = keysOf(address, username);
+    const user = open(keys.user, now);
+    const all = open(keys.address, now);
+    if (user.failures + user.pending >= maxFailures || all.failures + all.pending >= maxAddressFailures) {
+      forgetIfEmpty(keys.user, user);
+      forgetIfEmpty(keys.address, all);
+      if (user.failures + user.pending >= maxFailures) refuse(user, now, "for this user name from this address");
+      refuse(all, now, "from this address");
+    }
+    user.pending++;
+    all.pending++;
+    let settled = false;
+    const settle = (failed: boolean) => {
+      if (settled) return;
+      settled = true;
+      const now = clock();
+      expire(now);
+      for (const [key, counter] of [
+        [keys.user, user],
+        [keys.address, all],
+      ] as const) {
+        counter.pending--;
+        if (!failed) forgetIfEmpty(key, counter);
+        // Its window ended (or it was pushed out) while the password was verified: the failure opens a new one.
+        else if (counters.get(key) === counter) counter.failures++;
+        else open(key, now).failures++;
+      }
+    };
+    return { succeeded: () => settle(false), failed: () => settle(true) };
+  }
+
   return {
     /** The brake of one request's client; its address (`unknown` when there is none) is looked up once, when needed. */
     brake(address: () => string | undefined): Brake {
       let client: string | undefined;
       const lookedUp = () => (client ??= address() ?? "unknown");
-      return { check: () => check(lookedUp), failed: () => failed(lookedUp()) };
+      return { attempt: (username) => attempt(lookedUp(), username), check: (username) => check(lookedUp, username) };
     },
-    /** How many clients are remembered now (for tests). */
-    remembered: () => clients.size,
+    /** How many counters are kept now (for tests). */
+    remembered: () => counters.size,
   };
 }
 export type FailureLimit = ReturnType<typeof createFailureLimit>;
+
+/** An IPv6 address by its /64; anything else as it is. */
+function clientKey(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const groups = ipv6Groups(address);
+  return groups ? `${groups.slice(0, 4).map((g) => g.toString(16)).join(":")}::/64` : address;
+}

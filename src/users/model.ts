@@ -27,14 +27,33 @@ export const UpdateUserBody = t.Object(
 );
 export type UpdateUserBody = typeof UpdateUserBody.static;
 
+/** What a password change may also revoke: a password thought known to someone else leaves their tokens working otherwise. */
+const revocations = (byDefault: boolean) => ({
+  revoke_tokens: t.Optional(t.Boolean({ description: `true: the user's API tokens are revoked too (default ${byDefault})` })),
+  revoke_grants: t.Optional(t.Boolean({ description: `true: the grants the user gave MCP clients (GET /api/v1/grants) are revoked too, with their access and refresh tokens (default ${byDefault})` })),
+});
+
 export const ChangePasswordBody = t.Object(
-  { current_password: t.String({ minLength: 1, maxLength: 1024 }), new_password: Password("The new password") },
+  { current_password: t.String({ minLength: 1, maxLength: 1024 }), new_password: Password("The new password"), ...revocations(false) },
   { additionalProperties: false },
 );
 export type ChangePasswordBody = typeof ChangePasswordBody.static;
 
-export const ResetPasswordBody = t.Object({ new_password: Password("The new password") }, { additionalProperties: false });
+export const ResetPasswordBody = t.Object({ new_password: Password("The new password"), ...revocations(true) }, { additionalProperties: false });
 export type ResetPasswordBody = typeof ResetPasswordBody.static;
+
+const Credentials = (what: string) =>
+  t.Object({
+    console_sessions: t.Integer({ minimum: 0, description: `console sessions ${what}` }),
+    api_tokens: t.Integer({ minimum: 0, description: `API tokens ${what}` }),
+    grants: t.Integer({ minimum: 0, description: `grants to MCP clients ${what}` }),
+  });
+/** The answer to a password change or reset: what ended with the old password, and what goes on working. */
+export const PasswordChanged = t.Object({
+  revoked: Credentials("that ended"),
+  still_working: Credentials("that still work (a session: the one that made the change)"),
+});
+export type PasswordChanged = typeof PasswordChanged.static;
 
 export const SignInBody = t.Object(
   { username: t.String({ minLength: 1, maxLength: 64 }), password: t.String({ minLength: 1, maxLength: 1024 }) },

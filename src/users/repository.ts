@@ -25,6 +25,8 @@ export type UserRepository = {
   listTokens(userId: string): Promise<TokenRow[]>;
   /** False when the user has no such token. */
   deleteToken(userId: string, id: string): Promise<boolean>;
+  /** Revokes every token of the user; how many there were. */
+  deleteTokensOf(userId: string): Promise<number>;
   /** Disables (a time) or enables (null) a user; false when there is no such user. */
   setDisabled(id: string, disabledAt: number | null, at: number): Promise<boolean>;
   setRole(id: string, role: UserRow["role"], at: number): Promise<boolean>;
@@ -33,8 +35,8 @@ export type UserRepository = {
   insertSession(row: SessionRow): Promise<void>;
   findSession(digest: string): Promise<SessionOwner | undefined>;
   deleteSession(digest: string): Promise<void>;
-  /** Ends every session of the user but `keep` (the one making the change, if any). */
-  deleteSessionsOf(userId: string, keep?: string): Promise<void>;
+  /** Ends every session of the user but `keep` (the one making the change, if any); how many ended. */
+  deleteSessionsOf(userId: string, keep?: string): Promise<number>;
   deleteExpiredSessions(now: number): Promise<number>;
 };
 
@@ -105,9 +107,13 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
     async deleteSession(digest) {
       await db.delete(sessions).where(eq(sessions.digest, digest));
     },
-    async deleteSessionsOf(userId, keep) {
-      await db.delete(sessions).where(keep === undefined ? eq(sessions.user_id, userId) : and(eq(sessions.user_id, userId), ne(sessions.digest, keep)));
-    },
+    deleteSessionsOf: async (userId, keep) =>
+      (
+        await db
+          .delete(sessions)
+          .where(keep === undefined ? eq(sessions.user_id, userId) : and(eq(sessions.user_id, userId), ne(sessions.digest, keep)))
+          .returning({ d: sessions.digest })
+      ).length,
     deleteExpiredSessions: async (now) => (await db.delete(sessions).where(lte(sessions.expires_at, now)).returning({ d: sessions.digest })).length,
     insertToken: (row, maxPerUser) =>
       store.transaction(function* (tx, lock) {
@@ -126,6 +132,11 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
         .returning({ digest: api_tokens.token_digest });
       if (deleted) tokenOwners.delete(deleted.digest);
       return deleted !== undefined;
+    },
+    async deleteTokensOf(userId) {
+      const deleted = await db.delete(api_tokens).where(eq(api_tokens.user_id, userId)).returning({ digest: api_tokens.token_digest });
+      for (const { digest } of deleted) tokenOwners.delete(digest);
+      return deleted.length;
     },
   };
 }

@@ -3,7 +3,7 @@ import { Problem } from "../http-errors/model";
 import type { ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "./auth-plugin";
-import { ChangePasswordBody, CreatedToken, CreateTokenBody, CreateUserBody, ResetPasswordBody, TokenList, UpdateUserBody, UserList, UserView } from "./model";
+import { ChangePasswordBody, CreatedToken, CreateTokenBody, CreateUserBody, PasswordChanged, ResetPasswordBody, TokenList, UpdateUserBody, UserList, UserView } from "./model";
 import type { Brake } from "./failure-limit";
 import type { UserService } from "./service";
 
@@ -40,15 +40,16 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
     })
     .put(
       "/users/me/password",
-      async ({ principal, body, set, request }) => {
-        await users.changeOwnPassword(principal, body, brakeFor(request));
-        set.status = 204;
-      },
+      ({ principal, body, request }) => users.changeOwnPassword(principal, body, brakeFor(request)),
       {
         auth: true,
         body: ChangePasswordBody,
-        response: { 204: t.Void(), ...problems },
-        detail: { summary: "Change your own password", description: "Needs the current one. Your other console sessions end; API tokens keep working." },
+        response: { 200: PasswordChanged, ...problems, 429: Problem },
+        detail: {
+          summary: "Change your own password",
+          description:
+            "Needs the current one (a wrong one counts toward AUTH__MAX_FAILURES). Your other console sessions end; your API tokens and the grants you gave MCP clients keep working unless revoke_tokens or revoke_grants says otherwise. The answer counts what was revoked and what still works.",
+        },
       },
     )
     .get("/users/:id", ({ principal, params }) => users.getUser(principal, params.id), {
@@ -85,16 +86,17 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
     )
     .post(
       "/users/:id/password",
-      async ({ principal, params, body, set }) => {
-        await users.resetPassword(principal, params.id, body);
-        set.status = 204;
-      },
+      ({ principal, params, body }) => users.resetPassword(principal, params.id, body),
       {
         auth: true,
         params: IdParams,
         body: ResetPasswordBody,
-        response: { 204: t.Void(), ...problems },
-        detail: { summary: "Set a user's password (administrators only)", description: "The user's console sessions end." },
+        response: { 200: PasswordChanged, ...problems },
+        detail: {
+          summary: "Set a user's password (administrators only)",
+          description:
+            "The user's console sessions end, and so do their API tokens and the grants they gave MCP clients unless revoke_tokens or revoke_grants is false. The answer counts what was revoked and what still works.",
+        },
       },
     )
     .post(

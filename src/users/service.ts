@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Conflict, Forbidden, invalidField, NotFound } from "../http-errors/errors";
-import type { ChangePasswordBody, CreateTokenBody, CreatedToken, CreateUserBody, Principal, ResetPasswordBody, TokenView, UpdateUserBody, UserView } from "./model";
+import type { ChangePasswordBody, CreateTokenBody, CreatedToken, CreateUserBody, PasswordChanged, Principal, ResetPasswordBody, TokenView, UpdateUserBody, UserView } from "./model";
 import type { Brake } from "./failure-limit";
 import type { TokenRow, UserRepository, UserRow } from "./repository";
 import { sha256Hex } from "../secrets/digest";
@@ -13,6 +13,8 @@ export type UserServiceDeps = {
   maxTokensPerUser: number;
   /** What goes with a deleted user besides their rows (their connectors' deployments and upstream grants). */
   beforeDelete?: (userId: string) => Promise<void>;
+  /** The grants the user gave MCP clients (the authorization server's): counted, and revoked with a password when asked. */
+  grants?: { count(userId: string): Promise<number>; revokeAll(userId: string): Promise<number> };
 };
 
 const DAY_MS = 86_400_000;
@@ -21,7 +23,7 @@ export const TOKEN_PREFIX = "cst_";
 
 export const digestToken = sha256Hex;
 
-export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete }: UserServiceDeps) {
+export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete, grants }: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
   const userView = (row: UserRow): UserView => ({
     id: row.id,
@@ -36,6 +38,21 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
     created_at: iso(row.created_at),
     expires_at: row.expires_at === null ? null : iso(row.expires_at),
   });
+
+  /** What a new password ends: the user's console sessions but `keep`, and the tokens and grants asked for; and what is left. */
+  async function endWithPassword(userId: string, keep: string | undefined, revoke: { tokens: boolean; grants: boolean }): Promise<PasswordChanged> {
+    const revoked = {
+      console_sessions: await users.deleteSessionsOf(userId, keep),
+      api_tokens: revoke.tokens ? await users.deleteTokensOf(userId) : 0,
+      grants: revoke.grants && grants ? await grants.revokeAll(userId) : 0,
+    };
+    const still_working = {
+      console_sessions: keep === undefined ? 0 : 1,
+      api_tokens: (await users.listTokens(userId)).length,
+      grants: grants ? await grants.count(userId) : 0,
+    };
+    return { revoked, still_working };
+  }
 
   const requireAdmin = (caller: Principal) => {
     if (caller.role !== "admin") throw new Forbidden("Only administrators can manage users");
@@ -104,28 +121,36 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
     },
 
     /**
-     * A user changes their own password, proving the current one; their other console sessions end. A wrong current
-     * password is a failed authentication for `brake` (AUTH__MAX_FAILURES): a stolen session or token must not become
-     * a way to guess the password.
+     * A user changes their own password, proving the current one; their other console sessions end, and their API
+     * tokens and grants too if they ask. The current password is verified under `brake` (AUTH__MAX_FAILURES): a stolen
+     * session or token must not become a way to guess the password.
      */
-    async changeOwnPassword(caller: Principal & { session?: string }, body: ChangePasswordBody, brake: Brake): Promise<void> {
+    async changeOwnPassword(caller: Principal & { session?: string }, body: ChangePasswordBody, brake: Brake): Promise<PasswordChanged> {
       const row = await users.findById(caller.id);
       if (!row) throw new NotFound("The authenticated user no longer exists");
-      brake.check();
-      if (!(await Bun.password.verify(body.current_password, row.password_hash))) {
-        brake.failed();
+      const attempt = brake.attempt(row.username);
+      const right = await Bun.password.verify(body.current_password, row.password_hash).catch((e) => {
+        attempt.succeeded();
+        throw e;
+      });
+      if (!right) {
+        attempt.failed();
         throw invalidField("current_password", "is not your current password");
       }
+      attempt.succeeded();
       await users.updatePassword(row.id, await Bun.password.hash(body.new_password, "argon2id"), clock());
-      await users.deleteSessionsOf(row.id, caller.session);
+      return endWithPassword(row.id, caller.session, { tokens: body.revoke_tokens ?? false, grants: body.revoke_grants ?? false });
     },
 
-    /** An administrator sets another user's password; that user's console sessions end. */
-    async resetPassword(caller: Principal, id: string, body: ResetPasswordBody): Promise<void> {
+    /**
+     * An administrator sets another user's password; that user's console sessions end, and by default their API tokens
+     * and grants too: a reset is what follows a forgotten or a leaked password, and only the user knows which.
+     */
+    async resetPassword(caller: Principal, id: string, body: ResetPasswordBody): Promise<PasswordChanged> {
       requireAdmin(caller);
       if (!(await users.findById(id))) throw new NotFound(`No user ${id}`);
       await users.updatePassword(id, await Bun.password.hash(body.new_password, "argon2id"), clock());
-      await users.deleteSessionsOf(id);
+      return endWithPassword(id, undefined, { tokens: body.revoke_tokens ?? true, grants: body.revoke_grants ?? true });
     },
 
     async me(caller: Principal): Promise<UserView> {

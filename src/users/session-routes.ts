@@ -40,7 +40,7 @@ export function sessionRoutes({ sessions, users, signIn }: SessionRouteDeps, aut
         detail: {
           summary: "Sign in to the console",
           description:
-            "Sets the session cookie (HttpOnly, SameSite=Strict, Secure behind https; 12 hours). The API then accepts it in place of Basic or a token; every change made with it must carry the answer's csrf_token as X-CSRF-Token and come from this service's origin. Wrong passwords count toward AUTH__MAX_FAILURES.",
+            "Sets the session cookie (__Host-cs_session: HttpOnly, SameSite=Strict, Secure; plain cs_session without Secure when the service is plain http to a host other than loopback; 12 hours). The API then accepts it in place of Basic or a token; every change made with it must carry the answer's csrf_token as X-CSRF-Token and come from this service's origin. Wrong passwords count toward AUTH__MAX_FAILURES (per user name and address).",
           security: [],
         },
       },

@@ -4,8 +4,20 @@ import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
 import { sha256Hex } from "../secrets/digest";
 
-/** The web console's session cookie: HttpOnly, SameSite=Strict, Secure when the service is reached over https. */
-export const SESSION_COOKIE = "cs_session";
+/**
+ * The console's session cookie for the service at `publicUrl`: HttpOnly and SameSite=Strict always, and where the
+ * browser takes a Secure cookie — https, and http to localhost or a loopback address (potentially trustworthy origins,
+ * [Secure Contexts §3.1](https://www.w3.org/TR/secure-contexts/#is-origin-trustworthy)) — Secure under the `__Host-` prefix, which a browser accepts only with Secure, Path=/ and no
+ * Domain ([RFC 6265bis §4.1.3.2](https://datatracker.ietf.org/doc/html/draft-ietf-httpbis-rfc6265bis#section-4.1.3.2)): no sibling host and no plain-http page can then set or overwrite it (planting
+ * their own session on the person). Over plain http to any other host a browser would drop a Secure cookie: there it is
+ * `cs_session` without Secure, and start-up warns that the console is not protected.
+ */
+export function sessionCookie(publicUrl: string): { name: string; secure: boolean } {
+  const url = new URL(publicUrl);
+  const host = url.hostname.toLowerCase();
+  const loopback = host === "localhost" || host.endsWith(".localhost") || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  return url.protocol === "https:" || loopback ? { name: "__Host-cs_session", secure: true } : { name: "cs_session", secure: false };
+}
 /** How long a console sign-in lasts; signing in again starts a new one. */
 export const SESSION_TTL_MS = 12 * 3_600_000;
 /** The header a change made with a session must carry: the session's CSRF token (GET /api/v1/session gives it). */
@@ -28,15 +40,19 @@ export type SessionsDeps = { users: UserRepository; clock: () => number; publicU
 export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
   /** The CSRF token of a session, derived from its secret (nothing more to store or leak). */
   const csrfOf = (secret: string) => createHash("sha256").update(`csrf:${secret}`).digest("base64url");
-  const secure = () => (publicUrl().startsWith("https:") ? "; Secure" : "");
-  const cookie = (value: string, maxAgeSeconds: number) => `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure()}`;
+  const cookie = (value: string, maxAgeSeconds: number) => {
+    const { name, secure } = sessionCookie(publicUrl());
+    return `${name}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`;
+  };
 
+  /** The session's secret, from the cookie of this name only: under `__Host-`, a plain `cs_session` someone planted is no session. */
   function secretOf(request: Request): string | undefined {
     const header = request.headers.get("cookie");
     if (!header) return undefined;
+    const { name } = sessionCookie(publicUrl());
     for (const part of header.split(";")) {
       const eq = part.indexOf("=");
-      if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim() || undefined;
+      if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined;
     }
     return undefined;
   }

@@ -51,6 +51,8 @@ export async function startCluster(count = 3, env: Record<string, string> = {}):
     SECRETS__KEY: randomBytes(32).toString("base64"),
     AUTH__ADMIN_PASSWORD: ADMIN.password,
     SERVER__PUBLIC_URL: url,
+    // As the README's layout: nginx's X-Forwarded-For names the client.
+    SERVER__TRUSTED_PROXIES: "127.0.0.1",
     SCHEDULER__INTERVAL_SECONDS: "1",
     LOG__LEVEL: "debug",
     ...env,
@@ -99,6 +101,7 @@ ${ports.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).joi
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_buffering off;
       proxy_request_buffering off;
       proxy_read_timeout 300s;

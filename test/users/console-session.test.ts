@@ -39,20 +39,32 @@ const asConsole = (s: Session, method: string, path: string, options: { body?: u
 };
 
 describe("signing in", () => {
-  test("sets an HttpOnly, SameSite=Strict cookie (Secure behind https) and answers who and the CSRF token", async () => {
+  test("sets an HttpOnly, SameSite=Strict cookie and answers who and the CSRF token", async () => {
     const s = await signIn(t);
+    // The test app's public URL is plain http to a host that is not loopback: no Secure, so no __Host- either.
     expect(s.setCookie).toMatch(/^cs_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
     const me = await asConsole(s, "GET", "/api/v1/session");
     expect(me.status).toBe(200);
     expect(me.body).toMatchObject({ user: { username: "alice", role: "user", disabled: false }, csrf_token: s.csrf });
     expect(me.headers.get("cache-control")).toBe("no-store");
+  });
 
-    const secure = await createTestApp({ publicUrl: "https://cs.example" });
-    try {
-      await secure.user("alice");
-      expect((await signIn(secure)).setCookie).toEndWith("; Secure");
-    } finally {
-      await secure.close();
+  test("behind https and on loopback the cookie is __Host- and Secure, and a plain cs_session someone planted is no session", async () => {
+    for (const publicUrl of ["https://cs.example", "http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000"]) {
+      const app = await createTestApp({ publicUrl });
+      try {
+        await app.user("alice");
+        const s = await signIn(app);
+        expect(s.setCookie, publicUrl).toMatch(/^__Host-cs_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
+        const me = (cookie: string) => app.handle(new Request(`${publicUrl}/api/v1/users/me`, { headers: { cookie } })).then(readResponse);
+        expect((await me(s.cookie)).body.username).toBe("alice");
+        // A sibling host or a plain-http page can set a cookie without the prefix (cookie tossing): it signs nobody in.
+        expectProblem(await me(`cs_session=${s.cookie.split("=")[1]}`), 401);
+        const out = await app.handle(new Request(`${publicUrl}/api/v1/session`, { method: "DELETE", headers: { cookie: s.cookie, "x-csrf-token": s.csrf, origin: new URL(publicUrl).origin } }));
+        expect(out.headers.get("set-cookie")).toBe("__Host-cs_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure");
+      } finally {
+        await app.close();
+      }
     }
   });
 
@@ -122,8 +134,11 @@ describe("using the session", () => {
     const wrong = await asConsole(here, "PUT", "/api/v1/users/me/password", { body: { current_password: "nope", new_password: "a-new-password" } });
     expectProblem(wrong, 422);
     expect(wrong.text).toContain("current_password");
-    expect((await asConsole(here, "PUT", "/api/v1/users/me/password", { body: { current_password: bob.basic.password, new_password: "a-new-password" } })).status).toBe(204);
+    const changed = await asConsole(here, "PUT", "/api/v1/users/me/password", { body: { current_password: bob.basic.password, new_password: "a-new-password" } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toEqual({ revoked: { console_sessions: 1, api_tokens: 0, grants: 0 }, still_working: { console_sessions: 1, api_tokens: 1, grants: 0 } });
     expect((await asConsole(here, "GET", "/api/v1/users/me")).status).toBe(200);
+    expect((await bob.api("GET", "/api/v1/users/me")).status).toBe(200);
     expectProblem(await asConsole(elsewhere, "GET", "/api/v1/users/me"), 401);
     expectProblem(await bob.api("GET", "/api/v1/users/me", { as: bob.basic }), 401);
     expect((await bob.api("GET", "/api/v1/users/me", { as: { username: "bob", password: "a-new-password" } })).status).toBe(200);

@@ -1,4 +1,5 @@
 // Users, for administrators: add, change role, disable or enable, set a password, delete.
+import { describeChange } from "./account.js";
 import { api } from "./api.js";
 import { announce, busy, confirmAction, formDialog, h, hidden, uid, when } from "./dom.js";
 
@@ -145,19 +146,29 @@ function openAdd() {
 
 function openSetPassword(user) {
   const id = uid("new-password");
+  // Checked: a reset usually follows a password someone else may know, and what they made with it should end too.
+  const [tokensId, grantsId] = [uid("revoke-tokens"), uid("revoke-grants")];
+  const revokeTokens = h("input", { type: "checkbox", id: tokensId, checked: true });
+  const revokeGrants = h("input", { type: "checkbox", id: grantsId, checked: true });
   const dialog = formDialog({
     title: `Set ${user.username}'s password`,
     submitLabel: "Set password",
     fields: [
       h("input", { name: "username", autocomplete: "username", value: user.username, hidden: true, readonly: true }),
       passwordField(id, "New password"),
-      h("p", { class: "muted small" }, "Their console sessions end; their API tokens keep working."),
+      h(
+        "fieldset",
+        {},
+        h("legend", {}, "Their console sessions end. Also revoke"),
+        h("label", { class: "choice", for: tokensId }, revokeTokens, h("span", {}, "their API tokens")),
+        h("label", { class: "choice", for: grantsId }, revokeGrants, h("span", {}, "the access they gave MCP clients")),
+      ),
     ],
     submit: () => {
-      const body = { new_password: dialog.querySelector(`#${id}`).value };
+      const body = { new_password: dialog.querySelector(`#${id}`).value, revoke_tokens: revokeTokens.checked, revoke_grants: revokeGrants.checked };
       return async (close) => {
-        await api("POST", `/api/v1/users/${encodeURIComponent(user.id)}/password`, body);
-        announce(`${user.username}'s password was set; their console sessions ended.`);
+        const answer = await api("POST", `/api/v1/users/${encodeURIComponent(user.id)}/password`, body);
+        announce(`${user.username}'s password was set. ${describeChange(answer)}`);
         close();
       };
     },
