@@ -10,6 +10,8 @@ import type { ProxyEntry } from "../proxy/entry";
 import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
+import { createProcessLimits } from "../runtime/process-limits";
+import { chooseSandbox, prepareSandbox, servicePaths } from "../runtime/sandbox";
 import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
@@ -61,6 +63,8 @@ export async function startService(env: Record<string, string | undefined>, opti
     }
     warnIfExpired(tls, clock(), log);
   }
+  // RUNTIME__SANDBOX=bwrap where bwrap cannot run is a setting's error too (its masks are set once the paths exist).
+  const sandbox = config.runtime.driver === "local" ? chooseSandbox(config.runtime.sandbox) : undefined;
   phases.mark("config");
 
   const requestIds = new WeakMap<Request, string>();
@@ -149,7 +153,11 @@ export async function startService(env: Record<string, string | undefined>, opti
               access: config.kubernetes.serviceAccess,
               log: log.child({ component: "runtime" }),
             })
-          : createLocalRuntime({ log: log.child({ component: "runtime" }) }),
+          : createLocalRuntime({
+              log: log.child({ component: "runtime" }),
+              sandbox: prepareSandbox(sandbox!, servicePaths(config), log.child({ component: "runtime" })),
+              limits: createProcessLimits(config.runtime),
+            }),
     };
     services = createServices(deps);
     phases.mark("services");

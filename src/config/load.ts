@@ -24,7 +24,8 @@ export type Config = {
   auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; failureWindowMs: number; maxTokensPerUser: number };
   connector: { maxPerUser: number };
   presets: readonly Preset[];
-  runtime: { driver: "local" | "kubernetes" };
+  /** Managed stdio servers: where they run; the local driver's sandbox (undefined: bwrap where it runs) and process caps. */
+  runtime: { driver: "local" | "kubernetes"; sandbox: "bwrap" | "none" | undefined; maxProcessesPerUser: number; maxProcesses: number };
   kubernetes: { namespace: string; gatewayImage: string; serviceAccess: "dns" | "proxy" };
   log: { level: "debug" | "info" | "warn" | "error" };
   security: { blockPrivateNetworks: boolean };
@@ -193,7 +194,12 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     },
     connector: { maxPerUser: raw.connector.max_per_user },
     presets,
-    runtime: { driver: raw.runtime.driver },
+    runtime: {
+      driver: raw.runtime.driver,
+      sandbox: raw.runtime.sandbox,
+      maxProcessesPerUser: raw.runtime.max_processes_per_user,
+      maxProcesses: raw.runtime.max_processes,
+    },
     kubernetes: {
       namespace: raw.kubernetes.namespace ?? inClusterNamespace() ?? "default",
       gatewayImage: raw.kubernetes.gateway_image ?? "",

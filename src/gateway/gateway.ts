@@ -1,4 +1,8 @@
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { AppError } from "../http-errors/errors";
+import { problemResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
+import { readPostBody } from "./json-answers";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
 import { openSession, type GatewaySession, type StdioCommand } from "./session";
@@ -28,6 +32,20 @@ export type GatewayOptions = {
   idleSessionMs?: number;
   /** The deployment's token (token.ts): /mcp answers only requests that carry it. */
   token?: string;
+  /**
+   * Takes a place for one more server process, or throws an AppError (answered as a problem document): the local
+   * driver's caps (runtime/process-limits.ts). The function returned gives the place back when the process is gone.
+   */
+  admit?: () => () => void;
+};
+
+/**
+ * [MCP 2025-11-25 lifecycle §"Initialization"](https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#initialization):
+ * only an initialize request starts a session, and it comes alone (the SDK's transport refuses it in a batch).
+ */
+const startsSession = (parsed: unknown) => {
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  return messages.length === 1 && isInitializeRequest(messages[0]);
 };
 
 /** New sessions in a row whose server exited before answering, after which the server is said to crash-loop. */
@@ -38,7 +56,7 @@ export const CRASH_LOOP_STARTS = 3;
  * A new session (an `initialize` without Mcp-Session-Id) starts its own server process; later requests
  * name their session; DELETE, or the process exiting, ends it. The number of processes is bounded.
  */
-export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000, token }: GatewayOptions): SessionGateway {
+export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000, token, admit }: GatewayOptions): SessionGateway {
   const sessions = new Map<string, GatewaySession>();
   const pending = new Set<GatewaySession>();
   // Consecutive sessions whose server could not start, and why the last one could not: the deployment's health.
@@ -69,11 +87,24 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
       return session.handle(request);
     }
     if (request.method !== "POST") return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");
+    // Read before any process starts: a POST that cannot start a session must not cost one.
+    const body = await readPostBody(request);
+    if (body === undefined) return jsonRpcError(415, "Unsupported Media Type: Content-Type must be application/json");
+    if ("refused" in body) return body.refused;
+    if (!startsSession(body.parsed)) return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required (only an initialize request starts a session)");
     if (sessions.size + pending.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
+    let release: (() => void) | undefined;
+    try {
+      release = admit?.();
+    } catch (e) {
+      if (e instanceof AppError) return problemResponse(e);
+      throw e;
+    }
     let session: GatewaySession;
     try {
       session = await openSession(stdio, log, {
         closed(s) {
+          release?.();
           pending.delete(s);
           if (s.transport.sessionId) sessions.delete(s.transport.sessionId);
           const why = s.failedToStart();
@@ -82,12 +113,13 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
         answered: () => (failedStarts = 0),
       });
     } catch (e) {
+      release?.();
       log.error("could not start the stdio server", { command: stdio.command, error: (e as Error).message });
       failedToStart(`The stdio server could not be started: ${(e as Error).message}`);
       return jsonRpcError(502, `The stdio server could not be started: ${(e as Error).message}`);
     }
     pending.add(session);
-    let response = await session.transport.handleRequest(request);
+    let response = await session.transport.handleRequest(request, { parsedBody: body.parsed });
     pending.delete(session);
     // A server that exits at once can be gone before its transport saw the request, which then answers as if the
     // session were unknown: the client is told why instead.
@@ -95,7 +127,7 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
     if (exited && !response.ok) response = jsonRpcError(502, exited);
     // Kept only if it started and still runs (its process may have exited while the answer was written).
     if (session.transport.sessionId && !session.ended()) sessions.set(session.transport.sessionId, session);
-    else await session.close(); // not an initialize (the transport refused it), or over already: nothing to keep
+    else await session.close(); // refused by the transport (a bad Accept, say), or over already: nothing to keep
     return response;
   }
 
