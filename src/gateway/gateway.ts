@@ -2,6 +2,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { AppError } from "../http-errors/errors";
 import { problemResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
+import { IDLE_SESSION_MS, sweepIdleSessions } from "./idle";
 import { readPostBody } from "./json-answers";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
@@ -25,10 +26,7 @@ export type GatewayOptions = {
   stdio: StdioCommand;
   log: Logger;
   maxSessions?: number;
-  /**
-   * A session with no request for this long is closed with its process: MCP clients often go away without
-   * the DELETE that would end it. The client then gets 404 and starts a new session.
-   */
+  /** A session with no request for this long is closed with its process (idle.ts). */
   idleSessionMs?: number;
   /** The deployment's token (token.ts): /mcp answers only requests that carry it. */
   token?: string;
@@ -56,7 +54,7 @@ export const CRASH_LOOP_STARTS = 3;
  * A new session (an `initialize` without Mcp-Session-Id) starts its own server process; later requests
  * name their session; DELETE, or the process exiting, ends it. The number of processes is bounded.
  */
-export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000, token, admit }: GatewayOptions): SessionGateway {
+export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = IDLE_SESSION_MS, token, admit }: GatewayOptions): SessionGateway {
   const sessions = new Map<string, GatewaySession>();
   const pending = new Set<GatewaySession>();
   // Consecutive sessions whose server could not start, and why the last one could not: the deployment's health.
@@ -66,16 +64,10 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
     failedStarts++;
     lastFailure = why;
   };
-  const sweep = setInterval(() => {
-    const cutoff = Date.now() - idleSessionMs;
-    for (const session of sessions.values()) {
-      if (session.lastActive < cutoff) {
-        log.info("closing an idle session", { session: session.transport.sessionId, pid: session.pid() });
-        void session.close();
-      }
-    }
-  }, Math.min(60_000, idleSessionMs));
-  sweep.unref();
+  const stopSweep = sweepIdleSessions(() => sessions.values(), idleSessionMs, (session) => {
+    log.info("closing an idle session", { session: session.transport.sessionId, pid: session.pid() });
+    void session.close();
+  });
 
   async function mcp(request: Request): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
@@ -144,7 +136,7 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
         ? { ready: true }
         : { ready: false, reason: `the server exited before answering in ${failedStarts} sessions in a row (last: ${lastFailure})` },
     async close() {
-      clearInterval(sweep);
+      stopSweep();
       await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()));
     },
   };
