@@ -11,7 +11,7 @@ import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
 import { createProcessLimits } from "../runtime/process-limits";
-import { chooseSandbox, prepareSandbox, servicePaths } from "../runtime/sandbox";
+import { chooseSandbox, prepareSandbox, SandboxUnavailable, servicePaths, type SandboxChoice } from "../runtime/sandbox";
 import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
@@ -64,7 +64,13 @@ export async function startService(env: Record<string, string | undefined>, opti
     warnIfExpired(tls, clock(), log);
   }
   // RUNTIME__SANDBOX=bwrap where bwrap cannot run is a setting's error too (its masks are set once the paths exist).
-  const sandbox = config.runtime.driver === "local" ? chooseSandbox(config.runtime.sandbox) : undefined;
+  let sandbox: SandboxChoice | undefined;
+  try {
+    sandbox = config.runtime.driver === "local" ? chooseSandbox(config.runtime.sandbox) : undefined;
+  } catch (e) {
+    if (e instanceof SandboxUnavailable) throw new ConfigError("RUNTIME__SANDBOX", e.message);
+    throw e;
+  }
   phases.mark("config");
 
   const requestIds = new WeakMap<Request, string>();

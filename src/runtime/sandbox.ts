@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, sep } from "node:path";
-import { ConfigError, type Config } from "../config/load";
 import type { StdioCommand } from "../gateway/session";
 import type { Logger } from "../observability/logger";
 
@@ -31,7 +30,14 @@ export type ServicePaths = {
   homes: string[];
 };
 
-export const servicePaths = (config: Config): ServicePaths => ({
+/** The settings that say where the service's secrets are (config/load.ts's Config has them). */
+type SecretSettings = {
+  database: { path: string; url: string | undefined };
+  secrets: { keyFile: string | undefined };
+  server: { tls: { keyFile: string } | undefined };
+};
+
+export const servicePaths = (config: SecretSettings): ServicePaths => ({
   database: config.database.path === ":memory:" || config.database.url !== undefined ? undefined : config.database.path,
   keyFile: config.secrets.keyFile,
   files: config.server.tls ? [config.server.tls.keyFile] : [],
@@ -128,19 +134,22 @@ export function trialRun(program: string): string | undefined {
   return said || (result.exitCode === null ? "it did not finish within 10 s" : `it exited with code ${result.exitCode}`);
 }
 
+/** RUNTIME__SANDBOX=bwrap, and bwrap cannot run here: the start stops (a setting's error, exit code 2). */
+export class SandboxUnavailable extends Error {}
+
 /** RUNTIME__SANDBOX decided: bwrap's program, or none and why. */
 export type SandboxChoice = { kind: "bwrap"; program: string; reason: string } | { kind: "none"; reason: string; fellBack: boolean };
 
 /**
  * RUNTIME__SANDBOX, decided at start before anything is created. Unset: bwrap when it is on PATH and a trial run
- * works, else none (said in a warning). `bwrap` that cannot run stops the start (ConfigError: one line, exit code 2).
+ * works, else none (said in a warning). `bwrap` that cannot run throws SandboxUnavailable.
  */
 export function chooseSandbox(setting: "bwrap" | "none" | undefined, which: (program: string) => string | null = Bun.which, trial = trialRun): SandboxChoice {
   if (setting === "none") return { kind: "none", reason: "RUNTIME__SANDBOX=none", fellBack: false };
   const program = which("bwrap");
   const why = program === null ? "bwrap is not on PATH (Debian's bubblewrap package)" : trial(program);
   if (why === undefined) return { kind: "bwrap", program: program!, reason: setting === "bwrap" ? "RUNTIME__SANDBOX=bwrap" : "RUNTIME__SANDBOX unset, and bwrap runs here" };
-  if (setting === "bwrap") throw new ConfigError("RUNTIME__SANDBOX", `is bwrap, but bwrap cannot run here: ${why} (install bubblewrap, or set RUNTIME__SANDBOX=none)`);
+  if (setting === "bwrap") throw new SandboxUnavailable(`is bwrap, but bwrap cannot run here: ${why} (install bubblewrap, or set RUNTIME__SANDBOX=none)`);
   return { kind: "none", reason: `RUNTIME__SANDBOX unset, and ${why}`, fellBack: true };
 }
 

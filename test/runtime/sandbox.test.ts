@@ -2,9 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ConfigError } from "../../src/config/load";
 import { createLogger } from "../../src/observability/logger";
-import { bwrapArgs, chooseSandbox, prepareSandbox } from "../../src/runtime/sandbox";
+import { bwrapArgs, chooseSandbox, prepareSandbox, SandboxUnavailable } from "../../src/runtime/sandbox";
 import { probeCommand } from "../peers/probe-server";
 import { mcpClient, proxyUrl, toolText } from "../support/mcp";
 import { startTestService, type TestService } from "../support/service";
@@ -161,7 +160,7 @@ describe("choosing the sandbox", () => {
     expect(JSON.parse(lines[0]!).msg).toContain("install bubblewrap, or set RUNTIME__SANDBOX=none");
   });
 
-  test("RUNTIME__SANDBOX=bwrap where it cannot run is a configuration error naming the setting", () => {
+  test("RUNTIME__SANDBOX=bwrap where it cannot run refuses to start (the CLI test below: a configuration error)", () => {
     for (const [which, trial] of [[missing, () => undefined], [found, () => "bwrap: setting up uid map: Permission denied"]] as const) {
       let error: unknown;
       try {
@@ -169,8 +168,8 @@ describe("choosing the sandbox", () => {
       } catch (e) {
         error = e;
       }
-      expect(error).toBeInstanceOf(ConfigError);
-      expect((error as ConfigError).message).toStartWith("RUNTIME__SANDBOX: is bwrap, but bwrap cannot run here: ");
+      expect(error).toBeInstanceOf(SandboxUnavailable);
+      expect((error as Error).message).toStartWith("is bwrap, but bwrap cannot run here: ");
     }
   });
 
