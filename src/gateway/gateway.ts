@@ -118,8 +118,11 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = ID
     const exited = session.failedToStart();
     if (exited && !response.ok) response = jsonRpcError(502, exited);
     // Kept only if it started and still runs (its process may have exited while the answer was written).
-    if (session.transport.sessionId && !session.ended()) sessions.set(session.transport.sessionId, session);
-    else await session.close(); // refused by the transport (a bad Accept, say), or over already: nothing to keep
+    if (session.transport.sessionId && !session.ended()) {
+      // Idle from now: a server slow to start (longer than idleSessionMs) must not see its session swept at once.
+      session.lastActive = Date.now();
+      sessions.set(session.transport.sessionId, session);
+    } else await session.close(); // refused by the transport (a bad Accept, say), or over already: nothing to keep
     return response;
   }
 
