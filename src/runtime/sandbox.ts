@@ -60,7 +60,10 @@ const databaseFiles = (file: string) => [file, `${file}-wal`, `${file}-shm`, `${
 
 function envFiles(dir: string): string[] {
   try {
-    return readdirSync(dir).filter((name) => name.startsWith(".env")).map((name) => join(dir, name));
+    // Files only: /dev/null cannot be bound over a directory (a `.env` directory would stop every server starting).
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.name.startsWith(".env") && (entry.isFile() || entry.isSymbolicLink()))
+      .map((entry) => join(dir, entry.name));
   } catch {
     return []; // a working directory the service cannot list: neither can the server
   }
@@ -101,14 +104,14 @@ export function bwrapArgs(paths: ServicePaths): { args: string[]; home: string; 
   // The working directory, when it holds them (the default ./data): it may hold more (backups, settings, .env).
   const cwd = real(paths.cwd);
   if (cwd && cwd !== sep && secretDirs.some((dir) => within(dir, cwd))) dirs.push(cwd);
-  for (const file of paths.files) files.push(real(file) ?? file);
+  files.push(...paths.files);
   // `bun` run from a checkout reads .env files from its working directory (the built binary does not).
   if (cwd) files.push(...envFiles(cwd));
 
   // Parents before children; nothing under a masked directory needs a mask of its own (/tmp is in BASE_ARGS).
   const masked: string[] = [];
   for (const dir of [...new Set(dirs)].sort((a, b) => a.length - b.length)) if (!masked.some((m) => within(dir, m))) masked.push(dir);
-  const maskedFiles = [...new Set(files)].filter((file) => existsSync(file) && !masked.some((m) => within(file, m)));
+  const maskedFiles = [...new Set(files.map((file) => real(file) ?? file))].filter((file) => existsSync(file) && !isDir(file) && !masked.some((m) => within(file, m)));
   const args = [
     ...BASE_ARGS,
     ...masked.filter((dir) => dir !== "/tmp").flatMap((dir) => ["--tmpfs", dir]),
