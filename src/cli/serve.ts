@@ -4,13 +4,15 @@ import { openStore } from "../db/open";
 import type { Store } from "../db/store";
 import { ServiceUnavailable } from "../http-errors/errors";
 import { problemResponse } from "../http-errors/problem";
-import { clientAddress } from "../http/client-address";
+import { clientAddress } from "../security/client-address";
 import type { RequestIds } from "../http/request-id";
 import { readTlsCertificate, startServer, TlsFileError, type Fetch, type RunningServer, type TlsCertificate } from "../http/server";
 import type { ProxyEntry } from "../proxy/entry";
 import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
+import { createProcessLimits } from "../runtime/process-limits";
+import { chooseSandbox, prepareSandbox, SandboxUnavailable, servicePaths, type SandboxChoice } from "../runtime/sandbox";
 import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey } from "../secrets/key";
@@ -62,6 +64,14 @@ export async function startService(env: Record<string, string | undefined>, opti
       throw e;
     }
     warnIfExpired(tls, clock(), log);
+  }
+  // RUNTIME__SANDBOX=bwrap where bwrap cannot run is a setting's error too (its masks are set once the paths exist).
+  let sandbox: SandboxChoice | undefined;
+  try {
+    sandbox = config.runtime.driver === "local" ? chooseSandbox(config.runtime.sandbox) : undefined;
+  } catch (e) {
+    if (e instanceof SandboxUnavailable) throw new ConfigError("RUNTIME__SANDBOX", e.message);
+    throw e;
   }
   phases.mark("config");
 
@@ -152,7 +162,11 @@ export async function startService(env: Record<string, string | undefined>, opti
               access: config.kubernetes.serviceAccess,
               log: log.child({ component: "runtime" }),
             })
-          : createLocalRuntime({ log: log.child({ component: "runtime" }) }),
+          : createLocalRuntime({
+              log: log.child({ component: "runtime" }),
+              sandbox: prepareSandbox(sandbox!, servicePaths(config), log.child({ component: "runtime" })),
+              limits: createProcessLimits(config.runtime),
+            }),
     };
     services = createServices(deps);
     phases.mark("services");

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from "node:path";
 import { BUILTIN_PRESETS } from "../presets/builtin";
 import type { Preset } from "../presets/model";
 import { parsePresets } from "../presets/parse";
-import { parseTrustedProxies, type TrustedProxies } from "../http/client-address";
+import { parseTrustedProxies, type TrustedProxies } from "../security/client-address";
 import { ConfigSchema, LIST_SETTINGS, SECRET_SETTINGS, type RawConfig } from "./schema";
 
 export type Config = {
@@ -18,7 +18,7 @@ export type Config = {
     shutdownTimeoutMs: number;
     /** PEM files (absolute paths) to serve https with, read at start and again on SIGHUP; both or neither. */
     tls: { certFile: string; keyFile: string } | undefined;
-    /** Peers whose X-Forwarded-For / Forwarded name the client (http/client-address.ts). */
+    /** Peers whose X-Forwarded-For / Forwarded name the client (security/client-address.ts). */
     trustedProxies: TrustedProxies;
   };
   database: { path: string; url: string | undefined; maxConnections: number; checkpointThread: boolean };
@@ -27,7 +27,8 @@ export type Config = {
   auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; maxAddressFailures: number; failureWindowMs: number; maxTokensPerUser: number };
   connector: { maxPerUser: number };
   presets: readonly Preset[];
-  runtime: { driver: "local" | "kubernetes" };
+  /** Managed stdio servers: where they run; the local driver's sandbox (undefined: bwrap where it runs) and process caps. */
+  runtime: { driver: "local" | "kubernetes"; sandbox: "bwrap" | "none" | undefined; maxProcessesPerUser: number; maxProcesses: number };
   kubernetes: { namespace: string; gatewayImage: string; serviceAccess: "dns" | "proxy" };
   log: { level: "debug" | "info" | "warn" | "error" };
   security: { blockPrivateNetworks: boolean };
@@ -209,7 +210,12 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     },
     connector: { maxPerUser: raw.connector.max_per_user },
     presets,
-    runtime: { driver: raw.runtime.driver },
+    runtime: {
+      driver: raw.runtime.driver,
+      sandbox: raw.runtime.sandbox,
+      maxProcessesPerUser: raw.runtime.max_processes_per_user,
+      maxProcesses: raw.runtime.max_processes,
+    },
     kubernetes: {
       namespace: raw.kubernetes.namespace ?? inClusterNamespace() ?? "default",
       gatewayImage: raw.kubernetes.gateway_image ?? "",

@@ -39,7 +39,13 @@ export const ConfigSchema = t.Object({
     presets: t.Optional(t.String({ description: "a JSON array of presets" })),
     max_per_user: t.Integer({ minimum: 1, maximum: 1_000_000, default: 1000, description: "an integer from 1 to 1000000" }),
   }),
-  runtime: t.Object({ driver: t.Union([t.Literal("local"), t.Literal("kubernetes")], { default: "local", description: "local or kubernetes" }) }),
+  runtime: t.Object({
+    driver: t.Union([t.Literal("local"), t.Literal("kubernetes")], { default: "local", description: "local or kubernetes" }),
+    // Unset: bwrap where it runs, else none with a warning (runtime/sandbox.ts).
+    sandbox: t.Optional(t.Union([t.Literal("bwrap"), t.Literal("none")], { description: "bwrap or none" })),
+    max_processes_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 8, description: "an integer from 1 to 100000" }),
+    max_processes: t.Integer({ minimum: 1, maximum: 100_000, default: 32, description: "an integer from 1 to 100000" }),
+  }),
   kubernetes: t.Object({
     namespace: t.Optional(t.String({ pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 63, description: "a Kubernetes namespace name" })),
     gateway_image: t.Optional(t.String({ minLength: 1, description: "a container image reference" })),

@@ -1,7 +1,7 @@
 import type { ConnectorCredentials } from "../connectors/credentials";
 import type { ConnectorRepository, ConnectorRow } from "../connectors/repository";
 import type { Transitions } from "../connectors/transitions";
-import { Conflict } from "../http-errors/errors";
+import { Conflict, TooManyRequests } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { PresetCatalog } from "../presets/catalog";
 import { DeploymentFailed, type Runtime } from "../runtime/runtime";
@@ -53,9 +53,14 @@ export function createDeployments(deps: DeploymentsDeps) {
     try {
       const stdio = stdioOf(row);
       if (!stdio) throw new DeploymentFailed(`no preset with a stdio configuration matches ${row.url} any more`);
-      await runtime.deploy({ connectorId: row.id, stdio, accessToken: deps.credentials.accessToken(row) });
+      await runtime.deploy({ connectorId: row.id, ownerId: row.owner_id, stdio, accessToken: deps.credentials.accessToken(row) });
       started(row, stdio.image, "restarted by reconciliation");
     } catch (e) {
+      if (e instanceof TooManyRequests) {
+        // The owner's (or the service's) process cap is reached for now: not the server's fault; the next run retries.
+        deps.log.warn("deployment deferred: no process place free", { connector_id: row.id, owner_id: row.owner_id, reason: e.detail });
+        return;
+      }
       deps.log.warn("deployment failed to start", { connector_id: row.id, owner_id: row.owner_id, error: (e as Error).message });
       await transitions.disconnectIfConnected(row.id, `The managed server could not be restarted: ${(e as Error).message}`);
     }
@@ -84,7 +89,7 @@ export function createDeployments(deps: DeploymentsDeps) {
       }
       deploying.add(row.id);
       try {
-        await runtime.deploy({ connectorId: row.id, stdio, accessToken });
+        await runtime.deploy({ connectorId: row.id, ownerId: row.owner_id, stdio, accessToken });
         started(row, stdio.image, "connect");
       } catch (e) {
         deps.log.warn("deployment failed to start", { connector_id: row.id, owner_id: row.owner_id, error: (e as Error).message });

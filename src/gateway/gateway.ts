@@ -1,4 +1,9 @@
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { AppError } from "../http-errors/errors";
+import { problemResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
+import { IDLE_SESSION_MS, sweepIdleSessions } from "./idle";
+import { readPostBody } from "./json-answers";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
 import { openSession, type GatewaySession, type StdioCommand } from "./session";
@@ -21,13 +26,24 @@ export type GatewayOptions = {
   stdio: StdioCommand;
   log: Logger;
   maxSessions?: number;
-  /**
-   * A session with no request for this long is closed with its process: MCP clients often go away without
-   * the DELETE that would end it. The client then gets 404 and starts a new session.
-   */
+  /** A session with no request for this long is closed with its process (idle.ts). */
   idleSessionMs?: number;
   /** The deployment's token (token.ts): /mcp answers only requests that carry it. */
   token?: string;
+  /**
+   * Takes a place for one more server process, or throws an AppError (answered as a problem document): the local
+   * driver's caps (runtime/process-limits.ts). The function returned gives the place back when the process is gone.
+   */
+  admit?: () => () => void;
+};
+
+/**
+ * [MCP 2025-11-25 lifecycle §"Initialization"](https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#initialization):
+ * only an initialize request starts a session, and it comes alone (the SDK's transport refuses it in a batch).
+ */
+const startsSession = (parsed: unknown) => {
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  return messages.length === 1 && isInitializeRequest(messages[0]);
 };
 
 /** New sessions in a row whose server exited before answering, after which the server is said to crash-loop. */
@@ -38,7 +54,7 @@ export const CRASH_LOOP_STARTS = 3;
  * A new session (an `initialize` without Mcp-Session-Id) starts its own server process; later requests
  * name their session; DELETE, or the process exiting, ends it. The number of processes is bounded.
  */
-export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15 * 60_000, token }: GatewayOptions): SessionGateway {
+export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = IDLE_SESSION_MS, token, admit }: GatewayOptions): SessionGateway {
   const sessions = new Map<string, GatewaySession>();
   const pending = new Set<GatewaySession>();
   // Consecutive sessions whose server could not start, and why the last one could not: the deployment's health.
@@ -48,16 +64,10 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
     failedStarts++;
     lastFailure = why;
   };
-  const sweep = setInterval(() => {
-    const cutoff = Date.now() - idleSessionMs;
-    for (const session of sessions.values()) {
-      if (session.lastActive < cutoff) {
-        log.info("closing an idle session", { session: session.transport.sessionId, pid: session.pid() });
-        void session.close();
-      }
-    }
-  }, Math.min(60_000, idleSessionMs));
-  sweep.unref();
+  const stopSweep = sweepIdleSessions(() => sessions.values(), idleSessionMs, (session) => {
+    log.info("closing an idle session", { session: session.transport.sessionId, pid: session.pid() });
+    void session.close();
+  });
 
   async function mcp(request: Request): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
@@ -69,11 +79,24 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
       return session.handle(request);
     }
     if (request.method !== "POST") return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");
+    // Read before any process starts: a POST that cannot start a session must not cost one.
+    const body = await readPostBody(request);
+    if (body === undefined) return jsonRpcError(415, "Unsupported Media Type: Content-Type must be application/json");
+    if ("refused" in body) return body.refused;
+    if (!startsSession(body.parsed)) return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required (only an initialize request starts a session)");
     if (sessions.size + pending.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
+    let release: (() => void) | undefined;
+    try {
+      release = admit?.();
+    } catch (e) {
+      if (e instanceof AppError) return problemResponse(e);
+      throw e;
+    }
     let session: GatewaySession;
     try {
       session = await openSession(stdio, log, {
         closed(s) {
+          release?.();
           pending.delete(s);
           if (s.transport.sessionId) sessions.delete(s.transport.sessionId);
           const why = s.failedToStart();
@@ -82,20 +105,24 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
         answered: () => (failedStarts = 0),
       });
     } catch (e) {
+      release?.();
       log.error("could not start the stdio server", { command: stdio.command, error: (e as Error).message });
       failedToStart(`The stdio server could not be started: ${(e as Error).message}`);
       return jsonRpcError(502, `The stdio server could not be started: ${(e as Error).message}`);
     }
     pending.add(session);
-    let response = await session.transport.handleRequest(request);
+    let response = await session.transport.handleRequest(request, { parsedBody: body.parsed });
     pending.delete(session);
     // A server that exits at once can be gone before its transport saw the request, which then answers as if the
     // session were unknown: the client is told why instead.
     const exited = session.failedToStart();
     if (exited && !response.ok) response = jsonRpcError(502, exited);
     // Kept only if it started and still runs (its process may have exited while the answer was written).
-    if (session.transport.sessionId && !session.ended()) sessions.set(session.transport.sessionId, session);
-    else await session.close(); // not an initialize (the transport refused it), or over already: nothing to keep
+    if (session.transport.sessionId && !session.ended()) {
+      // Idle from now: a server slow to start (longer than idleSessionMs) must not see its session swept at once.
+      session.lastActive = Date.now();
+      sessions.set(session.transport.sessionId, session);
+    } else await session.close(); // refused by the transport (a bad Accept, say), or over already: nothing to keep
     return response;
   }
 
@@ -112,7 +139,7 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = 15
         ? { ready: true }
         : { ready: false, reason: `the server exited before answering in ${failedStarts} sessions in a row (last: ${lastFailure})` },
     async close() {
-      clearInterval(sweep);
+      stopSweep();
       await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()));
     },
   };

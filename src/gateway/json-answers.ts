@@ -23,10 +23,10 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 type Message = { method?: unknown; id?: unknown; params?: { _meta?: { progressToken?: unknown } } };
 
-type PostBody = { parsed: unknown } | { refused: Response };
+export type PostBody = { parsed: unknown } | { refused: Response };
 
 /** A JSON POST's body, read (to decide how to answer) and parsed; undefined for any other request, left unread. */
-async function readPostBody(request: Request): Promise<PostBody | undefined> {
+export async function readPostBody(request: Request): Promise<PostBody | undefined> {
   if (request.method !== "POST" || !(request.headers.get("content-type") ?? "").startsWith("application/json")) return undefined;
   const bytes = await readRequestCapped(request, MAX_BODY_BYTES);
   if (!bytes) return { refused: jsonRpcError(413, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`) };

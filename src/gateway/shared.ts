@@ -4,6 +4,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
 import type { Gateway } from "./gateway";
+import { IDLE_SESSION_MS, sweepIdleSessions } from "./idle";
 import { answerInSession, type ServerTransport } from "./json-answers";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
@@ -23,7 +24,21 @@ const INIT_ID = "gateway-initialize";
  * as gateway-unique values and come back as the session's own; responses and progress go only to the session
  * that asked. Notifications not tied to a request (logging, list changes) go to every session.
  */
-export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token }: { server: Transport; log: Logger; initTimeoutMs?: number; token?: string }): Gateway & {
+export type SharedGatewayOptions = {
+  server: Transport;
+  log: Logger;
+  initTimeoutMs?: number;
+  token?: string;
+  /**
+   * Sessions kept at most. They share one process, so each costs only the gateway's memory; but clients that never
+   * DELETE leave theirs behind until the idle sweep, and the sidecar's memory is limited (kubernetes/manifests.ts).
+   */
+  maxSessions?: number;
+  /** A session with no request for this long is closed (idle.ts). */
+  idleSessionMs?: number;
+};
+
+export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token, maxSessions = 1000, idleSessionMs = IDLE_SESSION_MS }: SharedGatewayOptions): Gateway & {
   /** Resolves once the server answered initialize; rejects if it does not. */
   ready(): Promise<void>;
   /** Resolves when the server's stdio is gone (the gateway is then of no use). */
@@ -149,6 +164,7 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
       session.lastActive = Date.now();
       return answerInSession(request, session.transport, (message, via) => fromClient(session, message as Message, via));
     }
+    if (sessions.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
     const session: Session = { id: "", transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() }), lastActive: Date.now() };
     session.transport.onmessage = (message) => fromClient(session, message as Message);
     session.transport.onclose = () => {
@@ -170,6 +186,11 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
     return response;
   }
 
+  const stopSweep = sweepIdleSessions(() => sessions.values(), idleSessionMs, (session) => {
+    log.info("closing an idle session", { session: session.id });
+    void session.transport.close();
+  });
+
   const shared = {
     ready: () => readyPromise,
     ended: () => endedPromise,
@@ -185,6 +206,7 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
     async close() {
       if (closed) return;
       closed = true;
+      stopSweep();
       answerWaiting(() => true, "The MCP server went away before it answered");
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       await server.close().catch(() => undefined);

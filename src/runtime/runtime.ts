@@ -4,6 +4,8 @@ import type { Preset } from "../presets/model";
 /** What a managed stdio connector runs: its preset's stdio configuration and the connect request's token. */
 export type DeploymentSpec = {
   connectorId: string;
+  /** The connector's owner: its server processes count toward this user's cap (local driver). */
+  ownerId: string;
   stdio: NonNullable<Preset["stdio"]>;
   accessToken: string | null;
 };

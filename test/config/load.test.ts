@@ -17,7 +17,7 @@ describe("defaults", () => {
     expect(config.server).toMatchObject({ host: "127.0.0.1", port: 8000, publicUrl: undefined });
     expect(config.database.path).toEndWith("/data/connector-service.db");
     expect(config.secrets.keyFile).toEndWith("/data/secret.key");
-    expect(config.runtime.driver).toBe("local");
+    expect(config.runtime).toEqual({ driver: "local", sandbox: undefined, maxProcessesPerUser: 8, maxProcesses: 32 });
     expect(config.presets.map((p) => p.url)).toEqual([
       "https://mcp.stripe.com",
       "https://mcp.box.com",
@@ -39,6 +39,8 @@ describe("a bad value names the variable", () => {
     ["SERVER__PROT", "8000", "SERVER__PROT: unknown setting"],
     ["RUNTIME__DRIVER", "kubernetes", "KUBERNETES__GATEWAY_IMAGE: must be set when RUNTIME__DRIVER=kubernetes"],
     ["KUBERNETES__SERVICE_ACCESS", "tunnel", "KUBERNETES__SERVICE_ACCESS: must be dns or proxy"],
+    ["RUNTIME__SANDBOX", "firejail", "RUNTIME__SANDBOX: must be bwrap or none"],
+    ["RUNTIME__MAX_PROCESSES_PER_USER", "0", "RUNTIME__MAX_PROCESSES_PER_USER: must be an integer from 1 to 100000"],
     ["API__MAX_BODY_BYTES", "12", "API__MAX_BODY_BYTES: must be an integer of at least 1024"],
   ])("%s=%p is refused with %p", (name, value, message) => {
     expect(error({ [name]: value })).toContain(message);

@@ -185,8 +185,9 @@ describe("a managed server that crash-loops", () => {
     const command = ["sh", "-c", `test -e ${broken} && { echo 'fatal: config vanished' >&2; exit 3; }; exec node ${EVERYTHING} stdio`];
     const presets = JSON.stringify([{ url: "mcp+stdio://flaky", metadata: { name: "Flaky" }, stdio: { image: "example/flaky", command } }]);
     const clock = steppedClock(Date.now());
-    // The local runtime: SQLite in both runs of the suite (on PostgreSQL managed servers need Kubernetes).
-    const service = await startTestService({ CONNECTOR__PRESETS: presets, DATABASE__PATH: ":memory:" }, { clock: clock.now });
+    // The local runtime: SQLite in both runs of the suite (on PostgreSQL managed servers need Kubernetes). No sandbox:
+    // the server must see the test's file in /tmp, which bwrap would replace with its own.
+    const service = await startTestService({ CONNECTOR__PRESETS: presets, DATABASE__PATH: ":memory:", RUNTIME__SANDBOX: "none" }, { clock: clock.now });
     const processes = () => Bun.spawnSync(["pgrep", "-f", `${EVERYTHING} stdio|${broken}`]).stdout.toString().split("\n").filter(Boolean);
     const initialize = () =>
       fetch(proxyUrl(service, id), {

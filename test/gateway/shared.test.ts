@@ -35,6 +35,24 @@ test("one shared server process: ids and progress tokens are rewritten, so concu
   await http.stop(true);
 });
 
+test("sessions are bounded: at most maxSessions are kept, and an idle one is closed (clients that never DELETE leave theirs behind)", async () => {
+  const log = createLogger({ level: "error", write: () => {} });
+  const server = new StdioClientTransport({ command: "node", args: [EVERYTHING, "stdio"], stderr: "ignore" });
+  const gateway = createSharedGateway({ server, log, maxSessions: 2, idleSessionMs: 300 });
+  await gateway.ready();
+  const http = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: gateway.fetch });
+  const url = `http://127.0.0.1:${http.port}/mcp`;
+  const [a] = await Promise.all([mcpClient(url, null), mcpClient(url, null)]);
+  expect(gateway.sessionCount()).toBe(2);
+  await expect(mcpClient(url, null)).rejects.toThrow(/503|Too many sessions/);
+  await waitFor("the idle sweep", () => gateway.sessionCount() === 0, 5_000);
+  await expect(a.client.listTools()).rejects.toThrow(/404|Session not found/);
+  expect(gateway.sessionCount()).toBe(0);
+  await mcpClient(url, null); // room again
+  await gateway.close();
+  await http.stop(true);
+});
+
 // The Kubernetes pod's wiring, on loopback: the server runs `<command> < in > out` over two named pipes, and the
 // gateway subcommand serves them (`--fifo`).
 const dir = mkdtempSync(join(tmpdir(), "cs-fifo-"));

@@ -17,6 +17,7 @@ import { waitFor } from "../support/wait";
 const ID = "01a20000-0000-7000-8000-000000000001";
 const spec = (accessToken: string | null = "tok-123"): DeploymentSpec => ({
   connectorId: ID,
+  ownerId: "01a20000-0000-7000-8000-0000000000aa",
   stdio: {
     image: "example/everything:1",
     command: ["node", "dist/index.js"],

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { createGateway } from "../../src/gateway/gateway";
 import { createLogger } from "../../src/observability/logger";
 import { createLocalRuntime } from "../../src/runtime/local";
+import { createProcessLimits } from "../../src/runtime/process-limits";
 import { DeploymentFailed } from "../../src/runtime/runtime";
 import { EVERYTHING } from "../peers/everything";
 import { mcpClient, proxyUrl, toolText as text } from "../support/mcp";
@@ -188,9 +189,12 @@ test("an idle session is closed with its process; the client then starts a new o
 });
 
 test("an image-only preset needs podman or docker on PATH, else the reason says so", async () => {
-  const runtime = createLocalRuntime({ log: createLogger({ level: "error", write: () => {} }), which: () => null });
-  const failure = await runtime.deploy({ connectorId: "c", stdio: { image: "example/only-an-image:1" }, accessToken: null }).catch((e) => e);
+  const limits = createProcessLimits({ maxProcessesPerUser: 1, maxProcesses: 1 });
+  const runtime = createLocalRuntime({ log: createLogger({ level: "error", write: () => {} }), sandbox: { kind: "none" }, limits, which: () => null });
+  const failure = await runtime.deploy({ connectorId: "c", ownerId: "u", stdio: { image: "example/only-an-image:1" }, accessToken: null }).catch((e) => e);
   expect(failure).toBeInstanceOf(DeploymentFailed);
   expect(failure.message).toContain("neither podman nor docker is on PATH");
   expect(await runtime.list()).toEqual(new Map());
+  // The place the readiness process would have had is free again.
+  expect(limits.count("u")).toEqual({ user: 0, total: 0 });
 });

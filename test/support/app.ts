@@ -5,6 +5,7 @@ import type { Store } from "../../src/db/store";
 import { openTestStore } from "./store";
 import { createLogger } from "../../src/observability/logger";
 import { createLocalRuntime } from "../../src/runtime/local";
+import { createProcessLimits } from "../../src/runtime/process-limits";
 import type { Runtime } from "../../src/runtime/runtime";
 import { createSealer } from "../../src/secrets/sealer";
 import type { Principal } from "../../src/users/model";
@@ -78,7 +79,8 @@ export async function createTestApp(options: TestAppOptions = {}) {
     requestIds: new WeakMap(),
     // A test names its client with this header; everything else comes from one.
     clientAddress: (request) => request.headers.get("x-test-client") ?? "test-client",
-    runtime: options.runtime ?? createLocalRuntime({ log }),
+    // No sandbox: these tests run no server process that could read anything (test/runtime/sandbox.test.ts does).
+    runtime: options.runtime ?? createLocalRuntime({ log, sandbox: { kind: "none" }, limits: createProcessLimits(config.runtime) }),
   };
   const services: Services = createServices(deps);
   const app = buildApp(deps, services);

@@ -1,5 +1,5 @@
 import { BlockList, isIP } from "node:net";
-import { ipv6Groups } from "../security/addresses";
+import { ipv6Groups } from "./addresses";
 
 /** The peers whose forwarding headers are believed (SERVER__TRUSTED_PROXIES). */
 export type TrustedProxies = { has(address: string): boolean; readonly empty: boolean };

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../src/config/load";
-import { clientAddress, parseTrustedProxies } from "../../src/http/client-address";
+import { clientAddress, parseTrustedProxies } from "../../src/security/client-address";
 
-// Who the client is (http/client-address.ts): the TCP peer, or what a trusted proxy (SERVER__TRUSTED_PROXIES) says
+// Who the client is (security/client-address.ts): the TCP peer, or what a trusted proxy (SERVER__TRUSTED_PROXIES) says
 // in X-Forwarded-For or Forwarded, read from the right so that what a client writes itself never counts.
 const trusted = parseTrustedProxies(["127.0.0.1/32", "10.0.0.0/8", "fd00::/8"]);
 const none = parseTrustedProxies([]);

@@ -1,0 +1,175 @@
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, sep } from "node:path";
+import type { StdioCommand } from "../gateway/session";
+import type { Logger } from "../observability/logger";
+
+/**
+ * How the local driver runs a managed server (RUNTIME__SANDBOX). A server runs as the service's user, so without a
+ * sandbox it can read whatever the service can: the key file and the database (every user's tokens), the service's
+ * /proc/<pid>/environ (SECRETS__KEY, AUTH__ADMIN_PASSWORD, DATABASE__URL) and its memory.
+ *
+ * `bwrap` (Debian's bubblewrap) gives each server: the system read-only; a fresh /proc in a PID namespace of its own
+ * (no other process of the machine is visible, so neither the service's environment nor its memory); an empty private
+ * /tmp, /var/tmp and home (the service's home hidden; the server starts there); the data directory, the key file's
+ * directory, the working directory when it holds either, the TLS private key and `.env` files masked; no capability
+ * (bwrap run by root keeps them otherwise, and CAP_SYS_ADMIN could unmount a mask); its own session (no TIOCSTI into
+ * the service's terminal); death with the service. The network is kept: servers call their APIs.
+ */
+export type Sandbox = { kind: "none" } | { kind: "bwrap"; program: string; args: string[]; home: string };
+
+/** What the service holds that a managed server must not read, and the home a server gets instead of the service's. */
+export type ServicePaths = {
+  /** The SQLite file (undefined: in memory, or PostgreSQL). */
+  database: string | undefined;
+  keyFile: string | undefined;
+  /** Other secret files (the TLS private key). */
+  files: string[];
+  cwd: string;
+  /** The service's home directories (its HOME, and its account's when that differs): the first becomes the server's. */
+  homes: string[];
+};
+
+/** The settings that say where the service's secrets are (config/load.ts's Config has them). */
+type SecretSettings = {
+  database: { path: string; url: string | undefined };
+  secrets: { keyFile: string | undefined };
+  server: { tls: { keyFile: string } | undefined };
+};
+
+export const servicePaths = (config: SecretSettings): ServicePaths => ({
+  database: config.database.path === ":memory:" || config.database.url !== undefined ? undefined : config.database.path,
+  keyFile: config.secrets.keyFile,
+  files: config.server.tls ? [config.server.tls.keyFile] : [],
+  cwd: process.cwd(),
+  homes: [...new Set([process.env.HOME || homedir(), homedir()])],
+});
+
+/** `path` itself or something under it. */
+const within = (path: string, dir: string) => path === dir || path.startsWith(dir === sep ? dir : dir + sep);
+
+/** The real path (symlinks resolved: a mask on the real directory hides every way to it), or undefined if none. */
+function real(path: string | undefined): string | undefined {
+  if (path === undefined || !existsSync(path)) return undefined;
+  return realpathSync(path);
+}
+const isDir = (path: string) => statSync(path).isDirectory();
+
+/** SQLite's companions of a database file (write-ahead log, shared memory, rollback journal). */
+const databaseFiles = (file: string) => [file, `${file}-wal`, `${file}-shm`, `${file}-journal`];
+
+function envFiles(dir: string): string[] {
+  try {
+    // Files only: /dev/null cannot be bound over a directory (a `.env` directory would stop every server starting).
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.name.startsWith(".env") && (entry.isFile() || entry.isSymbolicLink()))
+      .map((entry) => join(dir, entry.name));
+  } catch {
+    return []; // a working directory the service cannot list: neither can the server
+  }
+}
+
+/** What every sandbox has, before the masks of this service's paths (and what the trial run at start uses). */
+const BASE_ARGS = [
+  "--ro-bind", "/", "/",
+  "--dev", "/dev",
+  "--unshare-pid", "--unshare-ipc",
+  "--proc", "/proc",
+  "--die-with-parent", "--new-session",
+  "--cap-drop", "ALL",
+  "--tmpfs", "/tmp",
+];
+
+/**
+ * The bwrap arguments (before `--` and the command) for a server that must not see `paths`' secrets, the private
+ * home it gets, and what is hidden. Pure but for looking at which paths exist.
+ */
+export function bwrapArgs(paths: ServicePaths): { args: string[]; home: string; hidden: string[] } {
+  const dirs: string[] = ["/tmp"];
+  const files: string[] = [];
+  if (existsSync("/var/tmp")) dirs.push(realpathSync("/var/tmp"));
+  const homes = paths.homes.map(real).filter((home): home is string => home !== undefined && home !== sep && isDir(home));
+  dirs.push(...homes);
+  const privateHome = paths.homes[0] !== undefined && real(paths.homes[0]) === homes[0] ? homes[0]! : "/tmp";
+  // The directory of the database and of the key file; `/` cannot be masked whole, so then only the files are.
+  const secretDirs: string[] = [];
+  const database = real(paths.database);
+  const keyFile = real(paths.keyFile);
+  for (const [file, companions] of [[database, databaseFiles], [keyFile, (f: string) => [f]]] as const) {
+    if (file === undefined) continue;
+    if (dirname(file) === sep) files.push(...companions(file));
+    else secretDirs.push(dirname(file));
+  }
+  dirs.push(...secretDirs);
+  // The working directory, when it holds them (the default ./data): it may hold more (backups, settings, .env).
+  const cwd = real(paths.cwd);
+  if (cwd && cwd !== sep && secretDirs.some((dir) => within(dir, cwd))) dirs.push(cwd);
+  files.push(...paths.files);
+  // `bun` run from a checkout reads .env files from its working directory (the built binary does not).
+  if (cwd) files.push(...envFiles(cwd));
+
+  // Parents before children; nothing under a masked directory needs a mask of its own (/tmp is in BASE_ARGS).
+  const masked: string[] = [];
+  for (const dir of [...new Set(dirs)].sort((a, b) => a.length - b.length)) if (!masked.some((m) => within(dir, m))) masked.push(dir);
+  const maskedFiles = [...new Set(files.map((file) => real(file) ?? file))].filter((file) => existsSync(file) && !isDir(file) && !masked.some((m) => within(file, m)));
+  const args = [
+    ...BASE_ARGS,
+    ...masked.filter((dir) => dir !== "/tmp").flatMap((dir) => ["--tmpfs", dir]),
+    ...maskedFiles.flatMap((file) => ["--ro-bind", "/dev/null", file]),
+    // The home is a mask of its own, or a directory made inside /tmp's.
+    ...(masked.includes(privateHome) ? [] : ["--dir", privateHome]),
+    "--chdir", privateHome,
+  ];
+  return { args, home: privateHome, hidden: [...masked, ...maskedFiles] };
+}
+
+/** Runs `command` as `sandbox` says: itself, or inside bwrap with the private home as HOME. */
+export function sandboxed(sandbox: Sandbox, command: StdioCommand): StdioCommand {
+  if (sandbox.kind === "none") return command;
+  return { command: sandbox.program, args: [...sandbox.args, "--", command.command, ...command.args], env: { ...command.env, HOME: sandbox.home } };
+}
+
+/** Runs `true` in a bare sandbox: undefined when that works, else why not (bwrap's first line of complaint). */
+export function trialRun(program: string): string | undefined {
+  const result = Bun.spawnSync([program, ...BASE_ARGS, "--", Bun.which("true") ?? "/bin/true"], { stdout: "ignore", stderr: "pipe", timeout: 10_000 });
+  if (result.exitCode === 0) return undefined;
+  const said = result.stderr.toString().trim().split("\n")[0];
+  return said || (result.exitCode === null ? "it did not finish within 10 s" : `it exited with code ${result.exitCode}`);
+}
+
+/** RUNTIME__SANDBOX=bwrap, and bwrap cannot run here: the start stops (a setting's error, exit code 2). */
+export class SandboxUnavailable extends Error {}
+
+/** RUNTIME__SANDBOX decided: bwrap's program, or none and why. */
+export type SandboxChoice = { kind: "bwrap"; program: string; reason: string } | { kind: "none"; reason: string; fellBack: boolean };
+
+/**
+ * RUNTIME__SANDBOX, decided at start before anything is created. Unset: bwrap when it is on PATH and a trial run
+ * works, else none (said in a warning). `bwrap` that cannot run throws SandboxUnavailable.
+ */
+export function chooseSandbox(setting: "bwrap" | "none" | undefined, which: (program: string) => string | null = Bun.which, trial = trialRun): SandboxChoice {
+  if (setting === "none") return { kind: "none", reason: "RUNTIME__SANDBOX=none", fellBack: false };
+  const program = which("bwrap");
+  const why = program === null ? "bwrap is not on PATH (Debian's bubblewrap package)" : trial(program);
+  if (why === undefined) return { kind: "bwrap", program: program!, reason: setting === "bwrap" ? "RUNTIME__SANDBOX=bwrap" : "RUNTIME__SANDBOX unset, and bwrap runs here" };
+  if (setting === "bwrap") throw new SandboxUnavailable(`is bwrap, but bwrap cannot run here: ${why} (install bubblewrap, or set RUNTIME__SANDBOX=none)`);
+  return { kind: "none", reason: `RUNTIME__SANDBOX unset, and ${why}`, fellBack: true };
+}
+
+/** The sandbox for this service's paths (once its data directory and key file exist), said in one start-up line. */
+export function prepareSandbox(choice: SandboxChoice, paths: ServicePaths, log: Logger): Sandbox {
+  if (choice.kind === "none") {
+    const what = "managed servers run WITHOUT a sandbox: they can read whatever the service can, its key file and database included";
+    log.warn(choice.fellBack ? `${what}; install bubblewrap, or set RUNTIME__SANDBOX=none to say this is meant` : what, { sandbox: "none", reason: choice.reason });
+    return { kind: "none" };
+  }
+  const { args, home, hidden } = bwrapArgs(paths);
+  log.info("managed servers run sandboxed", {
+    sandbox: "bwrap",
+    reason: choice.reason,
+    hidden,
+    // Not wrapped: podman or docker runs them in a container, which is their sandbox (the engine needs what bwrap hides).
+    images: "presets that give only an image run in their container engine instead",
+  });
+  return { kind: "bwrap", program: choice.program, args, home };
+}
