@@ -16,7 +16,7 @@ import type { Logger } from "../observability/logger";
  * (bwrap run by root keeps them otherwise, and CAP_SYS_ADMIN could unmount a mask); its own session (no TIOCSTI into
  * the service's terminal); death with the service. The network is kept: servers call their APIs.
  */
-export type Sandbox = { kind: "none" } | { kind: "bwrap"; program: string; args: string[]; home: string };
+export type Sandbox = { kind: "none" } | { kind: "bwrap"; program: string; home: string; layout: Pick<BwrapArgs, "head" | "tail" | "privateDirs" | "secrets"> };
 
 /** What the service holds that a managed server must not read, and the home a server gets instead of the service's. */
 export type ServicePaths = {
@@ -82,14 +82,17 @@ const BASE_ARGS = [
 
 /**
  * The bwrap arguments (before `--` and the command) for a server that must not see `paths`' secrets, the private
- * home it gets, and what is hidden. Pure but for looking at which paths exist.
+ * home it gets, and what is hidden. Pure but for looking at which paths exist. `args` is `head` then `tail`: a
+ * server's own program directories, when they lie in what is made private, are bound back read-only between the two
+ * (see `sandboxed`), and the secrets masked again after them.
  */
-export function bwrapArgs(paths: ServicePaths): { args: string[]; home: string; hidden: string[] } {
+export function bwrapArgs(paths: ServicePaths) {
   const dirs: string[] = ["/tmp"];
   const files: string[] = [];
   if (existsSync("/var/tmp")) dirs.push(realpathSync("/var/tmp"));
   const homes = paths.homes.map(real).filter((home): home is string => home !== undefined && home !== sep && isDir(home));
   dirs.push(...homes);
+  const privateDirs = [...dirs];
   const privateHome = paths.homes[0] !== undefined && real(paths.homes[0]) === homes[0] ? homes[0]! : "/tmp";
   // The directory of the database and of the key file; `/` cannot be masked whole, so then only the files are.
   const secretDirs: string[] = [];
@@ -100,33 +103,86 @@ export function bwrapArgs(paths: ServicePaths): { args: string[]; home: string; 
     if (dirname(file) === sep) files.push(...companions(file));
     else secretDirs.push(dirname(file));
   }
-  dirs.push(...secretDirs);
   // The working directory, when it holds them (the default ./data): it may hold more (backups, settings, .env).
   const cwd = real(paths.cwd);
-  if (cwd && cwd !== sep && secretDirs.some((dir) => within(dir, cwd))) dirs.push(cwd);
+  if (cwd && cwd !== sep && secretDirs.some((dir) => within(dir, cwd))) secretDirs.push(cwd);
+  dirs.push(...secretDirs);
   files.push(...paths.files);
   // `bun` run from a checkout reads .env files from its working directory (the built binary does not).
   if (cwd) files.push(...envFiles(cwd));
 
   // Parents before children; nothing under a masked directory needs a mask of its own (/tmp is in BASE_ARGS).
-  const masked: string[] = [];
-  for (const dir of [...new Set(dirs)].sort((a, b) => a.length - b.length)) if (!masked.some((m) => within(dir, m))) masked.push(dir);
-  const maskedFiles = [...new Set(files.map((file) => real(file) ?? file))].filter((file) => existsSync(file) && !isDir(file) && !masked.some((m) => within(file, m)));
-  const args = [
-    ...BASE_ARGS,
-    ...masked.filter((dir) => dir !== "/tmp").flatMap((dir) => ["--tmpfs", dir]),
-    ...maskedFiles.flatMap((file) => ["--ro-bind", "/dev/null", file]),
+  const masked = outermost(dirs);
+  const secretFiles = [...new Set(files.map((file) => real(file) ?? file))].filter((file) => existsSync(file) && !isDir(file));
+  const maskedFiles = secretFiles.filter((file) => !masked.some((m) => within(file, m)));
+  const isPrivate = (dir: string) => privateDirs.includes(dir);
+  const head = [...BASE_ARGS, ...masked.filter((dir) => dir !== "/tmp" && isPrivate(dir)).flatMap((dir) => ["--tmpfs", dir])];
+  const home = [
     // The home is a mask of its own, or a directory made inside /tmp's.
     ...(masked.includes(privateHome) ? [] : ["--dir", privateHome]),
     "--chdir", privateHome,
   ];
-  return { args, home: privateHome, hidden: [...masked, ...maskedFiles] };
+  const tail = [...masked.filter((dir) => !isPrivate(dir)).flatMap((dir) => ["--tmpfs", dir]), ...maskedFiles.flatMap((file) => ["--ro-bind", "/dev/null", file]), ...home];
+  return {
+    args: [...head, ...tail],
+    head,
+    tail,
+    home: privateHome,
+    hidden: [...masked, ...maskedFiles],
+    privateDirs,
+    secrets: { dirs: outermost(secretDirs), files: secretFiles },
+  };
+}
+type BwrapArgs = ReturnType<typeof bwrapArgs>;
+
+/** The directories of `dirs` that are under no other of them. */
+function outermost(dirs: string[]): string[] {
+  const out: string[] = [];
+  for (const dir of [...new Set(dirs)].sort((a, b) => a.length - b.length)) if (!out.some((m) => within(dir, m))) out.push(dir);
+  return out;
+}
+
+/**
+ * Where a program given by absolute path is installed: the project that holds its `node_modules` (whose packages it
+ * loads), else the nearest directory up from it with a package.json, else its own directory.
+ */
+export function installRoot(path: string): string {
+  const parts = path.split(sep);
+  const modules = parts.indexOf("node_modules");
+  if (modules > 0) return parts.slice(0, modules).join(sep) || sep;
+  for (let dir = dirname(path); dir !== sep; dir = dirname(dir)) if (existsSync(join(dir, "package.json"))) return dir;
+  return dirname(path);
+}
+
+/**
+ * The directories of a server's program and of the files its arguments name, bound back read-only when they lie in
+ * what the sandbox makes private (a checkout in /tmp or a home): never a private directory itself or one holding it.
+ */
+export function programRoots(argv: string[], privateDirs: string[]): string[] {
+  const roots: string[] = [];
+  for (const arg of argv) {
+    if (!arg.startsWith(sep)) continue;
+    const path = real(arg);
+    if (path === undefined) continue;
+    const root = installRoot(path);
+    if (privateDirs.some((dir) => within(root, dir) && !within(dir, root))) roots.push(root);
+  }
+  return outermost(roots);
 }
 
 /** Runs `command` as `sandbox` says: itself, or inside bwrap with the private home as HOME. */
 export function sandboxed(sandbox: Sandbox, command: StdioCommand): StdioCommand {
   if (sandbox.kind === "none") return command;
-  return { command: sandbox.program, args: [...sandbox.args, "--", command.command, ...command.args], env: { ...command.env, HOME: sandbox.home } };
+  const { head, tail, privateDirs, secrets } = sandbox.layout;
+  const roots = programRoots([command.command, ...command.args], privateDirs);
+  // Secrets under a directory bound back are masked again on top of it (bwrap mounts in order).
+  const inRoots = (path: string) => roots.some((root) => within(path, root) || within(root, path));
+  const remask = [
+    ...secrets.dirs.filter(inRoots).flatMap((dir) => ["--tmpfs", dir]),
+    ...secrets.files.filter((file) => roots.some((root) => within(file, root))).flatMap((file) => ["--ro-bind", "/dev/null", file]),
+  ];
+  const args = [...head, ...roots.flatMap((root) => ["--ro-bind", root, root]), ...tail, ...(roots.length ? remask : []), "--", command.command, ...command.args];
+  return { command: sandbox.program, args, env: { ...command.env, HOME: sandbox.home } };
 }
 
 /** Runs `true` in a bare sandbox: undefined when that works, else why not (bwrap's first line of complaint). */
@@ -163,7 +219,8 @@ export function prepareSandbox(choice: SandboxChoice, paths: ServicePaths, log: 
     log.warn(choice.fellBack ? `${what}; install bubblewrap, or set RUNTIME__SANDBOX=none to say this is meant` : what, { sandbox: "none", reason: choice.reason });
     return { kind: "none" };
   }
-  const { args, home, hidden } = bwrapArgs(paths);
+  const layout = bwrapArgs(paths);
+  const { home, hidden } = layout;
   log.info("managed servers run sandboxed", {
     sandbox: "bwrap",
     reason: choice.reason,
@@ -171,5 +228,5 @@ export function prepareSandbox(choice: SandboxChoice, paths: ServicePaths, log: 
     // Not wrapped: podman or docker runs them in a container, which is their sandbox (the engine needs what bwrap hides).
     images: "presets that give only an image run in their container engine instead",
   });
-  return { kind: "bwrap", program: choice.program, args, home };
+  return { kind: "bwrap", program: choice.program, home, layout };
 }

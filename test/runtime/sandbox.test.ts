@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createLogger } from "../../src/observability/logger";
-import { bwrapArgs, chooseSandbox, prepareSandbox, SandboxUnavailable } from "../../src/runtime/sandbox";
+import { bwrapArgs, chooseSandbox, installRoot, prepareSandbox, programRoots, sandboxed, SandboxUnavailable } from "../../src/runtime/sandbox";
 import { probeCommand } from "../peers/probe-server";
 import { mcpClient, proxyUrl, toolText } from "../support/mcp";
 import { startTestService, type TestService } from "../support/service";
@@ -224,5 +224,29 @@ describe("what the sandbox hides", () => {
     const { args, home } = bwrapArgs({ database: join(dir, "data/cs.db"), keyFile: undefined, files: [], cwd: other, homes: ["/"] });
     expect(masks(args)).toEqual(["/tmp", "/var/tmp", join(dir, "data"), join(other, ".env")]);
     expect(home).toBe("/tmp"); // no home of its own to mask: /tmp is private anyway
+  });
+});
+
+describe("a server installed where the sandbox makes things private (a checkout in /tmp or in a home)", () => {
+  test("its project is bound back read-only, and a secret inside that project is still masked", () => {
+    const project = mkdtempSync(join(tmpdir(), "cs-sandbox-project-"));
+    try {
+      Bun.spawnSync(["mkdir", "-p", join(project, "bin"), join(project, "node_modules/pkg/dist"), join(project, "data")]);
+      writeFileSync(join(project, "package.json"), "{}");
+      writeFileSync(join(project, "node_modules/pkg/dist/lib.txt"), "a dependency");
+      writeFileSync(join(project, "data/secret.key"), "the key");
+      writeFileSync(join(project, "bin/server.sh"), `cat ${project}/node_modules/pkg/dist/lib.txt; echo; cat ${project}/data/secret.key || echo no-key; touch ${project}/written || echo read-only`);
+      expect(installRoot(join(project, "node_modules/pkg/dist/lib.txt"))).toBe(project);
+      expect(installRoot(join(project, "bin/server.sh"))).toBe(project);
+      expect(programRoots(["/bin/sh", join(project, "bin/server.sh")], ["/tmp"])).toEqual([project]);
+      expect(programRoots(["/bin/sh", "/tmp"], ["/tmp"])).toEqual([]); // never a private directory whole
+      const choice = chooseSandbox("bwrap");
+      const sandbox = prepareSandbox(choice, { database: undefined, keyFile: join(project, "data/secret.key"), files: [], cwd: "/", homes: [] }, createLogger({ level: "error" }));
+      const run = sandboxed(sandbox, { command: "/bin/sh", args: [join(project, "bin/server.sh")], env: { PATH: "/usr/bin:/bin" } });
+      const result = Bun.spawnSync([run.command, ...run.args], { env: run.env, stdout: "pipe", stderr: "pipe" });
+      expect(result.stdout.toString().trim().split("\n")).toEqual(["a dependency", "no-key", "read-only"]);
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
   });
 });
