@@ -16,7 +16,7 @@ import type { Logger } from "../observability/logger";
  * (bwrap run by root keeps them otherwise, and CAP_SYS_ADMIN could unmount a mask); its own session (no TIOCSTI into
  * the service's terminal); death with the service. The network is kept: servers call their APIs.
  */
-export type Sandbox = { kind: "none" } | { kind: "bwrap"; program: string; home: string; layout: Pick<BwrapArgs, "head" | "tail" | "privateDirs" | "secrets"> };
+export type Sandbox = { kind: "none" } | { kind: "bwrap"; program: string; home: string; layout: Pick<BwrapArgs, "head" | "tail" | "privateDirs"> };
 
 /** What the service holds that a managed server must not read, and the home a server gets instead of the service's. */
 export type ServicePaths = {
@@ -111,27 +111,21 @@ export function bwrapArgs(paths: ServicePaths) {
   // `bun` run from a checkout reads .env files from its working directory (the built binary does not).
   if (cwd) files.push(...envFiles(cwd));
 
-  // Parents before children; nothing under a masked directory needs a mask of its own (/tmp is in BASE_ARGS).
-  const masked = outermost(dirs);
-  const secretFiles = [...new Set(files.map((file) => real(file) ?? file))].filter((file) => existsSync(file) && !isDir(file));
-  const maskedFiles = secretFiles.filter((file) => !masked.some((m) => within(file, m)));
-  const isPrivate = (dir: string) => privateDirs.includes(dir);
-  const head = [...BASE_ARGS, ...masked.filter((dir) => dir !== "/tmp" && isPrivate(dir)).flatMap((dir) => ["--tmpfs", dir])];
-  const home = [
+  // Parents before children; nothing under a masked directory needs a mask of its own (/tmp is in BASE_ARGS). The
+  // secrets are masked on their own even inside a private directory, after whatever is bound back there.
+  const secrets = outermost(secretDirs);
+  // A private directory inside a masked secret one (a home in the data's working directory) is hidden by that mask.
+  const privates = outermost(privateDirs).filter((dir) => !secrets.some((secret) => within(dir, secret)));
+  const secretFiles = [...new Set(files.map((file) => real(file) ?? file))].filter((file) => existsSync(file) && !isDir(file) && !secrets.some((m) => within(file, m)));
+  const head = [...BASE_ARGS, ...privates.filter((dir) => dir !== "/tmp").flatMap((dir) => ["--tmpfs", dir])];
+  const tail = [
+    ...secrets.flatMap((dir) => ["--tmpfs", dir]),
+    ...secretFiles.flatMap((file) => ["--ro-bind", "/dev/null", file]),
     // The home is a mask of its own, or a directory made inside /tmp's.
-    ...(masked.includes(privateHome) ? [] : ["--dir", privateHome]),
+    ...(privates.includes(privateHome) ? [] : ["--dir", privateHome]),
     "--chdir", privateHome,
   ];
-  const tail = [...masked.filter((dir) => !isPrivate(dir)).flatMap((dir) => ["--tmpfs", dir]), ...maskedFiles.flatMap((file) => ["--ro-bind", "/dev/null", file]), ...home];
-  return {
-    args: [...head, ...tail],
-    head,
-    tail,
-    home: privateHome,
-    hidden: [...masked, ...maskedFiles],
-    privateDirs,
-    secrets: { dirs: outermost(secretDirs), files: secretFiles },
-  };
+  return { args: [...head, ...tail], head, tail, home: privateHome, hidden: [...privates, ...secrets, ...secretFiles], privateDirs: privates };
 }
 type BwrapArgs = ReturnType<typeof bwrapArgs>;
 
@@ -173,15 +167,12 @@ export function programRoots(argv: string[], privateDirs: string[]): string[] {
 /** Runs `command` as `sandbox` says: itself, or inside bwrap with the private home as HOME. */
 export function sandboxed(sandbox: Sandbox, command: StdioCommand): StdioCommand {
   if (sandbox.kind === "none") return command;
-  const { head, tail, privateDirs, secrets } = sandbox.layout;
+  const { head, tail, privateDirs } = sandbox.layout;
   const roots = programRoots([command.command, ...command.args], privateDirs);
-  // Secrets under a directory bound back are masked again on top of it (bwrap mounts in order).
-  const inRoots = (path: string) => roots.some((root) => within(path, root) || within(root, path));
-  const remask = [
-    ...secrets.dirs.filter(inRoots).flatMap((dir) => ["--tmpfs", dir]),
-    ...secrets.files.filter((file) => roots.some((root) => within(file, root))).flatMap((file) => ["--ro-bind", "/dev/null", file]),
-  ];
-  const args = [...head, ...roots.flatMap((root) => ["--ro-bind", root, root]), ...tail, ...(roots.length ? remask : []), "--", command.command, ...command.args];
+  // A private directory inside a directory bound back (a home inside the checkout) is made private again on top of it;
+  // the secrets are masked after both (`tail`: bwrap mounts in order).
+  const again = privateDirs.filter((dir) => roots.some((root) => within(dir, root)));
+  const args = [...head, ...roots.flatMap((root) => ["--ro-bind", root, root]), ...again.flatMap((dir) => ["--tmpfs", dir]), ...tail, "--", command.command, ...command.args];
   return { command: sandbox.program, args, env: { ...command.env, HOME: sandbox.home } };
 }
 
