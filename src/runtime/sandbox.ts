@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, sep } from "node:path";
+import { dirname, join, normalize, sep } from "node:path";
 import type { StdioCommand } from "../gateway/session";
 import type { Logger } from "../observability/logger";
 
@@ -155,11 +155,12 @@ export function installRoot(path: string): string {
 export function programRoots(argv: string[], privateDirs: string[]): string[] {
   const roots: string[] = [];
   for (const arg of argv) {
-    if (!arg.startsWith(sep)) continue;
-    const path = real(arg);
-    if (path === undefined) continue;
-    const root = installRoot(path);
-    if (privateDirs.some((dir) => within(root, dir) && !within(dir, root))) roots.push(root);
+    if (!arg.startsWith(sep) || !existsSync(arg)) continue;
+    // The path as the server will open it, and where it really is (either may lie in a private directory).
+    for (const path of new Set([normalize(arg), real(arg)!])) {
+      const root = installRoot(path);
+      if (privateDirs.some((dir) => within(root, dir) && !within(dir, root))) roots.push(root);
+    }
   }
   return outermost(roots);
 }
