@@ -115,7 +115,8 @@ export function bwrapArgs(paths: ServicePaths) {
   // secrets are masked on their own even inside a private directory, after whatever is bound back there.
   const secrets = outermost(secretDirs);
   // A private directory inside a masked secret one (a home in the data's working directory) is hidden by that mask.
-  const privates = outermost(privateDirs).filter((dir) => !secrets.some((secret) => within(dir, secret)));
+  const allPrivate = [...new Set(privateDirs)].filter((dir) => !secrets.some((secret) => within(dir, secret)));
+  const privates = outermost(allPrivate);
   const secretFiles = [...new Set(files.map((file) => real(file) ?? file))].filter((file) => existsSync(file) && !isDir(file) && !secrets.some((m) => within(file, m)));
   const head = [...BASE_ARGS, ...privates.filter((dir) => dir !== "/tmp").flatMap((dir) => ["--tmpfs", dir])];
   const tail = [
@@ -125,7 +126,8 @@ export function bwrapArgs(paths: ServicePaths) {
     ...(privates.includes(privateHome) ? [] : ["--dir", privateHome]),
     "--chdir", privateHome,
   ];
-  return { args: [...head, ...tail], head, tail, home: privateHome, hidden: [...privates, ...secrets, ...secretFiles], privateDirs: privates };
+  // Every private directory, nested ones too: one inside a directory bound back must be made private again.
+  return { args: [...head, ...tail], head, tail, home: privateHome, hidden: [...privates, ...secrets, ...secretFiles], privateDirs: allPrivate };
 }
 type BwrapArgs = ReturnType<typeof bwrapArgs>;
 
@@ -172,7 +174,7 @@ export function sandboxed(sandbox: Sandbox, command: StdioCommand): StdioCommand
   const roots = programRoots([command.command, ...command.args], privateDirs);
   // A private directory inside a directory bound back (a home inside the checkout) is made private again on top of it;
   // the secrets are masked after both (`tail`: bwrap mounts in order).
-  const again = privateDirs.filter((dir) => roots.some((root) => within(dir, root)));
+  const again = outermost(privateDirs.filter((dir) => roots.some((root) => within(dir, root) && dir !== root)));
   const args = [...head, ...roots.flatMap((root) => ["--ro-bind", root, root]), ...again.flatMap((dir) => ["--tmpfs", dir]), ...tail, "--", command.command, ...command.args];
   return { command: sandbox.program, args, env: { ...command.env, HOME: sandbox.home } };
 }
