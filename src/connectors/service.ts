@@ -33,8 +33,11 @@ export function connectorView(row: ConnectorRow): Connector {
     // Also shown while re-authorization is pending (e.g. the server asked for a wider scope).
     disconnect_reason: row.state === "disconnected" || row.state === "auth_required" ? row.disconnect_reason : null,
     metadata: row.metadata,
+    // Checked when discovered (oauth/discovery.ts); one stored before that check is not shown rather than fail the listing.
     auth_request:
-      row.state === "auth_required" && row.authorization_url ? { type: "code", authorization_url: row.authorization_url } : null,
+      row.state === "auth_required" && row.authorization_url && /^https?:\/\//i.test(row.authorization_url) && URL.canParse(row.authorization_url)
+        ? { type: "code", authorization_url: row.authorization_url }
+        : null,
     preset: row.preset_url,
     header_names: row.header_names ?? [],
     tool_policy: row.tool_policy,

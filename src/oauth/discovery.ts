@@ -1,5 +1,5 @@
 import * as oauth from "oauth4webapi";
-import type { OAuthHttp } from "./http";
+import { assertSecureUrl, type OAuthHttp } from "./http";
 
 export class DiscoveryFailed extends Error {}
 
@@ -104,6 +104,7 @@ export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp, 
     if (!as.authorization_endpoint || !as.token_endpoint) {
       throw new DiscoveryFailed(`the authorization server ${as.issuer} has no authorization or token endpoint`);
     }
+    assertEndpoints(as, http);
     return as;
   }
   // [MCP 2025-03-26 §2.3.3](https://modelcontextprotocol.io/specification/2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery): without metadata, the default endpoints at the server's origin (PKCE is mandatory there).
@@ -119,4 +120,27 @@ export async function discoverAuthorizationServer(issuer: URL, http: OAuthHttp, 
     return defaults;
   }
   throw new DiscoveryFailed(`no authorization server metadata for ${issuer.href} (${failures.join(", ")})`);
+}
+
+/**
+ * The endpoints a server names are checked when they are discovered, not only when used: the authorization endpoint
+ * is never fetched by the service but handed to people and programs as `authorization_url`, so a `javascript:` or
+ * plain-http one must stop here. https only (http on loopback as assertSecureUrl allows), no fragment
+ * ([RFC 6749 §3.1](https://www.rfc-editor.org/rfc/rfc6749#section-3.1)), no credentials in it.
+ */
+function assertEndpoints(as: oauth.AuthorizationServer, http: OAuthHttp): void {
+  const endpoints = { authorization_endpoint: as.authorization_endpoint, token_endpoint: as.token_endpoint, registration_endpoint: as.registration_endpoint, revocation_endpoint: as.revocation_endpoint };
+  for (const [name, value] of Object.entries(endpoints)) {
+    if (value === undefined) continue;
+    // What the server sent is not repeated (it may be made to look like something else): only its scheme.
+    const refuse = (why: string) => new DiscoveryFailed(`the authorization server ${as.issuer} names a ${name} that ${why}`);
+    if (typeof value !== "string" || !URL.canParse(value)) throw refuse("is not a URL");
+    const url = new URL(value);
+    try {
+      assertSecureUrl(url, http.blockPrivate);
+    } catch {
+      throw refuse(`is not https (${url.protocol.replace(/[^a-z0-9+.-:]/gi, "").slice(0, 20)}; plain http only on a loopback host)`);
+    }
+    if (url.hash || url.username || url.password) throw refuse("has a fragment or credentials in it");
+  }
 }

@@ -12,7 +12,7 @@ afterAll(() => t.close());
  * An MCP server whose authorization metadata the test shapes, to check discovery's order and its refusals,
  * served in-process at its own origin. Only discovery documents are served: the flow never gets past them.
  */
-function metadataServer(options: { issuerPath: string; servedAt: string; s256: boolean; registration?: boolean }) {
+function metadataServer(options: { issuerPath: string; servedAt: string; s256: boolean; registration?: boolean; authorizationEndpoint?: string }) {
   const requests: string[] = [];
   const origin = `https://mcp-${crypto.randomUUID().slice(0, 8)}.example`;
   t.network.serve(origin, (request) => {
@@ -27,7 +27,7 @@ function metadataServer(options: { issuerPath: string; servedAt: string; s256: b
     if (pathname === options.servedAt) {
       return Response.json({
         issuer: `${origin}${options.issuerPath}`,
-        authorization_endpoint: `${origin}${options.issuerPath}/authorize`,
+        authorization_endpoint: options.authorizationEndpoint ?? `${origin}${options.issuerPath}/authorize`,
         token_endpoint: `${origin}${options.issuerPath}/token`,
         ...(options.registration !== false && { registration_endpoint: `${origin}${options.issuerPath}/register` }),
         response_types_supported: ["code"],
@@ -77,4 +77,20 @@ test("no way to get a client identity (no registration, no CIMD, no client_id): 
   expect(res.body.errors[0].field).toBe("client_id");
   expect(res.body.detail).toContain("Dynamic Client Registration");
   server.stop();
+});
+
+test("an authorization endpoint that is not https (javascript:, data:, plain http elsewhere, with a fragment or credentials): connect fails saying so, and nothing reaches a client", async () => {
+  for (const endpoint of ["javascript:alert(document.domain)//", "data:text/html,<script>alert(1)</script>", "http://as.example/authorize", "https://as.example/authorize#x", "https://user:pw@as.example/authorize", "not a url"]) {
+    const server = metadataServer({ issuerPath: "", servedAt: "/.well-known/oauth-authorization-server", s256: true, authorizationEndpoint: endpoint });
+    const created = await t.api("POST", "/api/v1/connectors", { body: { url: server.url } });
+    const res = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
+    expectProblem(res, 502);
+    expect(res.body.detail).toContain("authorization_endpoint");
+    expect(res.text).not.toContain("alert");
+    const listed = await t.api("GET", "/api/v1/connectors?limit=100");
+    expect(listed.status).toBe(200);
+    const mine = listed.body.items.find((c: { id: string }) => c.id === created.body.id);
+    expect(mine).toMatchObject({ state: "disconnected", auth_request: null });
+    server.stop();
+  }
 });
