@@ -64,8 +64,9 @@ import type { Sealer } from "./secrets/sealer";
 import { guardedFetch } from "./security/guarded-fetch";
 import { createUrlGuard } from "./security/url-guard";
 import { authPlugin } from "./users/auth-plugin";
+import { createAccessWatch } from "./users/access-watch";
 import { authenticateRequests, createAuthenticator } from "./users/authenticate";
-import { createFailureLimit, type Brake } from "./users/failure-limit";
+import { createFailureLimit, UNBRAKED, type Brake } from "./users/failure-limit";
 import { createUserRepository } from "./users/repository";
 import { userRoutes } from "./users/routes";
 import { createUserService } from "./users/service";
@@ -132,6 +133,12 @@ export function createServices(deps: Deps) {
     return principal;
   };
   /** A user name and password typed into one of the service's pages: a Basic credential in all but name, under the same brake on failures. */
+  // Long-lived streams end within a second of their caller losing access: its credential is authenticated again.
+  const accessWatch = createAccessWatch({
+    recheck: async ({ authorization, cookie }) =>
+      authorization === null ? sessions.person(new Request(deps.publicUrl(), { headers: cookie === null ? {} : { cookie } })) : authenticator(authorization, UNBRAKED),
+    onError: (e) => log.warn("could not check a stream's access again", { error: e.message }),
+  });
   const signIn = (request: Request, username: string, password: string) => authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, brakeFor(request));
   /** The failure brake for the client of one request: its address, and its wrong passwords (AUTH__MAX_FAILURES). */
   function brakeFor(request: Request): Brake {
@@ -368,7 +375,8 @@ export function createServices(deps: Deps) {
     providers,
     audit,
     tracing,
-    eventStreams: createEventStreams({ feed, repository: connectorRows }),
+    accessWatch,
+    eventStreams: createEventStreams({ feed, repository: connectorRows, watch: accessWatch }),
     events: { feed, webhooks },
     proxyEntry: proxyEntry({
       proxy,

@@ -1,12 +1,13 @@
 import { Elysia, t } from "elysia";
 import { Problem } from "../http-errors/model";
+import { streamCredential } from "../users/access-watch";
 import type { AuthPlugin } from "../users/auth-plugin";
 import { EVENT_RETENTION_MS, HEARTBEAT_MS, type EventStreams } from "./stream";
 
 export function eventRoutes(stream: EventStreams, auth: AuthPlugin) {
   return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } }).use(auth).get(
     "/events",
-    ({ principal, request }) => stream(principal, request.headers.get("last-event-id")),
+    ({ principal, request }) => stream(principal, streamCredential(request), request.headers.get("last-event-id")),
     {
       auth: true,
       response: {

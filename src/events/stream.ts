@@ -1,5 +1,6 @@
 import type { ConnectorEventRow, ConnectorRepository } from "../connectors/repository";
 import { TooManyRequests } from "../http-errors/errors";
+import type { AccessWatch, StreamCredential } from "../users/access-watch";
 import type { Principal } from "../users/model";
 import type { EventFeed } from "./feed";
 
@@ -17,6 +18,8 @@ const frame = (event: ConnectorEventRow) => encoder.encode(`id: ${event.id}\neve
 export type EventStreamDeps = {
   feed: EventFeed;
   repository: Pick<ConnectorRepository, "eventsAfter" | "eventBounds">;
+  /** Ends a stream whose caller lost access (disabled, demoted, credential revoked). */
+  watch: AccessWatch;
   heartbeatMs?: number;
 };
 
@@ -25,22 +28,24 @@ export type EventStreamDeps = {
  * in order; resumed after `Last-Event-ID` from what is kept (EVENT_RETENTION_MS), else told to `reset` (reload the
  * list); a heartbeat comment every HEARTBEAT_MS.
  */
-export function createEventStreams({ feed, repository, heartbeatMs = HEARTBEAT_MS }: EventStreamDeps) {
+export function createEventStreams({ feed, repository, watch, heartbeatMs = HEARTBEAT_MS }: EventStreamDeps) {
   const open = new Map<string, number>();
 
-  return function stream(caller: Principal, lastEventId: string | null): Response {
+  return function stream(caller: Principal, credential: StreamCredential, lastEventId: string | null): Response {
     const count = open.get(caller.id) ?? 0;
     if (count >= MAX_EVENT_STREAMS_PER_USER) throw new TooManyRequests(`You have ${MAX_EVENT_STREAMS_PER_USER} event streams open, the most a user may have: close one`, 5);
     open.set(caller.id, count + 1);
     const visible = (event: ConnectorEventRow) => caller.role === "admin" || event.owner_id === caller.id;
     const resumeFrom = lastEventId !== null && /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : undefined;
     let unsubscribe: (() => void) | undefined;
+    let unwatch: (() => void) | undefined;
     let heartbeat: ReturnType<typeof setInterval> | undefined;
     let closed = false;
     const close = () => {
       if (closed) return;
       closed = true;
       unsubscribe?.();
+      unwatch?.();
       clearInterval(heartbeat);
       const left = (open.get(caller.id) ?? 1) - 1;
       if (left > 0) open.set(caller.id, left);
@@ -49,6 +54,16 @@ export function createEventStreams({ feed, repository, heartbeatMs = HEARTBEAT_M
 
     const body = new ReadableStream<Uint8Array>({
       async start(controller) {
+        // The caller's access is checked again every second: a stream it lost access to ends (the client reconnects
+        // and is authenticated afresh).
+        unwatch = watch.watch(credential, caller, () => {
+          close();
+          try {
+            controller.close();
+          } catch {
+            // Already closed.
+          }
+        });
         const enqueue = (bytes: Uint8Array) => {
           if (closed) return;
           try {

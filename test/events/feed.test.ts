@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { ConnectorEventRow } from "../../src/connectors/repository";
 import { createEventFeed, EVENT_GAP_WAIT_MS } from "../../src/events/feed";
+import { createAccessWatch } from "../../src/users/access-watch";
 import { createEventStreams } from "../../src/events/stream";
 import { createLogger } from "../../src/observability/logger";
 import { steppedClock } from "../support/app";
@@ -72,7 +73,8 @@ describe("an idle event stream", () => {
   test("sends a heartbeat comment so that proxies keep it open", async () => {
     const events = table();
     const feed = createEventFeed({ repository: events.repository, clock: Date.now, log });
-    const stream = createEventStreams({ feed, repository: events.repository, heartbeatMs: 20 })({ id: "u", username: "u", role: "user" }, null);
+    const watch = createAccessWatch({ recheck: async () => ({ id: "u", username: "u", role: "user" }) });
+    const stream = createEventStreams({ feed, repository: events.repository, watch, heartbeatMs: 20 })({ id: "u", username: "u", role: "user" }, { authorization: null, cookie: null }, null);
     const reader = sseReader(stream);
     const comments: string[] = [];
     while (comments.length < 3) {
