@@ -69,12 +69,12 @@ test("commits back to back, which overtake every checkpoint of the thread, keep 
   expect(await until(() => autocheckpoint(store) === BACKSTOP_PAGES, 2000)).toBe(true);
   const audit = createAuditRepository(store);
   // The audit writer catching up: batch after batch with only a turn of the event loop between (~100 MB of log in all).
+  // A set amount of work, not a set time: a slow or loaded machine writes the same log, only later.
   let written = 0;
-  for (const end = Date.now() + 1500; Date.now() < end; written += 50) {
+  for (; written < 100_000; written += 50) {
     await audit.insertMany(rows(50, written));
     await new Promise((resolve) => setImmediate(resolve));
   }
-  expect(written).toBeGreaterThan(100_000);
   // Near the backstop: 1.0–1.13× of it in runs here, 1.28× once in a loaded CI run (while the thread holds the
   // checkpoint, the connection's own attempts find it busy and commits go on). Without the backstop: ~500 MB.
   expect(size(`${path}-wal`)).toBeLessThan(BACKSTOP_PAGES * 4096 * 2);
