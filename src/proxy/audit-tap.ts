@@ -1,8 +1,10 @@
 import { eventData } from "./event-data";
+import type { RpcMessage } from "./message";
+import { parseStrictJson, type Levels } from "./strict-json";
 
 /**
  * What the audit trail learns of one MCP message on its way through the proxy (README "Audit trail"): the request's
- * method and name, from the 2026-07-28 routing headers when they are there, else from the body the proxy read; and
+ * method and name, from the message the proxy read once for every decision (message.ts); and
  * how the answer ended, from a JSON answer read whole or from the last event of an event stream, whose bytes pass on
  * unchanged as they are counted.
  */
@@ -13,28 +15,26 @@ export type Observed = { errorCode: number | null; bytes: number; result?: unkno
 const decoder = new TextDecoder();
 const ERROR_KEY = '"error"';
 
-export function describeRequest(bytes: Uint8Array | undefined, headers: Headers, capture: boolean): Described {
-  const method = headers.get("mcp-method");
-  if (method !== null && !capture) return { method, name: headers.get("mcp-name") };
-  if (!bytes) return { method, name: headers.get("mcp-name") };
-  let message: unknown;
-  try {
-    message = JSON.parse(decoder.decode(bytes));
-  } catch {
-    return { method: null, name: null };
-  }
+/**
+ * The request's method and what it names, from the message the proxy read (message.ts: its routing headers were
+ * checked against it). A message that could not be read has neither: it never reached the server.
+ */
+export function describeRequest(message: RpcMessage | RpcMessage[] | undefined, capture: boolean): Described {
+  if (message === undefined) return { method: null, name: null };
   if (Array.isArray(message)) return { method: "batch", name: null };
-  if (typeof message !== "object" || message === null) return { method: null, name: null };
-  const m = message as { method?: unknown; params?: { name?: unknown; uri?: unknown; arguments?: unknown } };
-  const name = typeof m.params?.name === "string" ? m.params.name : typeof m.params?.uri === "string" ? m.params.uri : null;
-  return { method: typeof m.method === "string" ? m.method : null, name, ...(capture && m.params?.arguments !== undefined && { arguments: m.params.arguments }) };
+  const params = message.params as { name?: unknown; uri?: unknown; arguments?: unknown } | undefined;
+  const name = typeof params?.name === "string" ? params.name : typeof params?.uri === "string" ? params.uri : null;
+  return { method: typeof message.method === "string" ? message.method : null, name, ...(capture && params?.arguments !== undefined && { arguments: params.arguments }) };
 }
 
+/** The levels of an answer the audit trail reads: the message and its error. */
+const ANSWER: Levels = { members: { error: {} } };
+
 /** A JSON-RPC response's error code (or its result, when captured). */
-function outcomeOf(text: string, capture: boolean): { errorCode: number | null; result?: unknown } {
+function outcomeOf(text: Uint8Array | string, capture: boolean): { errorCode: number | null; result?: unknown } {
   let message: unknown;
   try {
-    message = JSON.parse(text);
+    message = parseStrictJson(text, ANSWER);
   } catch {
     return { errorCode: null };
   }
@@ -71,7 +71,7 @@ export async function tapResponse(response: Response, capture: boolean, done: (o
     const buffer = await response.arrayBuffer();
     // Only an answer that has `"error"` somewhere can be an error; a result is parsed only to be captured.
     const parse = capture || Buffer.from(buffer).includes(ERROR_KEY);
-    done({ ...(parse ? outcomeOf(decoder.decode(buffer), capture) : { errorCode: null }), bytes: buffer.byteLength });
+    done({ ...(parse ? outcomeOf(new Uint8Array(buffer), capture) : { errorCode: null }), bytes: buffer.byteLength });
     return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
   }
   if (!type.startsWith("text/event-stream")) {

@@ -1,4 +1,4 @@
-import { bodyTooLarge, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
+import { bodyTooLarge, UpstreamAnswerRefused, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
 import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import type { Counter, Histogram, Registry, UpDown } from "../metrics/registry";
 import { clientResponseHeaders } from "./headers";
@@ -34,13 +34,42 @@ export function relayOptions(registry: Registry, prefix: string, upstreamName: s
   };
 }
 
+/** The only bodies relayed (MCP Streamable HTTP, A2A JSON-RPC): a browser shows them as text, never as a page. */
+const RELAYED_TYPES = new Set(["application/json", "text/event-stream"]);
+
+/**
+ * Why an upstream's answer is not relayed, if it is not: a redirect (never followed, and never passed to a browser as
+ * one of the service's own), or a body of another type (HTML, SVG, XML … would render on the service's origin and run
+ * what the upstream wrote). An answer without a body passes, whatever its type: 202 to a notification, 204, 205.
+ */
+function refusal(upstream: Response, name: string): UpstreamAnswerRefused | undefined {
+  const { status } = upstream;
+  if (status >= 300 && status < 400) {
+    return new UpstreamAnswerRefused(502, `The ${name} answered ${status} redirecting to ${upstream.headers.get("location") ?? "nowhere"}: redirects are not relayed; if it moved, change the URL`);
+  }
+  const type = upstream.headers.get("content-type");
+  const essence = type?.split(";")[0]!.trim().toLowerCase();
+  if (essence !== undefined && RELAYED_TYPES.has(essence)) return undefined;
+  const empty = upstream.body === null || status === 202 || status === 204 || status === 205 || upstream.headers.get("content-length") === "0";
+  if (empty && type === null) return undefined;
+  const what = type === null ? "a body of no declared type" : `${JSON.stringify(type.slice(0, 100))}`;
+  return new UpstreamAnswerRefused(
+    status >= 400 && status < 500 ? status : 502,
+    `The ${name} answered ${status} with ${what}; only application/json and text/event-stream are relayed`,
+  );
+}
+
 const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
 
 /**
  * What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. `relay`
  * calls `ended` once the exchange is over: at once for a plain answer, when the stream ends for an event stream.
  */
-export type Forwarded = { upstream: Response; relay(ended?: () => void): Response };
+export type Forwarded = {
+  upstream: Response;
+  /** The answer for the client; throws UpstreamAnswerRefused when it is not relayed (a redirect, a type a browser renders). */
+  relay(ended?: () => void): Response;
+};
 
 /**
  * Sends the client's request to `url` and streams the answer back. No body is buffered: the request
@@ -114,8 +143,17 @@ export async function forward(
   return {
     upstream,
     relay(ended) {
+      const refused = refusal(upstream, options.upstreamName);
+      if (refused) {
+        request.signal.removeEventListener("abort", abort);
+        void upstream.body?.cancel().catch(() => undefined);
+        ended?.();
+        throw refused;
+      }
       const responseHeaders = clientResponseHeaders(upstream.headers);
-      const body = upstream.body;
+      // A 202/204 without a type carries nothing to relay (whatever bytes came with it are not shown).
+      const body = upstream.headers.has("content-type") ? upstream.body : null;
+      if (body === null) void upstream.body?.cancel().catch(() => undefined);
       const streaming = body !== null && (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
       if (!streaming) {
         request.signal.removeEventListener("abort", abort);
