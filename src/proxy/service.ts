@@ -173,7 +173,7 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
         );
       }
     }
-    const relayed = forwarded.relay(ended);
+    const relayed = await forwarded.relay(ended);
     return view && listIds.size > 0 ? rewriteResponse(relayed, listIds, view, heldBytes.maxMessageBytes) : relayed;
   }
 

@@ -21,12 +21,6 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 type RawJson = (text: string) => unknown;
 const rawJSON = (JSON as unknown as { rawJSON: RawJson }).rawJSON;
 
-/**
- * A number whose lexeme JSON.stringify would not give back: an integer of 16 digits or more (past 2^53 it loses
- * digits), a fraction or exponent (`1.0` becomes `1`, `1e400` null), `-0`. Texts without one skip the reviver.
- */
-const ALTERED_NUMBER = /\d{16}|\d[.eE]|-0/;
-
 /** Keeps the exact lexeme of every number that would come out changed (JSON.rawJSON, TC39 "JSON.parse source text access"). */
 function keepLexeme(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
   return typeof value === "number" && context?.source !== undefined && String(value) !== context.source ? rawJSON(context.source) : value;
@@ -47,27 +41,43 @@ export function parseStrictJson(input: Uint8Array | string, levels: Levels): unk
   if (text.charCodeAt(0) === 0xfeff) throw new MalformedJson("the body starts with a byte order mark (RFC 8259 §8.1)");
   let value: unknown;
   try {
-    value = ALTERED_NUMBER.test(text) ? JSON.parse(text, keepLexeme as Parameters<typeof JSON.parse>[1]) : JSON.parse(text);
+    value = JSON.parse(text);
   } catch (e) {
     throw new MalformedJson(`the body is not one JSON value (RFC 8259 §2): ${(e as Error).message}`);
   }
-  checkMembers(text, levels);
-  return value;
+  const scanned: Scan = { text, altered: false };
+  scan(scanned, space(text, 0), levels);
+  // A number JSON.stringify would write otherwise: read again, keeping every such lexeme (the reviver is slow: only then).
+  return scanned.altered ? JSON.parse(text, keepLexeme as Parameters<typeof JSON.parse>[1]) : value;
 }
 
 /**
  * Go folds a member name by Unicode simple case folding (`ToUpper(ToLower(r))`): "ſ" (U+017F) is "S", "K" (U+212A)
- * "K", "İ" (U+0130) "I". Names that fold alike are one name to such a server.
+ * "K", "İ" (U+0130) and "ı" (U+0131) "I". Names that fold alike are one name to such a server.
  */
-function fold(name: string): string {
-  if (/^[\x00-\x7f]*$/.test(name)) return name.toUpperCase();
-  let folded = "";
-  for (const ch of name) folded += ch === "\u0130" ? "I" : ch.toLowerCase().toUpperCase();
-  return folded;
+function foldCode(c: number): number {
+  if (c >= 97 && c <= 122) return c - 32;
+  if (c < 128) return c;
+  if (c === 0x17f) return 83;
+  if (c === 0x212a) return 75;
+  if (c === 0x130 || c === 0x131) return 73;
+  const folded = String.fromCharCode(c).toLowerCase().toUpperCase();
+  return folded.length === 1 ? folded.charCodeAt(0) : c;
+}
+
+/** Whether two names of one length fold alike (simple folding keeps a name's length). */
+function foldAlike(a: string, b: string): boolean {
+  for (let i = 0; i < a.length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y && foldCode(x) !== foldCode(y)) return false;
+  }
+  return true;
 }
 
 const QUOTE = 34;
-const COMMA = 44;
+const MINUS = 45;
+const ZERO = 48;
 const OPEN_OBJECT = 123;
 const CLOSE_OBJECT = 125;
 const OPEN_ARRAY = 91;
@@ -75,11 +85,14 @@ const CLOSE_ARRAY = 93;
 const BACKSLASH = 92;
 
 /*
- * The scan below walks a text JSON.parse has accepted: it need not check the grammar, only find member names at the
- * levels asked for and skip everything else quickly.
+ * The scan below walks, once, a text JSON.parse has accepted: it need not check the grammar, only find member names
+ * at the levels asked for, skip everything else quickly (strings by indexOf), and see whether a number would come out
+ * of JSON.parse and JSON.stringify changed.
  */
+type Scan = { text: string; altered: boolean };
 
 const isSpace = (c: number) => c === 32 || c === 10 || c === 13 || c === 9;
+const startsNumber = (c: number) => c === MINUS || (c >= ZERO && c <= 57);
 
 function space(text: string, i: number): number {
   while (isSpace(text.charCodeAt(i))) i++;
@@ -97,74 +110,91 @@ function skipString(text: string, i: number): number {
   }
 }
 
-/** From `{` or `[` to just past its match, strings skipped whole. */
-function skipContainer(text: string, i: number): number {
-  let depth = 0;
-  for (;;) {
+/**
+ * Past a number; marks the scan when its lexeme would not survive: 16 digits or more (past 2^53 digits are lost),
+ * a fraction or an exponent (`1.0` is written `1`, `1e400` `null`), `-0`. Short integers, the usual, are not looked at.
+ */
+function skipNumber(s: Scan, i: number): number {
+  const { text } = s;
+  const start = i;
+  let plain = true;
+  for (; ; i++) {
     const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      i = skipString(text, i);
+    if (c >= ZERO && c <= 57) continue;
+    if (c === MINUS || c === 43) continue;
+    if (c === 46 || c === 101 || c === 69) {
+      plain = false;
       continue;
     }
-    if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
-    else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      if (--depth === 0) return i + 1;
-    }
-    i++;
+    break;
   }
-}
-
-function skipValue(text: string, i: number): number {
-  const c = text.charCodeAt(i);
-  if (c === QUOTE) return skipString(text, i);
-  if (c === OPEN_OBJECT || c === OPEN_ARRAY) return skipContainer(text, i);
-  while (i < text.length) {
-    const d = text.charCodeAt(i);
-    if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || isSpace(d)) break;
-    i++;
+  if (!s.altered && (!plain || i - start >= 16 || (i - start === 2 && text.charCodeAt(start) === MINUS && text.charCodeAt(start + 1) === ZERO))) {
+    const lexeme = text.slice(start, i);
+    if (String(Number(lexeme)) !== lexeme) s.altered = true;
   }
   return i;
 }
 
-function checkMembers(text: string, levels: Levels): void {
-  scan(text, space(text, 0), levels);
+/** From `{` or `[` to just past its match. */
+function skipContainer(s: Scan, i: number): number {
+  const { text } = s;
+  let depth = 0;
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) i = skipString(text, i);
+    else if (startsNumber(c)) i = skipNumber(s, i);
+    else {
+      if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
+      else if ((c === CLOSE_OBJECT || c === CLOSE_ARRAY) && --depth === 0) return i + 1;
+      i++;
+    }
+  }
 }
 
-/** Scans the value at `i` (checked as `levels` says, if given); answers the index just past it. */
-function scan(text: string, i: number, levels: Levels | undefined): number {
-  if (!levels) return skipValue(text, i);
+function skipValue(s: Scan, i: number): number {
+  const c = s.text.charCodeAt(i);
+  if (c === QUOTE) return skipString(s.text, i);
+  if (c === OPEN_OBJECT || c === OPEN_ARRAY) return skipContainer(s, i);
+  if (startsNumber(c)) return skipNumber(s, i);
+  return i + (c === 110 || c === 116 ? 4 : 5); // null, true; false
+}
+
+/** Scans the value at `i` (its member names checked as `levels` says, if given); answers the index just past it. */
+function scan(s: Scan, i: number, levels: Levels | undefined): number {
+  if (!levels) return skipValue(s, i);
+  const { text } = s;
   const c = text.charCodeAt(i);
   if (c === OPEN_ARRAY && levels.elements) {
     i = space(text, i + 1);
     if (text.charCodeAt(i) === CLOSE_ARRAY) return i + 1;
     for (;;) {
-      i = space(text, scan(text, i, levels.elements));
+      i = space(text, scan(s, i, levels.elements));
       if (text.charCodeAt(i) === CLOSE_ARRAY) return i + 1;
       i = space(text, i + 1);
     }
   }
-  if (c !== OPEN_OBJECT) return skipValue(text, i);
-  const seen = new Map<string, string>();
+  if (c !== OPEN_OBJECT) return skipValue(s, i);
+  const names: string[] = [];
   i = space(text, i + 1);
   if (text.charCodeAt(i) === CLOSE_OBJECT) return i + 1;
   for (;;) {
     const end = skipString(text, i);
-    const quoted = text.slice(i, end);
-    const name = quoted.includes("\\") ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
-    const folded = fold(name);
-    const earlier = seen.get(folded);
-    if (earlier !== undefined) {
+    const raw = text.slice(i + 1, end - 1);
+    const name = raw.includes("\\") ? (JSON.parse(text.slice(i, end)) as string) : raw;
+    for (const earlier of names) {
       // RFC 8259 §4: names SHOULD be unique; where they are not, "implementations differ" in which one they read.
-      throw new MalformedJson(
-        earlier === name
-          ? `the member ${JSON.stringify(name)} appears twice in one object (RFC 8259 §4)`
-          : `the members ${JSON.stringify(earlier)} and ${JSON.stringify(name)} differ only in case, and some servers read them as one`,
-      );
+      if (earlier.length === name.length && foldAlike(earlier, name)) {
+        throw new MalformedJson(
+          earlier === name
+            ? `the member ${JSON.stringify(name)} appears twice in one object (RFC 8259 §4)`
+            : `the members ${JSON.stringify(earlier)} and ${JSON.stringify(name)} differ only in case, and some servers read them as one`,
+        );
+      }
     }
-    seen.set(folded, name);
+    names.push(name);
     i = space(text, space(text, end) + 1);
     const child = levels.members && Object.hasOwn(levels.members, name) ? levels.members[name] : undefined;
-    i = space(text, scan(text, i, child));
+    i = space(text, scan(s, i, child));
     if (text.charCodeAt(i) === CLOSE_OBJECT) return i + 1;
     i = space(text, i + 1);
   }

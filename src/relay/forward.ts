@@ -40,23 +40,38 @@ const RELAYED_TYPES = new Set(["application/json", "text/event-stream"]);
 /**
  * Why an upstream's answer is not relayed, if it is not: a redirect (never followed, and never passed to a browser as
  * one of the service's own), or a body of another type (HTML, SVG, XML … would render on the service's origin and run
- * what the upstream wrote). An answer without a body passes, whatever its type: 202 to a notification, 204, 205.
+ * what the upstream wrote). An answer without a body passes whatever its status: 202 to a notification, a DELETE's 200.
  */
-function refusal(upstream: Response, name: string): UpstreamAnswerRefused | undefined {
+function refusal(upstream: Response, name: string, hasBody: boolean): UpstreamAnswerRefused | undefined {
   const { status } = upstream;
   if (status >= 300 && status < 400) {
     return new UpstreamAnswerRefused(502, `The ${name} answered ${status} redirecting to ${upstream.headers.get("location") ?? "nowhere"}: redirects are not relayed; if it moved, change the URL`);
   }
+  if (!hasBody) return undefined;
   const type = upstream.headers.get("content-type");
-  const essence = type?.split(";")[0]!.trim().toLowerCase();
-  if (essence !== undefined && RELAYED_TYPES.has(essence)) return undefined;
-  const empty = upstream.body === null || status === 202 || status === 204 || status === 205 || upstream.headers.get("content-length") === "0";
-  if (empty && type === null) return undefined;
-  const what = type === null ? "a body of no declared type" : `${JSON.stringify(type.slice(0, 100))}`;
+  if (type !== null && RELAYED_TYPES.has(type.split(";")[0]!.trim().toLowerCase())) return undefined;
+  const what = type === null ? "a body of no declared type" : JSON.stringify(type.slice(0, 100));
   return new UpstreamAnswerRefused(
     status >= 400 && status < 500 ? status : 502,
     `The ${name} answered ${status} with ${what}; only application/json and text/event-stream are relayed`,
   );
+}
+
+/** The body of an answer with no declared type, if it has one: its first chunk is read to tell (a chunked empty body says nothing before). */
+async function untypedBody(upstream: Response): Promise<ReadableStream<Uint8Array> | null> {
+  if (upstream.body === null || upstream.headers.get("content-length") === "0") return null;
+  const reader = upstream.body.getReader();
+  const first = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+  if (first.done) return null;
+  return new ReadableStream<Uint8Array>({
+    start: (controller) => controller.enqueue(first.value),
+    pull: async (controller) => {
+      const next = await reader.read();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
@@ -68,7 +83,7 @@ const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes,
 export type Forwarded = {
   upstream: Response;
   /** The answer for the client; throws UpstreamAnswerRefused when it is not relayed (a redirect, a type a browser renders). */
-  relay(ended?: () => void): Response;
+  relay(ended?: () => void): Promise<Response>;
 };
 
 /**
@@ -142,18 +157,16 @@ export async function forward(
 
   return {
     upstream,
-    relay(ended) {
-      const refused = refusal(upstream, options.upstreamName);
+    async relay(ended) {
+      const body = upstream.headers.has("content-type") ? upstream.body : await untypedBody(upstream);
+      const refused = refusal(upstream, options.upstreamName, body !== null);
       if (refused) {
         request.signal.removeEventListener("abort", abort);
-        void upstream.body?.cancel().catch(() => undefined);
+        void (body ?? upstream.body)?.cancel().catch(() => undefined);
         ended?.();
         throw refused;
       }
       const responseHeaders = clientResponseHeaders(upstream.headers);
-      // A 202/204 without a type carries nothing to relay (whatever bytes came with it are not shown).
-      const body = upstream.headers.has("content-type") ? upstream.body : null;
-      if (body === null) void upstream.body?.cancel().catch(() => undefined);
       const streaming = body !== null && (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
       if (!streaming) {
         request.signal.removeEventListener("abort", abort);
