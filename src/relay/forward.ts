@@ -40,7 +40,7 @@ const RELAYED_TYPES = new Set(["application/json", "text/event-stream"]);
 /**
  * Why an upstream's answer is not relayed, if it is not: a redirect (never followed, and never passed to a browser as
  * one of the service's own), or a body of another type (HTML, SVG, XML … would render on the service's origin and run
- * what the upstream wrote). An answer without a body passes whatever its status: 202 to a notification, a DELETE's 200.
+ * what the upstream wrote). An answer without a body passes: 202 to a notification, 204, a DELETE's empty 200.
  */
 function refusal(upstream: Response, name: string, hasBody: boolean): UpstreamAnswerRefused | undefined {
   const { status } = upstream;
@@ -158,7 +158,10 @@ export async function forward(
   return {
     upstream,
     async relay(ended) {
-      const body = upstream.headers.has("content-type") ? upstream.body : await untypedBody(upstream);
+      // MCP Streamable HTTP: a 202 carries no body; nor do 204 and 205 (RFC 9110 §15.3.5, §15.3.6): whatever came is dropped.
+      const bodiless = upstream.status === 202 || upstream.status === 204 || upstream.status === 205;
+      const body = bodiless ? null : upstream.headers.has("content-type") ? upstream.body : await untypedBody(upstream);
+      if (bodiless) void upstream.body?.cancel().catch(() => undefined);
       const refused = refusal(upstream, options.upstreamName, body !== null);
       if (refused) {
         request.signal.removeEventListener("abort", abort);
@@ -167,6 +170,7 @@ export async function forward(
         throw refused;
       }
       const responseHeaders = clientResponseHeaders(upstream.headers);
+      if (body === null) responseHeaders.delete("content-type");
       const streaming = body !== null && (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
       if (!streaming) {
         request.signal.removeEventListener("abort", abort);
