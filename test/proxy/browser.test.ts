@@ -1,16 +1,14 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { scriptedServer } from "../peers/scripted-server";
 import { authHeader } from "../support/api";
 import { connectedConnector, proxyUrl } from "../support/mcp";
 import { ADMIN, startTestService, type TestService } from "../support/service";
+import { CHROMIUM, chromiumAvailable as available, launchChromium } from "../support/chromium";
 
 // Issue 21 item 3 (a) in a browser: an administrator opens a connector's proxy URL as a page (a link in a chat, say)
 // while its server answers GET with HTML and a script. The script must not run on the service's origin, and a
 // redirect must not take the browser elsewhere. Headless Chromium (Debian's), the service and the server on loopback.
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
 if (!available) console.warn(`SKIPPED: the proxy browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
 
 let service: TestService;
@@ -39,11 +37,7 @@ beforeAll(async () => {
   });
   service = await startTestService();
   id = await connectedConnector(service.api, `http://127.0.0.1:${upstream.port}/mcp`);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
