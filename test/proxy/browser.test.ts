@@ -16,7 +16,7 @@ let upstream: ReturnType<typeof Bun.serve>;
 let browser: Browser;
 let id: string;
 /** What the server answers a GET with, as the test sets it. */
-let get: () => Response;
+let get: () => Response = () => new Response(null, { status: 405 });
 /** Requests the page's script (or a redirect) made to the server's /beacon. */
 const beacons: string[] = [];
 
