@@ -48,24 +48,37 @@ export function createCredentialCheck({ handshake, clock }: CredentialCheckDeps)
     return { refused: true, status: result.status, said: quoteRefusal(result, credentials) };
   }
 
+  // A proof holds for these credentials only (an OAuth refresh, a connect with new headers: checked anew).
+  const keyOf = (row: ConnectorRow, credentials: Record<string, string>) => `${row.id}:${createHash("sha256").update(JSON.stringify(credentials)).digest("base64url")}`;
+  const isProven = (key: string) => {
+    const at = proven.get(key);
+    if (at !== undefined && clock() - at < PROOF_MS) return true;
+    proven.delete(key);
+    return false;
+  };
+
   return {
+    /** Whether a handshake accepted `credentials` moments ago: a 401 now is about the request, not them. */
+    proven: (row: ConnectorRow, credentials: Record<string, string>) => isProven(keyOf(row, credentials)),
+
     /**
      * Checks `credentials` with a fresh handshake at `url` (single flight per connector). An outage or a broken server
      * is no refusal: the connector stays as it is.
      */
     async verify(row: ConnectorRow, url: URL, fetch: FetchLike, credentials: Record<string, string>): Promise<CredentialVerdict> {
-      // A proof holds for these credentials only (an OAuth refresh, a connect with new headers: checked anew).
-      const key = `${row.id}:${createHash("sha256").update(JSON.stringify(credentials)).digest("base64url")}`;
-      const at = proven.get(key);
-      if (at !== undefined && clock() - at < PROOF_MS) return { refused: false };
-      proven.delete(key);
+      const key = keyOf(row, credentials);
+      if (isProven(key)) return { refused: false };
       let verdict = running.get(key);
       if (!verdict) {
         verdict = check(url, fetch, credentials).finally(() => running.delete(key));
         running.set(key, verdict);
       }
       const outcome = await verdict;
-      if (!outcome.refused) proven.set(key, clock());
+      if (!outcome.refused) {
+        // Proofs of credentials no longer used (rotated tokens) are not kept past their time.
+        for (const [stale, at] of proven) if (clock() - at >= PROOF_MS) proven.delete(stale);
+        proven.set(key, clock());
+      }
       return outcome;
     },
   };

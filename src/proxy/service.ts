@@ -66,6 +66,8 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
   async function unauthorized(row: ConnectorRow, target: Target, request: Request, headers: Headers, options: ForwardOptions, first: Forwarded, spare: Uint8Array | null): Promise<Forwarded> {
     let forwarded = first;
     let credentials = await targets.credentials(row);
+    // Accepted by a handshake moments ago: nothing to refresh or check again (a client's stray 401s cost nothing).
+    if (credentialCheck.proven(row, credentials)) return forwarded;
     if (row.auth_method === "oauth") {
       await first.upstream.body?.cancel();
       const rejected = headers.get("authorization")?.replace(/^Bearer /, "");
