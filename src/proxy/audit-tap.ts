@@ -52,31 +52,37 @@ function lastEventData(tail: string): string | undefined {
 
 /** How much of a stream's end is kept to find its answer. */
 const TAIL_BYTES = 64 * 1024;
-/** JSON answers up to this size are read whole for their outcome; larger ones pass unread (recorded by status). */
+/** JSON answers of a declared length up to this are read whole for their outcome; others are counted as they pass. */
 const READ_WHOLE_BYTES = 1024 * 1024;
 
+/** Holds `bytes` of an answer in memory against the proxy's budget (held-bytes.ts): the release, or undefined when spent. */
+export type Hold = (bytes: number) => (() => void) | undefined;
+
 /**
- * The answer, passed on unchanged; `done` is told how it ended, once. A JSON answer is read whole before it is passed
- * on (it is one message; a stream wrapped around it cost a fifth of the proxy's CPU under load).
+ * The answer, passed on unchanged; `done` is told how it ended, once. A JSON answer of declared length is read whole
+ * before it is passed on (it is one message; a stream wrapped around it cost a fifth of the proxy's CPU under load),
+ * while the budget allows; any other JSON answer or event stream is counted as it passes, its end kept to be read.
  */
-export async function tapResponse(response: Response, capture: boolean, done: (observed: Observed) => void): Promise<Response> {
+export async function tapResponse(response: Response, capture: boolean, done: (observed: Observed) => void, hold: Hold = () => () => undefined): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
   const length = response.headers.get("content-length");
   const encoded = (response.headers.get("content-encoding") ?? "identity") !== "identity";
-  if (response.body === null || encoded) {
+  const json = type.startsWith("application/json");
+  if (response.body === null || encoded || !(json || type.startsWith("text/event-stream"))) {
     done({ errorCode: null, bytes: Number(length ?? 0) });
     return response;
   }
-  if (type.startsWith("application/json") && Number(length ?? 0) <= READ_WHOLE_BYTES) {
-    const buffer = await response.arrayBuffer();
-    // Only an answer that has `"error"` somewhere can be an error; a result is parsed only to be captured.
-    const parse = capture || Buffer.from(buffer).includes(ERROR_KEY);
-    done({ ...(parse ? outcomeOf(new Uint8Array(buffer), capture) : { errorCode: null }), bytes: buffer.byteLength });
-    return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
-  }
-  if (!type.startsWith("text/event-stream")) {
-    done({ errorCode: null, bytes: Number(length ?? 0) });
-    return response;
+  const release = json && length !== null && Number(length) <= READ_WHOLE_BYTES ? hold(Number(length)) : undefined;
+  if (release) {
+    try {
+      const buffer = await response.arrayBuffer();
+      // Only an answer that has `"error"` somewhere can be an error; a result is parsed only to be captured.
+      const parse = capture || Buffer.from(buffer).includes(ERROR_KEY);
+      done({ ...(parse ? outcomeOf(new Uint8Array(buffer), capture) : { errorCode: null }), bytes: buffer.byteLength });
+      return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
+    } finally {
+      release();
+    }
   }
   let bytes = 0;
   let tail = "";
@@ -84,7 +90,8 @@ export async function tapResponse(response: Response, capture: boolean, done: (o
   const tell = () => {
     if (told) return;
     told = true;
-    const data = lastEventData(tail);
+    // A JSON answer is one message: read if it fitted in what was kept. An event stream's answer is its last event.
+    const data = json ? (bytes <= TAIL_BYTES ? tail : undefined) : lastEventData(tail);
     done({ ...(data === undefined ? { errorCode: null } : outcomeOf(data, capture)), bytes });
   };
   const counted = new TransformStream<Uint8Array, Uint8Array>({

@@ -91,8 +91,20 @@ export function createHeldBytes(options: HeldBytesOptions) {
       }
     },
 
-    /** Bytes held now, for a user and in all (for tests and metrics). */
-    held: (userId: string) => ({ user: users.get(userId) ?? 0, total: all }),
+    /** Holds `bytes` if both budgets allow (an answer read whole for the audit trail), else undefined: nothing is refused. */
+    tryHold(userId: string, bytes: number): (() => void) | undefined {
+      try {
+        take(userId, bytes);
+      } catch {
+        return undefined;
+      }
+      let held = true;
+      return () => {
+        if (held) give(userId, bytes);
+        held = false;
+      };
+    },
+
   };
 }
 export type HeldBytes = ReturnType<typeof createHeldBytes>;

@@ -235,7 +235,7 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
       };
       try {
         const response = await relay(caller, row, request, close, tap, traced);
-        if (tap) return tapResponse(response, tap.capture, (observed) => record(response.status, observed));
+        if (tap) return tapResponse(response, tap.capture, (observed) => record(response.status, observed), (bytes) => heldBytes.tryHold(caller.id, bytes));
         traced?.end({ "http.response.status_code": response.status });
         return response;
       } catch (e) {

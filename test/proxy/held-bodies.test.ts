@@ -133,3 +133,26 @@ test("with nothing that reads bodies, a large one streams: the server has its st
     await app.close();
   }
 });
+
+test("an answer of undeclared length is not held whole for the audit trail: the client has its start while the server still writes", async () => {
+  let write!: ReadableStreamDefaultController<Uint8Array>;
+  t.network.serve("https://endless.example", (request) =>
+    request.method === "POST" && ids.endless
+      ? new Response(new ReadableStream<Uint8Array>({ start: (controller) => void (write = controller) }), { headers: { "content-type": "application/json" } })
+      : scripted.handler(request),
+  );
+  ids.endless = await connectedConnector(alice.api, "https://endless.example/mcp");
+  const res = await t.handle(
+    new Request(`${t.publicUrl}/api/v1/connectors/${ids.endless}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: message(200),
+    }),
+  );
+  const reader = res.body!.getReader();
+  write.enqueue(new TextEncoder().encode(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`));
+  expect(new TextDecoder().decode((await reader.read()).value)).toStartWith('{"jsonrpc"');
+  write.enqueue(new TextEncoder().encode('done"}]}}'));
+  write.close();
+  await reader.cancel();
+});
