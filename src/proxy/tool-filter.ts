@@ -13,7 +13,7 @@ export type ToolView = PolicyView & { pinning?: Pinning };
  * a call of a hidden tool is answered here ([MCP 2025-11-25 tools §Error handling](https://modelcontextprotocol.io/specification/2025-11-25/server/tools#error-handling):
  * -32602 for an unknown tool), a renamed one goes on under the server's name. Responses to `tools/list`, JSON or
  * an event stream, are filtered and rewritten; everything else passes as it came. Connectors without a policy never
- * come here: their bodies stream unread.
+ * come here.
  */
 
 export type FilteredRequest =
