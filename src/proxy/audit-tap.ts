@@ -59,9 +59,33 @@ const READ_WHOLE_BYTES = 1024 * 1024;
 export type Hold = (bytes: number) => (() => void) | undefined;
 
 /**
- * The answer, passed on unchanged; `done` is told how it ended, once. A JSON answer of declared length is read whole
- * before it is passed on (it is one message; a stream wrapped around it cost a fifth of the proxy's CPU under load),
- * while the budget allows; any other JSON answer or event stream is counted as it passes, its end kept to be read.
+ * The first chunks of a JSON answer, up to READ_WHOLE_BYTES, held against the budget: `whole` when that was all of
+ * it, else what was read (to be passed on before the rest, which streams).
+ */
+async function readUpTo(reader: ReadableStreamDefaultReader<Uint8Array>, hold: Hold): Promise<{ whole: boolean; chunks: Uint8Array[] }> {
+  const chunks: Uint8Array[] = [];
+  const releases: (() => void)[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) return { whole: true, chunks };
+      chunks.push(next.value);
+      size += next.value.byteLength;
+      const release = size <= READ_WHOLE_BYTES ? hold(next.value.byteLength) : undefined;
+      if (!release) return { whole: false, chunks };
+      releases.push(release);
+    }
+  } finally {
+    for (const release of releases) release();
+  }
+}
+
+/**
+ * The answer, passed on unchanged; `done` is told how it ended, once. A JSON answer is read whole before it is passed
+ * on (it is one message; a stream wrapped around it cost a fifth of the proxy's CPU under load) while it stays under
+ * READ_WHOLE_BYTES and the held-bytes budget allows; past that, and for event streams, the bytes are counted as they
+ * pass and the end kept to be read.
  */
 export async function tapResponse(response: Response, capture: boolean, done: (observed: Observed) => void, hold: Hold = () => () => undefined): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
@@ -72,17 +96,25 @@ export async function tapResponse(response: Response, capture: boolean, done: (o
     done({ errorCode: null, bytes: Number(length ?? 0) });
     return response;
   }
-  const release = json && length !== null && Number(length) <= READ_WHOLE_BYTES ? hold(Number(length)) : undefined;
-  if (release) {
-    try {
-      const buffer = await response.arrayBuffer();
+  let source: ReadableStream<Uint8Array> = response.body;
+  if (json) {
+    const reader = response.body.getReader();
+    const { whole, chunks } = await readUpTo(reader, hold);
+    if (whole) {
+      const buffer = Buffer.concat(chunks);
       // Only an answer that has `"error"` somewhere can be an error; a result is parsed only to be captured.
-      const parse = capture || Buffer.from(buffer).includes(ERROR_KEY);
-      done({ ...(parse ? outcomeOf(new Uint8Array(buffer), capture) : { errorCode: null }), bytes: buffer.byteLength });
+      const parse = capture || buffer.includes(ERROR_KEY);
+      done({ ...(parse ? outcomeOf(buffer, capture) : { errorCode: null }), bytes: buffer.byteLength });
       return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
-    } finally {
-      release();
     }
+    source = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        const next = chunks.shift() ?? (await reader.read()).value;
+        if (next === undefined) controller.close();
+        else controller.enqueue(next);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
   }
   let bytes = 0;
   let tail = "";
@@ -102,7 +134,7 @@ export async function tapResponse(response: Response, capture: boolean, done: (o
     },
     flush: tell,
   });
-  const reader = response.body.pipeThrough(counted).getReader();
+  const reader = source.pipeThrough(counted).getReader();
   // A client that goes away ends the exchange too: what was seen so far is its record.
   const body = new ReadableStream<Uint8Array>(
     {

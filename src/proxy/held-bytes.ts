@@ -13,6 +13,13 @@ export type HeldBytesOptions = {
 
 export type HeldBody = { bytes: Uint8Array; release(): void };
 
+/** The body's declared length, if it declares a sane one. */
+export function declaredLength(request: Request): number | undefined {
+  const declared = request.headers.get("content-length");
+  const size = declared === null ? Number.NaN : Number(declared);
+  return Number.isSafeInteger(size) && size >= 0 ? size : undefined;
+}
+
 /**
  * The request bodies the proxy holds in memory at once (README "Limits"): a message it must read to decide on
  * (tool policy, pinning, audit), or a small one it sends faster as bytes. Each is held to PROXY__MAX_MESSAGE_BYTES
@@ -54,7 +61,7 @@ export function createHeldBytes(options: HeldBytesOptions) {
      * taken at once, unread when it is too much); `release` gives the bytes back once the body has been sent on.
      */
     async read(userId: string, request: Request): Promise<HeldBody> {
-      const declared = request.headers.get("content-length");
+      const declared = declaredLength(request);
       let held = 0;
       const release = () => {
         give(userId, held);
@@ -65,9 +72,9 @@ export function createHeldBytes(options: HeldBytesOptions) {
         held += bytes;
       };
       try {
-        if (declared !== null) {
-          if (Number(declared) > maxMessageBytes) throw tooLarge();
-          hold(Number(declared));
+        if (declared !== undefined) {
+          if (declared > maxMessageBytes) throw tooLarge();
+          hold(declared);
           const bytes = new Uint8Array(await request.arrayBuffer());
           if (bytes.byteLength > held) throw tooLarge();
           return { bytes, release };
@@ -85,6 +92,22 @@ export function createHeldBytes(options: HeldBytesOptions) {
           throw e;
         }
         return { bytes: Buffer.concat(chunks), release };
+      } catch (e) {
+        release();
+        throw e;
+      }
+    },
+
+    /**
+     * Reads a body of declared length whole if both budgets have room for it — one that need not be read (it is sent
+     * faster as bytes) — else undefined, and the caller streams it.
+     */
+    async readIfRoom(userId: string, request: Request): Promise<HeldBody | undefined> {
+      const declared = declaredLength(request);
+      const release = declared === undefined ? undefined : this.tryHold(userId, declared);
+      if (!release) return undefined;
+      try {
+        return { bytes: new Uint8Array(await request.arrayBuffer()), release };
       } catch (e) {
         release();
         throw e;

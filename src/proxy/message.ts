@@ -15,8 +15,11 @@ const MESSAGE: Levels = { members: { params: { members: { _meta: {} } } } };
 /** A request body: one message, or (before 2025-06-18) a batch of them. */
 const REQUEST: Levels = { ...MESSAGE, elements: MESSAGE };
 
-export const rpcError = (id: unknown, code: number, message: string, status = 200) =>
-  new Response(JSON.stringify({ jsonrpc: "2.0", id: id ?? null, error: { code, message } }), { status, headers: { "content-type": "application/json" } });
+/** The proxy's own JSON-RPC answer; its length declared, so the audit trail reads it whole at once. */
+export function rpcError(id: unknown, code: number, message: string, status = 200): Response {
+  const body = new TextEncoder().encode(JSON.stringify({ jsonrpc: "2.0", id: id ?? null, error: { code, message } }));
+  return new Response(body, { status, headers: { "content-type": "application/json", "content-length": String(body.byteLength) } });
+}
 
 /** The tool, prompt or resource a method names; the one `Mcp-Name` must repeat (MCP 2026-07-28 routing headers). */
 export function namedBy(message: RpcMessage): string | undefined {

@@ -13,7 +13,7 @@ import type { Principal } from "../users/model";
 import { describeRequest, tapResponse, type Described, type Observed } from "./audit-tap";
 import type { CredentialCheck } from "./credential-check";
 import { MCP_REQUEST_HEADERS } from "./headers";
-import type { HeldBody, HeldBytes } from "./held-bytes";
+import { declaredLength, type HeldBody, type HeldBytes } from "./held-bytes";
 import { readMessage, serialiseMessage } from "./message";
 import { filterRequest, rewriteResponse, type ToolView } from "./tool-filter";
 import { createPinning } from "./tool-pins";
@@ -118,7 +118,7 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
     let held: HeldBody | undefined;
     let forwarded: Forwarded;
     try {
-      const declared = request.headers.get("content-length");
+      const declared = declaredLength(request);
       if (body && (view || tap)) {
         // Wherever the proxy decides on a body — the tool policy, pinning, the audit trail and the span that names the
         // method — it reads the message once, strictly (message.ts), and sends on the message it checked.
@@ -145,11 +145,12 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
         }
         body = serialiseMessage(message);
         headers.set("content-type", "application/json");
-      } else if (body && declared !== null && Number(declared) <= (oauth ? heldBytes.maxMessageBytes : WHOLE_BODY_BYTES)) {
+      } else if (body && declared !== undefined && declared <= (oauth ? heldBytes.maxMessageBytes : Math.min(WHOLE_BODY_BYTES, heldBytes.maxMessageBytes))) {
         // A small body of declared length is sent faster as bytes than as a stream fetch must pipe (bench/RESULTS.md,
-        // "Governance"); an OAuth connector keeps one up to a message's size, to replay it after a refresh.
-        held = await heldBytes.read(caller.id, request);
-        body = held.bytes;
+        // "Governance"); an OAuth connector keeps one up to a message's size, to replay it after a refresh. Either
+        // streams instead when the held-bytes budget has no room for it.
+        held = await heldBytes.readIfRoom(caller.id, request);
+        if (held) body = held.bytes;
       }
       // The upstream call as a child span; the server hears of the trace through `traceparent` (W3C Trace Context).
       const upstreamSpan = traced?.child("mcp.upstream", { "server.address": url.host, "url.path": url.pathname }, "client");

@@ -134,7 +134,7 @@ test("with nothing that reads bodies, a large one streams: the server has its st
   }
 });
 
-test("an answer of undeclared length is not held whole for the audit trail: the client has its start while the server still writes", async () => {
+test("an answer is held whole for the audit trail up to 1 MiB only: past it the client has the start while the server still writes", async () => {
   let write!: ReadableStreamDefaultController<Uint8Array>;
   t.network.serve("https://endless.example", (request) =>
     request.method === "POST" && ids.endless
@@ -142,17 +142,19 @@ test("an answer of undeclared length is not held whole for the audit trail: the 
       : scripted.handler(request),
   );
   ids.endless = await connectedConnector(alice.api, "https://endless.example/mcp");
-  const res = await t.handle(
+  const answer = t.handle(
     new Request(`${t.publicUrl}/api/v1/connectors/${ids.endless}/mcp`, {
       method: "POST",
       headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
       body: message(200),
     }),
   );
-  const reader = res.body!.getReader();
+  await waitFor("the server's answer to start", () => write !== undefined);
   write.enqueue(new TextEncoder().encode(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`));
+  for (let i = 0; i < 17; i++) write.enqueue(new Uint8Array(64 * 1024).fill(120));
+  const reader = (await answer).body!.getReader();
   expect(new TextDecoder().decode((await reader.read()).value)).toStartWith('{"jsonrpc"');
-  write.enqueue(new TextEncoder().encode('done"}]}}'));
+  write.enqueue(new TextEncoder().encode('"}]}}'));
   write.close();
   await reader.cancel();
 });
