@@ -31,6 +31,19 @@ export function namedBy(message: RpcMessage): string | undefined {
 
 const NAMING_METHODS = new Set(["tools/call", "prompts/get", "resources/read"]);
 
+/**
+ * An `Mcp-Name` value as the client meant it: a value that is not plain visible ASCII travels as
+ * `=?base64?<UTF-8 as base64>?=` (MCP 2026-07-28, SEP-2243 value encoding); undefined if that does not decode.
+ */
+function headerValue(value: string): string | undefined {
+  if (!(value.startsWith("=?base64?") && value.endsWith("?=") && value.length >= 11)) return value;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(value.slice(9, -2), "base64"));
+  } catch {
+    return undefined;
+  }
+}
+
 /** [JSON-RPC 2.0 §4](https://www.jsonrpc.org/specification#request_object): a request object's members, as far as the proxy reads them. */
 function invalid(message: unknown): string | undefined {
   if (typeof message !== "object" || message === null || Array.isArray(message)) return "a JSON-RPC message is an object";
@@ -67,7 +80,7 @@ export function readMessage(bytes: Uint8Array, headers: Headers): ReadMessage {
     if (Array.isArray(value) || (methodHeader !== null && methodHeader !== m.method)) {
       return { ok: false, response: rpcError(m.id, -32600, `Mcp-Method says ${methodHeader}, the body ${Array.isArray(value) ? "is a batch" : String(m.method)}`, 400) };
     }
-    if (nameHeader !== null && NAMING_METHODS.has(m.method as string) && nameHeader !== namedBy(m)) {
+    if (nameHeader !== null && NAMING_METHODS.has(m.method as string) && headerValue(nameHeader) !== namedBy(m)) {
       return { ok: false, response: rpcError(m.id, -32600, `Mcp-Name says ${nameHeader}, the body ${namedBy(m) ?? "names nothing"}`, 400) };
     }
   }

@@ -132,6 +132,14 @@ describe("the audit trail (on by default) on a connector without a policy", () =
     expect(res.status).toBe(400);
     expect((await res.json()).error).toMatchObject({ code: -32600, message: "Mcp-Name says alpha, the body danger" });
     expect(received.length).toBe(before);
+    // A name that is not plain ASCII travels base64-encoded in the header (2026-07-28): read as the client meant it.
+    const encoded = (name: string) => `=?base64?${Buffer.from(name).toString("base64")}?=`;
+    const agreeing = await post(audited, call("café"), { "mcp-method": "tools/call", "mcp-name": encoded("café") });
+    expect(agreeing.status).toBe(200);
+    expect(received.length).toBe(before + 1);
+    const disagreeing = await post(audited, call("café"), { "mcp-method": "tools/call", "mcp-name": encoded(DENIED) });
+    expect(disagreeing.status).toBe(400);
+    expect(received.length).toBe(before + 1);
   });
 });
 
