@@ -60,10 +60,20 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
    * An upstream 401. An OAuth connector refreshes its token once (single flight per connector) and replays the
    * request with it — a body held whole can be sent again ([MCP authorization (2025-11-25) §"Token Handling"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#token-handling)).
    * A 401 that remains is the server's answer to this request, not a verdict on the credentials: only a fresh
-   * handshake with them (credential-check.ts) says that. Refused: an open connector starts the OAuth flow, any other is
-   * disconnected with what the server said; accepted: the client gets the 401 as the server sent it.
+   * handshake with them (credential-check.ts) says that. Refused: the connector is disconnected with what the server
+   * said; accepted: the client gets the 401 as the server sent it. An open connector has no credentials to check: its
+   * server asks for some, and the OAuth flow starts.
    */
   async function unauthorized(row: ConnectorRow, target: Target, request: Request, headers: Headers, options: ForwardOptions, first: Forwarded, spare: Uint8Array | null): Promise<Forwarded> {
+    if (row.auth_method === "none" && !target.managed) {
+      // An open server that now wants authorization (e.g. only for tools, initialize staying open — so no handshake
+      // could tell): the OAuth flow, as at connect.
+      await first.upstream.body?.cancel();
+      await authorization.afterChallenge(row, first.upstream);
+      throw new OAuthAuthorizationRequired(
+        "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
+      );
+    }
     let forwarded = first;
     let credentials = await targets.credentials(row);
     // Accepted by a handshake moments ago: nothing to refresh or check again (a client's stray 401s cost nothing).
@@ -88,13 +98,6 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
     const verdict = await credentialCheck.verify(row, target.url, options.fetch, credentials);
     if (!verdict.refused) return forwarded;
     await forwarded.upstream.body?.cancel();
-    if (row.auth_method === "none" && !target.managed) {
-      // An open server that now wants authorization (e.g. only for tools): the OAuth flow, as at connect.
-      await authorization.afterChallenge(row, forwarded.upstream);
-      throw new OAuthAuthorizationRequired(
-        "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
-      );
-    }
     const what = row.auth_method === "oauth" ? "freshly refreshed access token" : "stored credentials";
     return credentialsRejected(row, `${what} when they were checked again after a 401 (HTTP ${verdict.status}${verdict.said ? `: ${verdict.said}` : ""})`);
   }
