@@ -148,6 +148,7 @@ function rewriteEvent(block: string, ids: Set<string>, view: ToolView): string {
   const rewritten = rewriteMessage(data, ids, view);
   if (rewritten.kind === "as-is") return block;
   const kept = block.split("\n").filter((line) => !line.startsWith("data:"));
-  // An unreadable message keeps its other fields (an event id still counts for resumption) but not its data.
-  return rewritten.kind === "rewritten" ? [...kept, `data: ${rewritten.text}`].join("\n") : kept.join("\n") || ": an unreadable message was dropped";
+  // An unreadable message may be the listing: the client gets the listing's error in its place, not a wait for an
+  // answer that never comes (the event's other fields stay: an event id still counts for resumption).
+  return [...kept, `data: ${rewritten.kind === "rewritten" ? rewritten.text : listingFailed(ids, rewritten.why)}`].join("\n");
 }

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { compileToolPolicy } from "../../src/connectors/tool-policy";
+import { rewriteResponse } from "../../src/proxy/tool-filter";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
@@ -114,6 +116,22 @@ describe("a connector with a tool policy denying a tool", () => {
     const res = await post(guarded, `{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"${DENIED}"}}`);
     expect(await res.text()).toBe('{"jsonrpc":"2.0","id":12345678901234567890,"error":{"code":-32602,"message":"Unknown tool: danger"}}');
   });
+});
+
+test("a listing's answer that cannot be read strictly is not passed on: the client gets an error for its listing instead", async () => {
+  const view = compileToolPolicy({ deny: [DENIED] });
+  const listing = (extra: string) => `{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"alpha"}]},${extra}}`;
+  // "Result" reads as "result" to Go's encoding/json (the last one wins): the denied tool would be listed.
+  const smuggled = listing(`"Result":{"tools":[{"name":"alpha"},{"name":"${DENIED}"}]}`);
+  const json = await rewriteResponse(new Response(smuggled, { headers: { "content-type": "application/json" } }), new Set(["3"]), view, 1 << 20);
+  const answer = await json.json();
+  expect(answer).toMatchObject({ id: 3, error: { code: -32603 } });
+  expect(JSON.stringify(answer)).not.toContain(`"name":"${DENIED}"`);
+  const events = `id: 7\nevent: message\ndata: ${smuggled}\n\n`;
+  const sse = await (await rewriteResponse(new Response(events, { headers: { "content-type": "text/event-stream" } }), new Set(["3"]), view, 1 << 20)).text();
+  expect(sse).toStartWith("id: 7\nevent: message\ndata: ");
+  expect(JSON.parse(sse.split("data: ")[1]!)).toMatchObject({ id: 3, error: { code: -32603 } });
+  expect(sse).not.toContain(`"name":"${DENIED}"`);
 });
 
 describe("the audit trail (on by default) on a connector without a policy", () => {
