@@ -9,7 +9,7 @@ const detail = (summary: string, description: string) => ({
   summary,
   description:
     `${description} Authenticated like the API; only for a connected connector of the caller. The client's own Authorization and cookies are never forwarded; the connector's stored credentials are. ` +
-    "Problems of type oauth-scope-required (403) and oauth-authorization-required (409) mean the connector now waits for the user to open its auth_request.authorization_url; upstream-credentials-revoked (502) that it was disconnected.",
+    "Problems of type oauth-scope-required (403) and oauth-authorization-required (409) mean the connector now waits for the user to open its auth_request.authorization_url; upstream-credentials-revoked (502) that it was disconnected; upstream-answer-refused (502, or the server's 4xx) that the server answered with a redirect or a body other than JSON or an event stream, which is never relayed.",
   tags: ["MCP proxy"],
   // Authenticated in the entry (entry.ts), which also challenges for this service's OAuth.
   security: [{ basic: [] as string[] }, { bearer: [] as string[] }] as Record<string, string[]>[],
