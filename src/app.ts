@@ -56,6 +56,9 @@ import { proxyEntry } from "./proxy/entry";
 import { proxyRoutes } from "./proxy/routes";
 import { createProxyService } from "./proxy/service";
 import { createStreamLimits } from "./proxy/stream-limits";
+import { createHeldBytes } from "./proxy/held-bytes";
+import { createCredentialCheck } from "./proxy/credential-check";
+import { mcpHandshake } from "./upstream/handshake";
 import { createTargets } from "./proxy/target";
 import { relayOptions } from "./relay/forward";
 import type { Runtime } from "./runtime/runtime";
@@ -261,6 +264,8 @@ export function createServices(deps: Deps) {
     authorization,
     targets: createTargets({ runtime: deps.runtime, oauth, credentials }),
     limits: createStreamLimits({ perUser: config.proxy.maxStreamsPerUser, perConnector: config.proxy.maxStreamsPerConnector }),
+    held: createHeldBytes(config.proxy),
+    credentialCheck: createCredentialCheck({ handshake: mcpHandshake, clock }),
     clock,
     forward: relayOptions(metrics, "mcp", "MCP server", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], relaySettings),
   });

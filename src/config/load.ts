@@ -43,7 +43,7 @@ export type Config = {
   /** WEBHOOKS__URLS get every connector event, signed with WEBHOOKS__SECRET. */
   webhooks: { urls: string[]; secret: string | undefined };
   api: { maxBodyBytes: number };
-  proxy: { maxBodyBytes: number; upstreamTimeoutMs: number; maxStreamsPerUser: number; maxStreamsPerConnector: number };
+  proxy: { maxBodyBytes: number; maxMessageBytes: number; heldBytesPerUser: number; heldBytesTotal: number; upstreamTimeoutMs: number; maxStreamsPerUser: number; maxStreamsPerConnector: number };
   scheduler: { intervalMs: number };
   a2a: { cardRefreshMs: number };
   /** METRICS__TOKEN: when set, /metrics wants it as a bearer token. */
@@ -238,6 +238,9 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     api: { maxBodyBytes: raw.api.max_body_bytes },
     proxy: {
       maxBodyBytes: raw.proxy.max_body_bytes,
+      maxMessageBytes: raw.proxy.max_message_bytes,
+      heldBytesPerUser: raw.proxy.held_bytes_per_user,
+      heldBytesTotal: raw.proxy.held_bytes_total,
       upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000,
       maxStreamsPerUser: raw.proxy.max_streams_per_user,
       maxStreamsPerConnector: raw.proxy.max_streams_per_connector,

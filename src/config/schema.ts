@@ -84,6 +84,9 @@ export const ConfigSchema = t.Object({
   }),
   proxy: t.Object({
     max_body_bytes: t.Integer({ minimum: 1024, default: 16 * 1024 * 1024, description: "an integer of at least 1024" }),
+    max_message_bytes: t.Integer({ minimum: 1024, default: 4 * 1024 * 1024, description: "an integer of at least 1024" }),
+    held_bytes_per_user: t.Integer({ minimum: 1024, default: 32 * 1024 * 1024, description: "an integer of at least 1024" }),
+    held_bytes_total: t.Integer({ minimum: 1024, default: 256 * 1024 * 1024, description: "an integer of at least 1024" }),
     upstream_timeout_seconds: t.Number({ minimum: 1, maximum: 3600, default: 60, description: "a number of seconds from 1 to 3600" }),
     max_streams_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 500, description: "an integer from 1 to 100000" }),
     max_streams_per_connector: t.Integer({ minimum: 1, maximum: 100_000, default: 200, description: "an integer from 1 to 100000" }),

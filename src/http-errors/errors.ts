@@ -114,6 +114,22 @@ export class UpstreamFailed extends AppError {
   readonly title = "The upstream server failed";
 }
 
+/**
+ * An upstream's answer a relay does not pass on (relay/forward.ts): a redirect, or a body of a type a browser could
+ * render on the service's origin. A client's error (4xx) keeps its status, so a client still learns "unknown session"
+ * (404) or "no stream here" (405); anything else is a 502.
+ */
+export class UpstreamAnswerRefused extends AppError {
+  readonly type = "upstream-answer-refused";
+  readonly title = "The upstream's answer is not relayed";
+  constructor(
+    readonly status: number,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
 export class UpstreamTimeout extends AppError {
   readonly status = 504;
   readonly type = "upstream-timeout";

@@ -1,8 +1,10 @@
 import { eventData } from "./event-data";
+import type { RpcMessage } from "./message";
+import { parseStrictJson, type Levels } from "./strict-json";
 
 /**
  * What the audit trail learns of one MCP message on its way through the proxy (README "Audit trail"): the request's
- * method and name, from the 2026-07-28 routing headers when they are there, else from the body the proxy read; and
+ * method and name, from the message the proxy read once for every decision (message.ts); and
  * how the answer ended, from a JSON answer read whole or from the last event of an event stream, whose bytes pass on
  * unchanged as they are counted.
  */
@@ -13,28 +15,26 @@ export type Observed = { errorCode: number | null; bytes: number; result?: unkno
 const decoder = new TextDecoder();
 const ERROR_KEY = '"error"';
 
-export function describeRequest(bytes: Uint8Array | undefined, headers: Headers, capture: boolean): Described {
-  const method = headers.get("mcp-method");
-  if (method !== null && !capture) return { method, name: headers.get("mcp-name") };
-  if (!bytes) return { method, name: headers.get("mcp-name") };
-  let message: unknown;
-  try {
-    message = JSON.parse(decoder.decode(bytes));
-  } catch {
-    return { method: null, name: null };
-  }
+/**
+ * The request's method and what it names, from the message the proxy read (message.ts: its routing headers were
+ * checked against it). A message that could not be read has neither: it never reached the server.
+ */
+export function describeRequest(message: RpcMessage | RpcMessage[] | undefined, capture: boolean): Described {
+  if (message === undefined) return { method: null, name: null };
   if (Array.isArray(message)) return { method: "batch", name: null };
-  if (typeof message !== "object" || message === null) return { method: null, name: null };
-  const m = message as { method?: unknown; params?: { name?: unknown; uri?: unknown; arguments?: unknown } };
-  const name = typeof m.params?.name === "string" ? m.params.name : typeof m.params?.uri === "string" ? m.params.uri : null;
-  return { method: typeof m.method === "string" ? m.method : null, name, ...(capture && m.params?.arguments !== undefined && { arguments: m.params.arguments }) };
+  const params = message.params as { name?: unknown; uri?: unknown; arguments?: unknown } | undefined;
+  const name = typeof params?.name === "string" ? params.name : typeof params?.uri === "string" ? params.uri : null;
+  return { method: typeof message.method === "string" ? message.method : null, name, ...(capture && params?.arguments !== undefined && { arguments: params.arguments }) };
 }
 
+/** The levels of an answer the audit trail reads: the message and its error. */
+const ANSWER: Levels = { members: { error: {} } };
+
 /** A JSON-RPC response's error code (or its result, when captured). */
-function outcomeOf(text: string, capture: boolean): { errorCode: number | null; result?: unknown } {
+function outcomeOf(text: Uint8Array | string, capture: boolean): { errorCode: number | null; result?: unknown } {
   let message: unknown;
   try {
-    message = JSON.parse(text);
+    message = parseStrictJson(text, ANSWER);
   } catch {
     return { errorCode: null };
   }
@@ -52,31 +52,69 @@ function lastEventData(tail: string): string | undefined {
 
 /** How much of a stream's end is kept to find its answer. */
 const TAIL_BYTES = 64 * 1024;
-/** JSON answers up to this size are read whole for their outcome; larger ones pass unread (recorded by status). */
+/** JSON answers of a declared length up to this are read whole for their outcome; others are counted as they pass. */
 const READ_WHOLE_BYTES = 1024 * 1024;
+
+/** Holds `bytes` of an answer in memory against the proxy's budget (held-bytes.ts): the release, or undefined when spent. */
+export type Hold = (bytes: number) => (() => void) | undefined;
+
+/**
+ * The first chunks of a JSON answer, up to READ_WHOLE_BYTES, held against the budget: `whole` when that was all of
+ * it, else what was read (to be passed on before the rest, which streams).
+ */
+async function readUpTo(reader: ReadableStreamDefaultReader<Uint8Array>, hold: Hold): Promise<{ whole: boolean; chunks: Uint8Array[] }> {
+  const chunks: Uint8Array[] = [];
+  const releases: (() => void)[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) return { whole: true, chunks };
+      chunks.push(next.value);
+      size += next.value.byteLength;
+      const release = size <= READ_WHOLE_BYTES ? hold(next.value.byteLength) : undefined;
+      if (!release) return { whole: false, chunks };
+      releases.push(release);
+    }
+  } finally {
+    for (const release of releases) release();
+  }
+}
 
 /**
  * The answer, passed on unchanged; `done` is told how it ended, once. A JSON answer is read whole before it is passed
- * on (it is one message; a stream wrapped around it cost a fifth of the proxy's CPU under load).
+ * on (it is one message; a stream wrapped around it cost a fifth of the proxy's CPU under load) while it stays under
+ * READ_WHOLE_BYTES and the held-bytes budget allows; past that, and for event streams, the bytes are counted as they
+ * pass and the end kept to be read.
  */
-export async function tapResponse(response: Response, capture: boolean, done: (observed: Observed) => void): Promise<Response> {
+export async function tapResponse(response: Response, capture: boolean, done: (observed: Observed) => void, hold: Hold = () => () => undefined): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
   const length = response.headers.get("content-length");
   const encoded = (response.headers.get("content-encoding") ?? "identity") !== "identity";
-  if (response.body === null || encoded) {
+  const json = type.startsWith("application/json");
+  if (response.body === null || encoded || !(json || type.startsWith("text/event-stream"))) {
     done({ errorCode: null, bytes: Number(length ?? 0) });
     return response;
   }
-  if (type.startsWith("application/json") && Number(length ?? 0) <= READ_WHOLE_BYTES) {
-    const buffer = await response.arrayBuffer();
-    // Only an answer that has `"error"` somewhere can be an error; a result is parsed only to be captured.
-    const parse = capture || Buffer.from(buffer).includes(ERROR_KEY);
-    done({ ...(parse ? outcomeOf(decoder.decode(buffer), capture) : { errorCode: null }), bytes: buffer.byteLength });
-    return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
-  }
-  if (!type.startsWith("text/event-stream")) {
-    done({ errorCode: null, bytes: Number(length ?? 0) });
-    return response;
+  let source: ReadableStream<Uint8Array> = response.body;
+  if (json) {
+    const reader = response.body.getReader();
+    const { whole, chunks } = await readUpTo(reader, hold);
+    if (whole) {
+      const buffer = Buffer.concat(chunks);
+      // Only an answer that has `"error"` somewhere can be an error; a result is parsed only to be captured.
+      const parse = capture || buffer.includes(ERROR_KEY);
+      done({ ...(parse ? outcomeOf(buffer, capture) : { errorCode: null }), bytes: buffer.byteLength });
+      return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
+    }
+    source = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        const next = chunks.shift() ?? (await reader.read()).value;
+        if (next === undefined) controller.close();
+        else controller.enqueue(next);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
   }
   let bytes = 0;
   let tail = "";
@@ -84,7 +122,8 @@ export async function tapResponse(response: Response, capture: boolean, done: (o
   const tell = () => {
     if (told) return;
     told = true;
-    const data = lastEventData(tail);
+    // A JSON answer is one message: read if it fitted in what was kept. An event stream's answer is its last event.
+    const data = json ? (bytes <= TAIL_BYTES ? tail : undefined) : lastEventData(tail);
     done({ ...(data === undefined ? { errorCode: null } : outcomeOf(data, capture)), bytes });
   };
   const counted = new TransformStream<Uint8Array, Uint8Array>({
@@ -95,7 +134,7 @@ export async function tapResponse(response: Response, capture: boolean, done: (o
     },
     flush: tell,
   });
-  const reader = response.body.pipeThrough(counted).getReader();
+  const reader = source.pipeThrough(counted).getReader();
   // A client that goes away ends the exchange too: what was seen so far is its record.
   const body = new ReadableStream<Uint8Array>(
     {

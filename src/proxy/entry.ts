@@ -31,20 +31,24 @@ export const resourceMetadataUrl = (publicUrl: string, id: string) => `${publicU
  * authorization server, named by the resource metadata URL ([RFC 9728 §5.1](https://www.rfc-editor.org/rfc/rfc9728#section-5.1), MCP authorization), and HTTP Basic.
  */
 export function proxyEntry(deps: ProxyEntryDeps) {
+  const challenge = (request: Request, response: Response, id: string, invalidToken = false) => {
+    const invalid = invalidToken ? ', error="invalid_token"' : "";
+    // Basic only for programs: a browser would cache what the person types and send it by itself (cross-site.ts).
+    const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
+    response.headers.set("www-authenticate", `Bearer resource_metadata="${resourceMetadataUrl(deps.publicUrl(), id)}"${invalid}${basic}`);
+    return response;
+  };
   const answer = async (request: Request, id: string): Promise<Response> => {
     try {
       const refusal = crossSiteRefusal(request, new URL(deps.publicUrl()).origin, "cross-origin");
       if (refusal) throw refusal;
-      return await deps.proxy.handle(await deps.authenticate(request), id, request);
+      const response = await deps.proxy.handle(await deps.authenticate(request), id, request);
+      // An upstream's 401 relayed as it came (proxy/credential-check.ts) challenges for this service's credentials too:
+      // the upstream's own challenge is about the connector's, which the service holds.
+      return response.status === 401 ? challenge(request, response, id) : response;
     } catch (error) {
       const response = errorResponse(error, deps.log, deps.requestId(request));
-      if (response.status === 401) {
-        const invalid = error instanceof AppError && error.type === "invalid-token" ? ', error="invalid_token"' : "";
-        // Basic only for programs: a browser would cache what the person types and send it by itself (cross-site.ts).
-        const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
-        response.headers.set("www-authenticate", `Bearer resource_metadata="${resourceMetadataUrl(deps.publicUrl(), id)}"${invalid}${basic}`);
-      }
-      return response;
+      return response.status === 401 ? challenge(request, response, id, error instanceof AppError && error.type === "invalid-token") : response;
     }
   };
   return {

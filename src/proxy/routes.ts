@@ -9,7 +9,7 @@ const detail = (summary: string, description: string) => ({
   summary,
   description:
     `${description} Authenticated like the API; only for a connected connector of the caller. The client's own Authorization and cookies are never forwarded; the connector's stored credentials are. ` +
-    "Problems of type oauth-scope-required (403) and oauth-authorization-required (409) mean the connector now waits for the user to open its auth_request.authorization_url; upstream-credentials-revoked (502) that it was disconnected.",
+    "Problems of type oauth-scope-required (403) and oauth-authorization-required (409) mean the connector now waits for the user to open its auth_request.authorization_url; upstream-credentials-revoked (502) that it was disconnected; upstream-answer-refused (502, or the server's 4xx) that the server answered with a redirect or a body other than JSON or an event stream, which is never relayed.",
   tags: ["MCP proxy"],
   // Authenticated in the entry (entry.ts), which also challenges for this service's OAuth.
   security: [{ basic: [] as string[] }, { bearer: [] as string[] }] as Record<string, string[]>[],
@@ -18,17 +18,19 @@ const detail = (summary: string, description: string) => ({
 
 const options = (summary: string, description: string, body = false) => ({
   params: IdParams,
-  // The body is streamed to the MCP server untouched: declared for the docs, never parsed.
+  // Declared for the docs, never parsed here: the proxy reads it itself, once (message.ts), or streams it unread.
   parse: RELAYED_JSON_BODY,
-  ...(body && { body: t.Any({ description: "A JSON-RPC message (or batch), passed through as sent" }) }),
+  ...(body && { body: t.Any({ description: "A JSON-RPC message (or batch): checked strictly and sent on re-serialised while the audit trail, tracing or a tool policy reads it, else streamed as sent" }) }),
   response: {
     200: t.Any({ description: "The MCP server's answer: application/json or a text/event-stream, streamed as it comes" }),
     202: t.Any({ description: "Accepted (a notification or response was sent)" }),
+    400: t.Any({ description: "A JSON-RPC error with a null id: -32700 for a body that is not strict JSON, -32600 for one that is not a message or disagrees with Mcp-Method/Mcp-Name" }),
     401: Problem,
     403: Problem,
     404: Problem,
     409: Problem,
     413: Problem,
+    429: Problem,
     502: Problem,
     504: Problem,
   },

@@ -5,20 +5,22 @@ import type { Transitions } from "../connectors/transitions";
 import { compileToolPolicy } from "../connectors/tool-policy";
 import type { AuditEntry } from "../audit/service";
 import type { Traced, Tracing } from "../observability/tracing";
-import { AppError, bodyTooLarge, Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
+import { AppError, Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
 import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
 import type { Principal } from "../users/model";
-import { readRequestCapped } from "../http/read-capped";
 import { describeRequest, tapResponse, type Described, type Observed } from "./audit-tap";
+import type { CredentialCheck } from "./credential-check";
 import { MCP_REQUEST_HEADERS } from "./headers";
-import { filterRequest, rewriteResponse, type FilteredRequest, type ToolView } from "./tool-filter";
+import { declaredLength, type HeldBody, type HeldBytes } from "./held-bytes";
+import { readMessage, serialiseMessage } from "./message";
+import { filterRequest, rewriteResponse, type ToolView } from "./tool-filter";
 import { createPinning } from "./tool-pins";
 import type { StreamLimits } from "./stream-limits";
-import type { Targets } from "./target";
+import type { Target, Targets } from "./target";
 
-/** Request bodies up to this size (declared) are read whole before they are sent on. */
+/** Request bodies up to this size (declared) are read whole before they are sent on, even when nothing reads them. */
 const WHOLE_BODY_BYTES = 64 * 1024;
 
 /** What the audit trail needs of the proxy: its records' sink (audit/service.ts), and whether to capture arguments. */
@@ -38,107 +40,134 @@ export type ProxyServiceDeps = {
   authorization: Authorization;
   targets: Targets;
   limits: StreamLimits;
+  /** Request bodies held in memory: per message, per user, in all. */
+  held: HeldBytes;
+  /** Whether an upstream's 401 is a refusal of the connector's credentials (a fresh handshake). */
+  credentialCheck: CredentialCheck;
   forward: ForwardOptions;
   clock: () => number;
 };
 
-export function createProxyService({ tracing, audit, connectors, pins, transitions, authorization, targets, limits, forward: baseOptions, clock }: ProxyServiceDeps) {
+export function createProxyService({ tracing, audit, connectors, pins, transitions, authorization, targets, limits, held: heldBytes, credentialCheck, forward: baseOptions, clock }: ProxyServiceDeps) {
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   async function credentialsRejected(row: ConnectorRow, why: string): Promise<never> {
-    const reason = `The MCP server rejected the ${why} (HTTP 401) at ${new Date(clock()).toISOString()}`;
+    const reason = `The MCP server rejected the ${why} at ${new Date(clock()).toISOString()}`;
     await transitions.disconnectIfConnected(row.id, reason);
     throw new UpstreamCredentialsRevoked(`${reason}; the connector is now disconnected: connect it again`);
   }
 
   /**
-   * An OAuth connector's 401: refresh once (single flight per connector) and replay the request with the new
-   * token — the body was teed, so a POST can be sent again. [MCP authorization (2025-11-25) §"Token Handling"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#token-handling).
+   * An upstream 401. An OAuth connector refreshes its token once (single flight per connector) and replays the
+   * request with it — a body held whole can be sent again ([MCP authorization (2025-11-25) §"Token Handling"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#token-handling)).
+   * A 401 that remains is the server's answer to this request, not a verdict on the credentials: only a fresh
+   * handshake with them (credential-check.ts) says that. Refused: the connector is disconnected with what the server
+   * said; accepted: the client gets the 401 as the server sent it. An open connector has no credentials to check: its
+   * server asks for some, and the OAuth flow starts.
    */
-  async function retryAfterRefresh(request: Request, row: ConnectorRow, url: URL, headers: Headers, options: ForwardOptions, spare: ReadableStream<Uint8Array> | Uint8Array | null): Promise<Forwarded> {
-    const rejected = headers.get("authorization")?.replace(/^Bearer /, "");
-    const refreshed = await authorization.refresh(row.id, rejected);
-    if (!refreshed.ok) {
-      if (spare instanceof ReadableStream) await spare.cancel();
-      return credentialsRejected(row, `access token and its refresh failed (${refreshed.failure.reason})`);
+  async function unauthorized(row: ConnectorRow, target: Target, request: Request, headers: Headers, options: ForwardOptions, first: Forwarded, spare: Uint8Array | null): Promise<Forwarded> {
+    if (row.auth_method === "none" && !target.managed) {
+      // An open server that now wants authorization (e.g. only for tools, initialize staying open — so no handshake
+      // could tell): the OAuth flow, as at connect.
+      await first.upstream.body?.cancel();
+      await authorization.afterChallenge(row, first.upstream);
+      throw new OAuthAuthorizationRequired(
+        "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
+      );
     }
-    headers.set("authorization", `Bearer ${refreshed.accessToken}`);
-    const retried = await forward(request, url, headers, options, spare);
-    if (retried.upstream.status === 401) {
-      await retried.upstream.body?.cancel();
-      return credentialsRejected(row, "freshly refreshed access token");
+    let forwarded = first;
+    let credentials = await targets.credentials(row);
+    // Accepted by a handshake moments ago: nothing to refresh or check again (a client's stray 401s cost nothing).
+    if (credentialCheck.proven(row, credentials)) return forwarded;
+    if (row.auth_method === "oauth") {
+      await first.upstream.body?.cancel();
+      const rejected = headers.get("authorization")?.replace(/^Bearer /, "");
+      const refreshed = await authorization.refresh(row.id, rejected);
+      if (!refreshed.ok) {
+        // A refresh that cannot succeed disconnected the connector already (oauth/authorization.ts); another may next time.
+        if (refreshed.failure.permanent || refreshed.expired) return credentialsRejected(row, `access token (HTTP 401) and its refresh failed (${refreshed.failure.reason})`);
+        throw new UpstreamFailed(`The MCP server refused the connector's access token and refreshing it failed for now (${refreshed.failure.reason}): try again`);
+      }
+      headers.set("authorization", `Bearer ${refreshed.accessToken}`);
+      credentials = { authorization: `Bearer ${refreshed.accessToken}` };
+      if (spare === null && request.method === "POST" && request.body !== null) {
+        throw new UpstreamFailed("The MCP server refused the connector's access token, which has now been refreshed: send the request again (a body this large is not kept to be replayed)");
+      }
+      forwarded = await forward(request, target.url, headers, options, spare);
+      if (forwarded.upstream.status !== 401) return forwarded;
     }
-    return retried;
+    const verdict = await credentialCheck.verify(row, target.url, options.fetch, credentials);
+    if (!verdict.refused) return forwarded;
+    await forwarded.upstream.body?.cancel();
+    const what = row.auth_method === "oauth" ? "freshly refreshed access token" : "stored credentials";
+    return credentialsRejected(row, `${what} when they were checked again after a 401 (HTTP ${verdict.status}${verdict.said ? `: ${verdict.said}` : ""})`);
   }
 
   /** Sends one MCP request on, recovering from a 401 (refresh) or a 403 insufficient_scope as the connector allows. */
-  async function relay(row: ConnectorRow, request: Request, ended: () => void, tap?: AuditTap, traced?: Traced): Promise<Response> {
+  async function relay(caller: Principal, row: ConnectorRow, request: Request, ended: () => void, tap?: AuditTap, traced?: Traced): Promise<Response> {
     const target = targets.target(row);
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
     const { url } = target;
     const options = target.fetch ? { ...baseOptions, fetch: target.fetch } : baseOptions;
     const headers = relayedRequestHeaders(request.headers, MCP_REQUEST_HEADERS, await targets.credentials(row));
     const oauth = row.auth_method === "oauth";
-    // A tool policy reads the request (tool-filter.ts); without one, the body streams through unread.
     const view: ToolView | undefined = row.tool_policy
       ? {
           ...compileToolPolicy(row.tool_policy),
           ...(row.tool_policy.pin && { pinning: createPinning(row, await pins.list(row.id), (seen, complete) => void pins.record(row, seen, complete)) }),
         }
       : undefined;
-    let filtered: FilteredRequest | undefined;
-    // The audit trail and a tool policy read the request; without either, the body streams through unread.
-    let bytes: Uint8Array | undefined;
-    // A 2026-07-28 request names its method (and tool) in headers: the audit trail then needs no body, unless it captures.
-    const tapNeedsBody = tap !== undefined && (tap.capture || !request.headers.has("mcp-method"));
-    // A small body of declared length is read whole and sent as bytes, which fetch sends faster than a stream it must
-    // pipe (bench/RESULTS.md, "Governance"); a large or undeclared one streams.
-    const declared = request.headers.get("content-length");
-    const small = declared !== null && Number(declared) <= WHOLE_BODY_BYTES;
-    if ((view || tapNeedsBody || small) && request.method === "POST" && request.body) {
-      bytes = await readRequestCapped(request, options.maxBodyBytes);
-      if (!bytes) throw bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
-    }
-    if (tap && request.method === "POST") {
-      tap.described = describeRequest(bytes, request.headers, tap.capture);
-      tap.requestBytes = bytes?.byteLength ?? Number(request.headers.get("content-length") ?? 0);
-    }
-    if (view && bytes) {
-      filtered = filterRequest(bytes, request.headers, view);
-      if (filtered.kind === "answer") {
-        ended();
-        return filtered.response;
-      }
-      if (filtered.mcpName !== undefined) headers.set("mcp-name", filtered.mcpName);
-      // The listing must be read to be rewritten: ask for it uncompressed.
-      if (filtered.listIds.size > 0) headers.delete("accept-encoding");
-    }
-    const sent = filtered?.kind === "forward" ? filtered.body : bytes;
-    // Only an OAuth connector can recover from a 401, by replaying: keep a copy of the body for that.
-    const [body, spare] = sent ? [sent, oauth ? sent : null] : oauth && request.body ? request.body.tee() : [request.body, null];
-    // The upstream call as a child span; the server hears of the trace through `traceparent` (W3C Trace Context).
-    const upstreamSpan = traced?.child("mcp.upstream", { "server.address": url.host, "url.path": url.pathname }, "client");
-    upstreamSpan?.inject(headers);
+    let listIds = new Set<string>();
+    let body: ReadableStream<Uint8Array> | Uint8Array | null = request.method === "POST" ? request.body : null;
+    let held: HeldBody | undefined;
     let forwarded: Forwarded;
     try {
-      forwarded = await forward(request, url, headers, options, body);
-    } catch (e) {
-      upstreamSpan?.end(undefined, (e as Error).message);
-      throw e;
-    }
-    upstreamSpan?.end({ "http.response.status_code": forwarded.upstream.status });
-    if (forwarded.upstream.status === 401) {
-      await forwarded.upstream.body?.cancel();
-      if (row.auth_method === "none" && !target.managed) {
-        // An open server that now wants authorization (e.g. only for tools): the OAuth flow, as at connect.
-        await authorization.afterChallenge(row, forwarded.upstream);
-        throw new OAuthAuthorizationRequired(
-          "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
-        );
+      const declared = declaredLength(request);
+      if (body && (view || tap)) {
+        // Wherever the proxy decides on a body — the tool policy, pinning, the audit trail and the span that names the
+        // method — it reads the message once, strictly (message.ts), and sends on the message it checked.
+        held = await heldBytes.read(caller.id, request);
+        if (tap) tap.requestBytes = held.bytes.byteLength;
+        const read = readMessage(held.bytes, request.headers);
+        if (!read.ok) {
+          ended();
+          return read.response;
+        }
+        let message = read.message;
+        if (tap) tap.described = describeRequest(message, tap.capture);
+        if (view) {
+          const filtered = filterRequest(message, request.headers, view);
+          if (filtered.kind === "answer") {
+            ended();
+            return filtered.response;
+          }
+          message = filtered.message;
+          listIds = filtered.listIds;
+          if (filtered.mcpName !== undefined) headers.set("mcp-name", filtered.mcpName);
+          // The listing must be read to be rewritten: ask for it uncompressed.
+          if (listIds.size > 0) headers.delete("accept-encoding");
+        }
+        body = serialiseMessage(message);
+        headers.set("content-type", "application/json");
+      } else if (body && declared !== undefined && declared <= (oauth ? heldBytes.maxMessageBytes : Math.min(WHOLE_BODY_BYTES, heldBytes.maxMessageBytes))) {
+        // A small body of declared length is sent faster as bytes than as a stream fetch must pipe (bench/RESULTS.md,
+        // "Governance"); an OAuth connector keeps one up to a message's size, to replay it after a refresh. Either
+        // streams instead when the held-bytes budget has no room for it.
+        held = await heldBytes.readIfRoom(caller.id, request);
+        if (held) body = held.bytes;
       }
-      if (!oauth) await credentialsRejected(row, "stored credentials");
-      forwarded = await retryAfterRefresh(request, row, url, headers, options, spare);
-    } else if (spare instanceof ReadableStream) {
-      void spare.cancel();
+      // The upstream call as a child span; the server hears of the trace through `traceparent` (W3C Trace Context).
+      const upstreamSpan = traced?.child("mcp.upstream", { "server.address": url.host, "url.path": url.pathname }, "client");
+      upstreamSpan?.inject(headers);
+      try {
+        forwarded = await forward(request, url, headers, options, body);
+      } catch (e) {
+        upstreamSpan?.end(undefined, (e as Error).message);
+        throw e;
+      }
+      upstreamSpan?.end({ "http.response.status_code": forwarded.upstream.status });
+      if (forwarded.upstream.status === 401) forwarded = await unauthorized(row, target, request, headers, options, forwarded, body instanceof Uint8Array ? body : null);
+    } finally {
+      held?.release();
     }
     if (oauth && forwarded.upstream.status === 403) {
       const challenge = extractWWWAuthenticateParams(forwarded.upstream);
@@ -150,8 +179,8 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
         );
       }
     }
-    const relayed = forwarded.relay(ended);
-    return view && filtered?.kind === "forward" ? rewriteResponse(relayed, filtered.listIds, view) : relayed;
+    const relayed = await forwarded.relay(ended);
+    return view && listIds.size > 0 ? rewriteResponse(relayed, listIds, view, heldBytes.maxMessageBytes) : relayed;
   }
 
   return {
@@ -209,8 +238,8 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
         });
       };
       try {
-        const response = await relay(row, request, close, tap, traced);
-        if (tap) return tapResponse(response, tap.capture, (observed) => record(response.status, observed));
+        const response = await relay(caller, row, request, close, tap, traced);
+        if (tap) return tapResponse(response, tap.capture, (observed) => record(response.status, observed), (bytes) => heldBytes.tryHold(caller.id, bytes));
         traced?.end({ "http.response.status_code": response.status });
         return response;
       } catch (e) {

@@ -1,4 +1,4 @@
-import { bodyTooLarge, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
+import { bodyTooLarge, UpstreamAnswerRefused, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
 import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import type { Counter, Histogram, Registry, UpDown } from "../metrics/registry";
 import { clientResponseHeaders } from "./headers";
@@ -34,13 +34,57 @@ export function relayOptions(registry: Registry, prefix: string, upstreamName: s
   };
 }
 
+/** The only bodies relayed (MCP Streamable HTTP, A2A JSON-RPC): a browser shows them as text, never as a page. */
+const RELAYED_TYPES = new Set(["application/json", "text/event-stream"]);
+
+/**
+ * Why an upstream's answer is not relayed, if it is not: a redirect (never followed, and never passed to a browser as
+ * one of the service's own), or a body of another type (HTML, SVG, XML … would render on the service's origin and run
+ * what the upstream wrote). An answer without a body passes: 202 to a notification, 204, a DELETE's empty 200.
+ */
+function refusal(upstream: Response, name: string, hasBody: boolean): UpstreamAnswerRefused | undefined {
+  const { status } = upstream;
+  if (status >= 300 && status < 400) {
+    return new UpstreamAnswerRefused(502, `The ${name} answered ${status} redirecting to ${upstream.headers.get("location") ?? "nowhere"}: redirects are not relayed; if it moved, change the URL`);
+  }
+  if (!hasBody) return undefined;
+  const type = upstream.headers.get("content-type");
+  if (type !== null && RELAYED_TYPES.has(type.split(";")[0]!.trim().toLowerCase())) return undefined;
+  const what = type === null ? "a body of no declared type" : JSON.stringify(type.slice(0, 100));
+  return new UpstreamAnswerRefused(
+    status >= 400 && status < 500 ? status : 502,
+    `The ${name} answered ${status} with ${what}; only application/json and text/event-stream are relayed`,
+  );
+}
+
+/** The body of an answer with no declared type, if it has one: its first chunk is read to tell (a chunked empty body says nothing before). */
+async function untypedBody(upstream: Response): Promise<ReadableStream<Uint8Array> | null> {
+  if (upstream.body === null || upstream.headers.get("content-length") === "0") return null;
+  const reader = upstream.body.getReader();
+  const first = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+  if (first.done) return null;
+  return new ReadableStream<Uint8Array>({
+    start: (controller) => controller.enqueue(first.value),
+    pull: async (controller) => {
+      const next = await reader.read();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+}
+
 const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
 
 /**
  * What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. `relay`
  * calls `ended` once the exchange is over: at once for a plain answer, when the stream ends for an event stream.
  */
-export type Forwarded = { upstream: Response; relay(ended?: () => void): Response };
+export type Forwarded = {
+  upstream: Response;
+  /** The answer for the client; throws UpstreamAnswerRefused when it is not relayed (a redirect, a type a browser renders). */
+  relay(ended?: () => void): Promise<Response>;
+};
 
 /**
  * Sends the client's request to `url` and streams the answer back. No body is buffered: the request
@@ -113,9 +157,20 @@ export async function forward(
 
   return {
     upstream,
-    relay(ended) {
+    async relay(ended) {
+      // MCP Streamable HTTP: a 202 carries no body; nor do 204 and 205 (RFC 9110 §15.3.5, §15.3.6): whatever came is dropped.
+      const bodiless = upstream.status === 202 || upstream.status === 204 || upstream.status === 205;
+      const body = bodiless ? null : upstream.headers.has("content-type") ? upstream.body : await untypedBody(upstream);
+      if (bodiless) void upstream.body?.cancel().catch(() => undefined);
+      const refused = refusal(upstream, options.upstreamName, body !== null);
+      if (refused) {
+        request.signal.removeEventListener("abort", abort);
+        void (body ?? upstream.body)?.cancel().catch(() => undefined);
+        ended?.();
+        throw refused;
+      }
       const responseHeaders = clientResponseHeaders(upstream.headers);
-      const body = upstream.body;
+      if (body === null) responseHeaders.delete("content-type");
       const streaming = body !== null && (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
       if (!streaming) {
         request.signal.removeEventListener("abort", abort);

@@ -1,5 +1,3 @@
-import { HOP_BY_HOP_HEADERS } from "../http/hop-by-hop";
-
 /**
  * Request headers a relay passes on: only those named (the protocol's own), then `extra` (a connector's stored
  * credentials). Never the client's Authorization or cookies, which are for this service.
@@ -15,19 +13,38 @@ export function relayedRequestHeaders(client: Headers, names: readonly string[],
 }
 
 /**
- * Response headers that are not passed back: hop-by-hop and framing, which the service's own connection
- * sets; cookies, since the service's origin is not the upstream's; CORS headers, since the service's own origin
- * policy decides (http/cors.ts).
+ * The upstream's response headers a relay passes back: only these. A relayed answer is served on the service's own
+ * origin, where a header an upstream chose could act for it — `Refresh` or `Location` send the browser elsewhere,
+ * `Link` loads what it names, `Set-Cookie` and `Clear-Site-Data` reach the console's session, `NEL`/`Report-To` keep
+ * reporting the origin's traffic to the upstream, `Alt-Svc` and `Strict-Transport-Security` change how the origin is
+ * reached, `Access-Control-*` would override the service's CORS policy (http/cors.ts) — so nothing but the protocols'
+ * own headers goes back. Framing and hop-by-hop headers are the service's own connection's. `WWW-Authenticate` is
+ * the upstream's challenge of the connector's credentials, which the service holds: the proxy challenges for its own.
  */
-const DROPPED_RESPONSE_HEADERS = new Set([...HOP_BY_HOP_HEADERS, "content-length", "set-cookie", "date", "server", "alt-svc"]);
+const RELAYED_RESPONSE_HEADERS = new Set([
+  "content-type",
+  // Compressed bodies pass untouched (fetch runs with decompress: false, the client's Accept-Encoding forwarded).
+  "content-encoding",
+  "cache-control",
+  "retry-after",
+  // MCP Streamable HTTP.
+  "mcp-session-id",
+  "mcp-protocol-version",
+  // A2A 0.3.0 §3.2.6: the extensions the agent activated.
+  "x-a2a-extensions",
+]);
+
+/**
+ * What every relayed answer carries so that, opened as a page on the service's origin, it cannot render, run or
+ * frame anything: a sandboxed document with no sources at all ([CSP 3 §6.3.2](https://www.w3.org/TR/CSP3/#directive-sandbox)),
+ * and no type sniffing ([Fetch §X-Content-Type-Options](https://fetch.spec.whatwg.org/#x-content-type-options-header)).
+ */
+export const RELAYED_ANSWER_HEADERS = { "content-security-policy": "sandbox; default-src 'none'", "x-content-type-options": "nosniff" } as const;
 
 export function clientResponseHeaders(upstream: Headers): Headers {
-  const out = new Headers();
-  // [RFC 9110 §7.6.1](https://www.rfc-editor.org/rfc/rfc9110#section-7.6.1): headers named in Connection are hop-by-hop too.
-  const connection = upstream.get("connection");
-  const named = connection === null ? undefined : new Set(connection.toLowerCase().split(",").map((s) => s.trim()));
+  const out = new Headers(RELAYED_ANSWER_HEADERS);
   upstream.forEach((value, name) => {
-    if (!DROPPED_RESPONSE_HEADERS.has(name) && !named?.has(name) && !name.startsWith("access-control-")) out.append(name, value);
+    if (RELAYED_RESPONSE_HEADERS.has(name)) out.append(name, value);
   });
   return out;
 }

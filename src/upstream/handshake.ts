@@ -6,7 +6,7 @@ import { VERSION } from "../version";
 
 export type HandshakeResult =
   | { ok: true; protocolVersion: string | undefined; serverName: string | undefined }
-  | { ok: false; kind: "unauthorized"; status: number; wwwAuthenticate: string | null }
+  | { ok: false; kind: "unauthorized"; status: number; wwwAuthenticate: string | null; body?: string }
   | { ok: false; kind: "redirect"; status: number; location: string | null }
   | { ok: false; kind: "unreachable" | "timeout" | "unsafe" | "http" | "protocol"; detail: string };
 
@@ -18,13 +18,15 @@ export type HandshakeOptions = { fetch: FetchLike; headers: Record<string, strin
  * run by the SDK client, then the session is ended.
  */
 export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTREAM_CALL_TIMEOUT_MS }: HandshakeOptions): Promise<HandshakeResult> {
-  let last: { status: number; wwwAuthenticate: string | null; redirect: string | null } | undefined;
+  let last: { status: number; wwwAuthenticate: string | null; redirect: string | null; body?: string } | undefined;
   let cause: unknown;
   const recording: FetchLike = async (input, init) => {
     try {
       const response = await fetch(input, { ...init, redirect: "manual" });
       if (!last || response.status >= 300) {
         last = { status: response.status, wwwAuthenticate: response.headers.get("www-authenticate"), redirect: response.headers.get("location") };
+        // What the server said with a refusal, for a reason to quote (the start of it: the SDK reads the rest).
+        if (response.status === 401 || response.status === 403) last.body = await bodyStart(response.clone());
       }
       return response;
     } catch (e) {
@@ -42,7 +44,7 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTR
     if (failure?.kind === "unsafe") return { ok: false, kind: "unsafe", detail: failure.detail };
     if (failure?.kind === "unresolvable") return { ok: false, kind: "unreachable", detail: failure.detail };
     if (last && (last.status === 401 || last.status === 403)) {
-      return { ok: false, kind: "unauthorized", status: last.status, wwwAuthenticate: last.wwwAuthenticate };
+      return { ok: false, kind: "unauthorized", status: last.status, wwwAuthenticate: last.wwwAuthenticate, ...(last.body && { body: last.body }) };
     }
     if (last && last.status >= 300 && last.status < 400) return { ok: false, kind: "redirect", status: last.status, location: last.redirect };
     if (last && last.status >= 400) return { ok: false, kind: "http", detail: `answered HTTP ${last.status} to initialize` };
@@ -54,6 +56,20 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTR
   } finally {
     await transport.terminateSession().catch(() => undefined);
     await client.close().catch(() => undefined);
+  }
+}
+
+/** The first KiB of a response's body as text (the rest is not read). */
+async function bodyStart(response: Response): Promise<string | undefined> {
+  const reader = response.body?.getReader();
+  if (!reader) return undefined;
+  try {
+    const first = await reader.read();
+    return first.done ? undefined : new TextDecoder().decode(first.value.subarray(0, 1024));
+  } catch {
+    return undefined;
+  } finally {
+    void reader.cancel().catch(() => undefined);
   }
 }
 

@@ -98,7 +98,7 @@ describe("with audit on (the default)", () => {
     expect((await t.api("GET", `/api/v1/audit?user_id=${alice.principal.id}&limit=1`)).body.items).toHaveLength(1);
   });
 
-  test("a 2026-07-28 request is recorded from its Mcp-Method and Mcp-Name headers (its body streams on unread)", async () => {
+  test("a 2026-07-28 request is recorded as its body says, which its Mcp-Method and Mcp-Name headers repeat", async () => {
     const res = await t.handle(
       new Request(`${t.publicUrl}/api/v1/connectors/${tools}/mcp`, {
         method: "POST",

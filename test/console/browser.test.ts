@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startBearerServer, type BearerServer } from "../peers/bearer-server";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
 import { startOidcProvider, type OidcPeer } from "../peers/oidc";
@@ -12,12 +12,12 @@ import { authHeader, type Api } from "../support/api";
 import { buildBinary, startBinary, stopBinary, type Started } from "../support/binary";
 import { mcpClient, toolText } from "../support/mcp";
 import { sharedPostgres, TEST_STORE } from "../support/store";
+import { CHROMIUM, chromiumAvailable, launchChromium } from "../support/chromium";
 
 // The web console in headless Chromium (Debian's, installed by .ci/run when missing; without it this file is skipped and
 // says so), against the compiled binary — the console's files as the binary embeds them — and real peers: an MCP
 // server that wants a bearer header, an OAuth-protected MCP server and oidc-provider as its authorization server.
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
+const available = chromiumAvailable;
 if (!available) console.warn(`SKIPPED: the console browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
 
 const ADMIN = { username: "admin", password: "console-admin-password" };
@@ -58,12 +58,7 @@ beforeAll(async () => {
     SERVER__SHUTDOWN_TIMEOUT_SECONDS: "1",
   });
   api = apiClient(service.url, ADMIN);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // The machine has no network but loopback: keep Chromium from reaching for anything else.
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {

@@ -153,7 +153,7 @@ describe("on the wire", () => {
       }),
       { headers: { "content-type": "text/event-stream" } },
     );
-    const out = await (await rewriteResponse(upstream, new Set(["3"]), view)).text();
+    const out = await (await rewriteResponse(upstream, new Set(["3"]), view, 1 << 20)).text();
     const [notification, answer] = out.split("\n\n");
     expect(notification).toBe(text.split("\n\n")[0]!);
     expect(answer!.split("\n").slice(0, 2)).toEqual(["id: 9", "event: message"]);

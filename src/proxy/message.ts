@@ -1,0 +1,93 @@
+import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
+
+/**
+ * The one reading of a client's JSON-RPC message that the proxy's decisions share (README "Tool policy", "Audit
+ * trail"): parsed once, fail-closed (strict-json.ts), checked against the 2026-07-28 routing headers, and sent on as
+ * the value that was checked.
+ */
+
+export type RpcMessage = { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown };
+
+export type ReadMessage = { ok: true; message: RpcMessage | RpcMessage[] } | { ok: false; response: Response };
+
+/** The levels of a message the proxy reads: the message, its params, and their `_meta` (progress tokens). */
+const MESSAGE: Levels = { members: { params: { members: { _meta: {} } } } };
+/** A request body: one message, or (before 2025-06-18) a batch of them. */
+const REQUEST: Levels = { ...MESSAGE, elements: MESSAGE };
+
+/** The proxy's own JSON-RPC answer; its length declared, so the audit trail reads it whole at once. */
+export function rpcError(id: unknown, code: number, message: string, status = 200): Response {
+  const body = new TextEncoder().encode(JSON.stringify({ jsonrpc: "2.0", id: id ?? null, error: { code, message } }));
+  return new Response(body, { status, headers: { "content-type": "application/json", "content-length": String(body.byteLength) } });
+}
+
+/** The tool, prompt or resource a method names; the one `Mcp-Name` must repeat (MCP 2026-07-28 routing headers). */
+export function namedBy(message: RpcMessage): string | undefined {
+  const params = message.params as { name?: unknown; uri?: unknown } | undefined;
+  if (typeof params !== "object" || params === null) return undefined;
+  const named = message.method === "resources/read" ? params.uri : message.method === "tools/call" || message.method === "prompts/get" ? params.name : undefined;
+  return typeof named === "string" ? named : undefined;
+}
+
+const NAMING_METHODS = new Set(["tools/call", "prompts/get", "resources/read"]);
+
+/**
+ * An `Mcp-Name` value as the client meant it: a value that is not plain visible ASCII travels as
+ * `=?base64?<UTF-8 as base64>?=` (MCP 2026-07-28, SEP-2243 value encoding); undefined if that does not decode.
+ */
+function headerValue(value: string): string | undefined {
+  if (!(value.startsWith("=?base64?") && value.endsWith("?=") && value.length >= 11)) return value;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(value.slice(9, -2), "base64"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** [JSON-RPC 2.0 §4](https://www.jsonrpc.org/specification#request_object): a request object's members, as far as the proxy reads them. */
+function invalid(message: unknown): string | undefined {
+  if (typeof message !== "object" || message === null || Array.isArray(message)) return "a JSON-RPC message is an object";
+  const m = message as RpcMessage;
+  if (m.method !== undefined && typeof m.method !== "string") return "method must be a string";
+  if (m.params !== undefined && (typeof m.params !== "object" || m.params === null)) return "params must be an object or an array";
+  return undefined;
+}
+
+/**
+ * Reads the body of a POST: one JSON-RPC message or a batch, else the JSON-RPC answer a client gets instead —
+ * -32700 for what is not strict JSON, -32600 for what is not a message or disagrees with its `Mcp-Method` and
+ * `Mcp-Name` headers (a gateway routing by header and a server reading the body must not see two different calls).
+ */
+export function readMessage(bytes: Uint8Array, headers: Headers): ReadMessage {
+  let value: unknown;
+  try {
+    value = parseStrictJson(bytes, REQUEST);
+  } catch (e) {
+    if (!(e instanceof MalformedJson)) throw e;
+    // JSON-RPC 2.0 §5.1: -32700 Parse error, with a null id (none could be read).
+    return { ok: false, response: rpcError(null, -32700, `Parse error: ${e.message}`, 400) };
+  }
+  const messages = Array.isArray(value) ? value : [value];
+  if (messages.length === 0) return { ok: false, response: rpcError(null, -32600, "Invalid Request: an empty batch", 400) };
+  for (const message of messages) {
+    const why = invalid(message);
+    if (why) return { ok: false, response: rpcError((message as RpcMessage | null)?.id, -32600, `Invalid Request: ${why}`, 400) };
+  }
+  const methodHeader = headers.get("mcp-method");
+  const nameHeader = headers.get("mcp-name");
+  if (methodHeader !== null || nameHeader !== null) {
+    const m = messages[0] as RpcMessage;
+    if (Array.isArray(value) || (methodHeader !== null && methodHeader !== m.method)) {
+      return { ok: false, response: rpcError(m.id, -32600, `Mcp-Method says ${methodHeader}, the body ${Array.isArray(value) ? "is a batch" : String(m.method)}`, 400) };
+    }
+    if (nameHeader !== null && NAMING_METHODS.has(m.method as string) && headerValue(nameHeader) !== namedBy(m)) {
+      return { ok: false, response: rpcError(m.id, -32600, `Mcp-Name says ${nameHeader}, the body ${namedBy(m) ?? "names nothing"}`, 400) };
+    }
+  }
+  return { ok: true, message: value as RpcMessage | RpcMessage[] };
+}
+
+const encoder = new TextEncoder();
+
+/** The checked message as the bytes sent on. */
+export const serialiseMessage = (message: RpcMessage | RpcMessage[]): Uint8Array => encoder.encode(JSON.stringify(message));
