@@ -267,6 +267,7 @@ export function createServices(deps: Deps) {
     held: createHeldBytes(config.proxy),
     credentialCheck: createCredentialCheck({ handshake: mcpHandshake, clock }),
     clock,
+    watch: accessWatch,
     forward: relayOptions(metrics, "mcp", "MCP server", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], relaySettings),
   });
   // The service as the authorization server of its own proxy URLs (authserver/): MCP clients that know only a URL.

@@ -9,6 +9,7 @@ import { AppError, Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, Ups
 import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
+import { streamCredential, type AccessWatch } from "../users/access-watch";
 import type { Principal } from "../users/model";
 import { describeRequest, tapResponse, type Described, type Observed } from "./audit-tap";
 import type { CredentialCheck } from "./credential-check";
@@ -46,9 +47,11 @@ export type ProxyServiceDeps = {
   credentialCheck: CredentialCheck;
   forward: ForwardOptions;
   clock: () => number;
+  /** Ends a relayed event stream whose caller lost access (users/access-watch.ts). */
+  watch?: AccessWatch;
 };
 
-export function createProxyService({ tracing, audit, connectors, pins, transitions, authorization, targets, limits, held: heldBytes, credentialCheck, forward: baseOptions, clock }: ProxyServiceDeps) {
+export function createProxyService({ tracing, audit, connectors, pins, transitions, authorization, targets, limits, held: heldBytes, credentialCheck, forward: baseOptions, clock, watch }: ProxyServiceDeps) {
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   async function credentialsRejected(row: ConnectorRow, why: string): Promise<never> {
     const reason = `The MCP server rejected the ${why} at ${new Date(clock()).toISOString()}`;
@@ -179,7 +182,8 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
         );
       }
     }
-    const relayed = await forwarded.relay(ended);
+    // An event stream lasts: it ends when the caller loses access (disabled, demoted, its token revoked).
+    const relayed = await forwarded.relay(ended, watch && ((close) => watch.watch(streamCredential(request), caller, close)));
     return view && listIds.size > 0 ? rewriteResponse(relayed, listIds, view, heldBytes.maxMessageBytes) : relayed;
   }
 

@@ -80,10 +80,13 @@ const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes,
  * What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. `relay`
  * calls `ended` once the exchange is over: at once for a plain answer, when the stream ends for an event stream.
  */
+/** Watches a relayed stream's caller: `close` ends the stream; the answer forgets it. */
+export type StreamWatch = (close: () => void) => () => void;
+
 export type Forwarded = {
   upstream: Response;
   /** The answer for the client; throws UpstreamAnswerRefused when it is not relayed (a redirect, a type a browser renders). */
-  relay(ended?: () => void): Promise<Response>;
+  relay(ended?: () => void, watch?: StreamWatch): Promise<Response>;
 };
 
 /**
@@ -157,7 +160,7 @@ export async function forward(
 
   return {
     upstream,
-    async relay(ended) {
+    async relay(ended, watch) {
       // MCP Streamable HTTP: a 202 carries no body; nor do 204 and 205 (RFC 9110 §15.3.5, §15.3.6): whatever came is dropped.
       const bodiless = upstream.status === 202 || upstream.status === 204 || upstream.status === 205;
       const body = bodiless ? null : upstream.headers.has("content-type") ? upstream.body : await untypedBody(upstream);
@@ -179,18 +182,22 @@ export async function forward(
       }
       options.metrics.openStreams.inc();
       let close: (() => void) | undefined;
+      let unwatch: (() => void) | undefined;
       const tracked = trackEnd(
         body,
         () => {
           request.signal.removeEventListener("abort", abort);
           options.metrics.openStreams.dec();
           if (close) options.streams.delete(close);
+          unwatch?.();
           ended?.();
         },
         (closer) => {
           // A GET stream carries only server-initiated messages: at shutdown the client reconnects elsewhere
           // (with Last-Event-ID), so it need not hold the service up. A POST's stream answers a request: it runs out.
           if (request.method === "GET") options.streams.add((close = closer));
+          // Either ends early when the caller loses access (users/access-watch.ts).
+          unwatch = watch?.(closer);
         },
       );
       return new Response(tracked, { status: upstream.status, statusText: upstream.statusText, headers: responseHeaders });

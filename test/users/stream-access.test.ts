@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { scriptedServer } from "../peers/scripted-server";
 import { createTestApp, type TestApp } from "../support/app";
+import { connectedConnector } from "../support/mcp";
 import { sseReader } from "../support/sse";
 import { waitFor } from "../support/wait";
 
@@ -98,5 +100,31 @@ describe("the connector events stream", () => {
     await waitFor("the stream to end", async () => (await Promise.race([ended.then(() => true), Bun.sleep(50).then(() => false)])) || undefined, 5_000);
     // Not a timing assertion of the service's speed: a bound to tell "ended by the watch" from "never ended".
     expect(Date.now() - started).toBeLessThan(4_000);
+  });
+});
+
+describe("a relayed MCP event stream", () => {
+  test("ends when its user is disabled, and the server's stream is let go", async () => {
+    const server = scriptedServer();
+    t.network.serve("https://streams.example", server.handler);
+    const gina = await t.user("gina");
+    const id = await connectedConnector(gina.api, "https://streams.example/mcp");
+    server.mode = "stream";
+    const res = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gina.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "slow", arguments: {} } }),
+      }),
+    );
+    expect(res.headers.get("content-type")).toStartWith("text/event-stream");
+    const stream = sseReader(res, 3_000);
+    expect((await stream.next()).data).toBe('{"tick":1}');
+    expect(await t.services.accessWatch.sweep()).toBe(0);
+    expect((await t.api("PATCH", `/api/v1/users/${gina.principal.id}`, { body: { disabled: true } })).status).toBe(200);
+    expect(await t.services.accessWatch.sweep()).toBe(1);
+    await untilEnd(stream);
+    await waitFor("the server's stream to be cancelled", () => server.streams.cancelled === 1);
+    server.release();
   });
 });
