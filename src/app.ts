@@ -428,6 +428,6 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(proxyRoutes(services.proxyEntry))
     .use(authServerRoutes(services.authServer, auth))
     .use(providerRoutes(services.providers, auth, apiBody))
-    .use(a2aRoutes(services.providers, services.authenticate, auth, services.a2aForward));
+    .use(a2aRoutes(services.providers, services.authenticate, auth, services.a2aForward, services.accessWatch));
 }
 export type App = ReturnType<typeof buildApp>;

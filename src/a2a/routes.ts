@@ -6,7 +6,9 @@ import { RELAYED_JSON_BODY, type ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import { forward, type ForwardOptions } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
+import { streamCredential, type AccessWatch } from "../users/access-watch";
 import type { AuthPlugin } from "../users/auth-plugin";
+import type { Principal } from "../users/model";
 import type { RequestAuthenticator } from "../users/authenticate";
 import { AgentCard, Provider, ProviderList, RegisterProviderBody } from "./model";
 import type { ProviderService } from "./service";
@@ -74,10 +76,12 @@ export function providerRoutes(providers: ProviderService, auth: AuthPlugin, api
     });
 }
 
-export function a2aRoutes(providers: ProviderService, authenticate: RequestAuthenticator, auth: AuthPlugin, forwardOptions: ForwardOptions) {
-  const relay = async ({ params, request }: { params: { provider_id: string }; request: Request }) => {
+export function a2aRoutes(providers: ProviderService, authenticate: RequestAuthenticator, auth: AuthPlugin, forwardOptions: ForwardOptions, watch: AccessWatch) {
+  const relay = async ({ params, request, principal }: { params: { provider_id: string }; request: Request; principal: Principal }) => {
     const target = await providers.agentUrl(params.provider_id);
-    return (await forward(request, target, relayedRequestHeaders(request.headers, A2A_REQUEST_HEADERS), forwardOptions)).relay();
+    const forwarded = await forward(request, target, relayedRequestHeaders(request.headers, A2A_REQUEST_HEADERS), forwardOptions);
+    // A message/stream ends when the caller loses access (users/access-watch.ts).
+    return forwarded.relay(undefined, (close) => watch.watch(streamCredential(request), principal, close));
   };
   const proxyOptions = {
     auth: true as const,
