@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { chromium, type Browser } from "playwright-core";
+import { type Browser } from "playwright-core";
+import { launchChromium } from "../support/chromium";
 import { startEverything, type Peer } from "../peers/everything";
 import type { Api } from "../support/api";
-import { CHROMIUM, framedUrl, watchPolicy } from "../support/browser";
+import { framedUrl, watchPolicy } from "../support/browser";
 import { connectedConnector, proxyUrl, toolText } from "../support/mcp";
 import { memoryOAuthProvider } from "../support/oauth-client";
 import { createUser, startTestService, type TestService } from "../support/service";
@@ -52,12 +53,7 @@ beforeAll(async () => {
   [upstream, service, browser] = await Promise.all([
     startEverything(),
     startTestService(),
-    chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      // The machine has no network but loopback: keep Chromium from reaching for anything else.
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-    }),
+    launchChromium(),
   ]);
   callback = startCallback();
   alice = await createUser(service.api, "alice");

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, type Page } from "playwright-core";
+import { CHROMIUM, launchChromium } from "../support/chromium";
 import { freePort } from "../peers/ports";
 import { ADMIN, createUser, startTestService, type TestService } from "../support/service";
 
@@ -9,7 +10,6 @@ import { ADMIN, createUser, startTestService, type TestService } from "../suppor
 // part is skipped and says so) signs in at http://127.0.0.1 and http://localhost and stays signed in across a reload.
 // Plain http to any other host keeps the old cookie, and the start says the console is not protected there. Setting a
 // user's password (an administrator) and one's own offer to revoke API tokens and MCP clients' grants with it.
-const CHROMIUM = "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
 if (!available) console.warn(`SKIPPED: the session cookie browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
 
@@ -27,11 +27,7 @@ beforeAll(async () => {
     startTestService({ SERVER__PORT: String(port), SERVER__PUBLIC_URL: `http://localhost:${port}` }),
   ]);
   if (available) {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-    });
+    browser = await launchChromium();
   }
 }, 60_000);
 

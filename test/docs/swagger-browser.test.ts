@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
-import { CHROMIUM, framedUrl, watchPolicy } from "../support/browser";
+import { type Browser } from "playwright-core";
+import { CHROMIUM, launchChromium } from "../support/chromium";
+import { framedUrl, watchPolicy } from "../support/browser";
 import { ADMIN, startTestService, type TestService } from "../support/service";
 
 // Debian's Chromium (installed by .ci/run when missing); without it this test is skipped, and says so.
@@ -13,7 +14,7 @@ let browser: Browser;
 beforeAll(async () => {
   if (!available) return;
   service = await startTestService();
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   if (!available) return;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { chromium, type Browser } from "playwright-core";
+import { type Browser } from "playwright-core";
+import { launchChromium } from "../support/chromium";
 import { bearerMcp } from "../peers/bearer-server";
-import { CHROMIUM } from "../support/browser";
 import { connectedConnector } from "../support/mcp";
 import { ADMIN, startTestService, type TestService } from "../support/service";
 
@@ -16,11 +16,7 @@ beforeAll(async () => {
   const mcp = bearerMcp("k");
   upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: mcp.handler });
   service = await startTestService();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser.close();

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
+import { CHROMIUM, launchChromium } from "../support/chromium";
 import { startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
 import { ADMIN, apiClient, createUser, startTestService, type TestService } from "../support/service";
 
 // Debian's Chromium, installed by .ci/run when missing. Without it (no package could be installed) this test is
 // skipped, and says so.
-const CHROMIUM = "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
 if (!available) console.warn(`SKIPPED: the headless browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
 
@@ -21,12 +21,7 @@ beforeAll(async () => {
   op = await startOidcProvider();
   server = startOAuthMcpServer(op.issuer);
   service = await startTestService();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // The machine has no network but loopback: keep Chromium from reaching for anything else.
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   if (!available) return;

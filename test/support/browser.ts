@@ -1,7 +1,5 @@
 import type { Browser, Page } from "playwright-core";
 
-/** Debian's Chromium, as the browser tests launch it (no network but loopback: nothing else is reached for). */
-export const CHROMIUM = "/usr/bin/chromium";
 
 /** What the page's policy refused (Chromium reports each refusal as a console error) and its script errors. */
 export function watchPolicy(page: Page): string[] {
