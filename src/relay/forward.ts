@@ -34,8 +34,12 @@ export function relayOptions(registry: Registry, prefix: string, upstreamName: s
   };
 }
 
-/** The only bodies relayed (MCP Streamable HTTP, A2A JSON-RPC): a browser shows them as text, never as a page. */
-const RELAYED_TYPES = new Set(["application/json", "text/event-stream"]);
+/**
+ * The only bodies relayed (MCP Streamable HTTP, A2A JSON-RPC): JSON — `application/json`, or a JSON type named by the
+ * `+json` suffix ([RFC 6839 §3.1](https://www.rfc-editor.org/rfc/rfc6839#section-3.1)), such as a gateway's
+ * `application/problem+json` refusal — and event streams. A browser shows them as text, never as a page.
+ */
+const relayable = (type: string) => type === "application/json" || type === "text/event-stream" || /^application\/[a-z0-9.!#$&^_-]+\+json$/.test(type);
 
 /**
  * Why an upstream's answer is not relayed, if it is not: a redirect (never followed, and never passed to a browser as
@@ -49,11 +53,11 @@ function refusal(upstream: Response, name: string, hasBody: boolean): UpstreamAn
   }
   if (!hasBody) return undefined;
   const type = upstream.headers.get("content-type");
-  if (type !== null && RELAYED_TYPES.has(type.split(";")[0]!.trim().toLowerCase())) return undefined;
+  if (type !== null && relayable(type.split(";")[0]!.trim().toLowerCase())) return undefined;
   const what = type === null ? "a body of no declared type" : JSON.stringify(type.slice(0, 100));
   return new UpstreamAnswerRefused(
     status >= 400 && status < 500 ? status : 502,
-    `The ${name} answered ${status} with ${what}; only application/json and text/event-stream are relayed`,
+    `The ${name} answered ${status} with ${what}; only JSON (application/json, application/*+json) and text/event-stream are relayed`,
   );
 }
 
@@ -76,12 +80,13 @@ async function untypedBody(upstream: Response): Promise<ReadableStream<Uint8Arra
 
 const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes, "PROXY__MAX_BODY_BYTES");
 
+/** Watches a relayed stream's caller: `close` ends the stream; the answer forgets it. */
+export type StreamWatch = (close: () => void) => () => void;
+
 /**
  * What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. `relay`
  * calls `ended` once the exchange is over: at once for a plain answer, when the stream ends for an event stream.
  */
-/** Watches a relayed stream's caller: `close` ends the stream; the answer forgets it. */
-export type StreamWatch = (close: () => void) => () => void;
 
 export type Forwarded = {
   upstream: Response;

@@ -73,7 +73,7 @@ test.skipIf(!available)("an upstream's HTML with a script is never rendered or r
   expect(seen.status).toBe(502);
   expect(seen.title).not.toBe("owned");
   expect(seen.ran.filter((line) => line.startsWith("script ran"))).toEqual([]);
-  expect(seen.text).toContain("only application/json and text/event-stream are relayed");
+  expect(seen.text).toContain("only JSON (application/json, application/*+json) and text/event-stream are relayed");
   expect(beacons).toEqual([]);
 });
 
