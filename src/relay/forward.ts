@@ -36,8 +36,8 @@ export function relayOptions(registry: Registry, prefix: string, upstreamName: s
 
 /**
  * The only bodies relayed (MCP Streamable HTTP, A2A JSON-RPC): JSON — `application/json`, or a JSON type named by the
- * `+json` suffix ([RFC 6839 §3.1](https://www.rfc-editor.org/rfc/rfc6839#section-3.1)), such as a gateway's
- * `application/problem+json` refusal — and event streams. A browser shows them as text, never as a page.
+ * `+json` suffix ([RFC 6839 §3.1](https://www.rfc-editor.org/rfc/rfc6839#section-3.1)), such as a gateway's RFC 9457
+ * problem document refusing a request — and event streams. A browser shows them as text, never as a page.
  */
 const relayable = (type: string) => type === "application/json" || type === "text/event-stream" || /^application\/[a-z0-9.!#$&^_-]+\+json$/.test(type);
 
