@@ -51,4 +51,9 @@ export async function runBench(main: () => Promise<void>, cleanup: () => Promise
 
 /** `SETTING=value,SETTING=value` (a benchmark's option) as environment variables for a child (a value may hold `=`). */
 export const settingsFrom = (text: string): Record<string, string> =>
-  Object.fromEntries(text.split(",").filter(Boolean).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]));
+  Object.fromEntries(
+    text
+      .split(",")
+      .filter(Boolean)
+      .map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]),
+  );

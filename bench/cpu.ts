@@ -10,6 +10,11 @@ export function cpuMs(pid: number): number {
       return 0;
     }
   };
-  const children = Bun.spawnSync(["ps", "-o", "pid=", "--ppid", String(pid)]).stdout.toString().trim().split(/\s+/).filter(Boolean).map(Number);
+  const children = Bun.spawnSync(["ps", "-o", "pid=", "--ppid", String(pid)])
+    .stdout.toString()
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number);
   return read(pid) + children.reduce((n, c) => n + read(c), 0);
 }

@@ -56,7 +56,8 @@ async function load(url: string, count: number, concurrency: number, auth: strin
   const timer = setTimeout(() => proc.kill("SIGKILL"), 30_000 + count * 10);
   try {
     const out = await new Response(proc.stdout as ReadableStream).text();
-    if ((await proc.exited) !== 0) throw new Error(`load generator for ${url} failed or timed out (exit ${proc.exitCode ?? proc.signalCode})`);
+    if ((await proc.exited) !== 0)
+      throw new Error(`load generator for ${url} failed or timed out (exit ${proc.exitCode ?? proc.signalCode})`);
     return JSON.parse(out);
   } finally {
     clearTimeout(timer);
@@ -79,7 +80,12 @@ async function main(work: string) {
   const COUNT = Number(args.get("count") ?? 20000);
   const CONCURRENCY = Number(args.get("concurrency") ?? 16);
   const LATENCY_COUNT = Number(args.get("latency-count") ?? 4000);
-  for (const [name, n] of Object.entries({ rounds: ROUNDS, count: COUNT, concurrency: CONCURRENCY, "latency-count": LATENCY_COUNT })) {
+  for (const [name, n] of Object.entries({
+    rounds: ROUNDS,
+    count: COUNT,
+    concurrency: CONCURRENCY,
+    "latency-count": LATENCY_COUNT,
+  })) {
     if (!Number.isInteger(n) || n < 1 || n > 10_000_000) throw new Error(`--${name} must be a positive integer`);
   }
 
@@ -127,9 +133,18 @@ async function main(work: string) {
     await call(auth, "POST", `/api/v1/connectors/${connector.id}/connect`, {});
     if (config.policy) {
       const patched = await call(auth, "PATCH", `/api/v1/connectors/${connector.id}`, { tool_policy: POLICY });
-      if (JSON.stringify(patched.tool_policy) !== JSON.stringify(POLICY)) throw new Error(`${config.name}: tool policy not stored: ${JSON.stringify(patched.tool_policy)}`);
+      if (JSON.stringify(patched.tool_policy) !== JSON.stringify(POLICY))
+        throw new Error(`${config.name}: tool policy not stored: ${JSON.stringify(patched.tool_policy)}`);
     }
-    services.push({ ...config, url: `${url}/api/v1/connectors/${connector.id}/mcp`, auth, tool: config.policy ? "say" : "ping", pid: proc.pid, database, sent: 0 });
+    services.push({
+      ...config,
+      url: `${url}/api/v1/connectors/${connector.id}/mcp`,
+      auth,
+      tool: config.policy ? "say" : "ping",
+      pid: proc.pid,
+      database,
+      sent: 0,
+    });
   }
 
   // Each configuration answers the way it should: with a policy, "say" reaches the server's "ping", and "ping" is
@@ -139,14 +154,20 @@ async function main(work: string) {
       s.sent++;
       const res = await fetch(s.url, {
         method: "POST",
-        headers: { authorization: s.auth, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+        headers: {
+          authorization: s.auth,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: tool, arguments: {} } }),
         signal: AbortSignal.timeout(10_000),
       });
       return { status: res.status, text: await res.text() };
     };
     const own = await rpc(s.tool);
-    if (own.status !== 200 || !own.text.includes("pong")) throw new Error(`${s.name}: calling ${s.tool}: ${own.status} ${own.text}`);
+    if (own.status !== 200 || !own.text.includes("pong"))
+      throw new Error(`${s.name}: calling ${s.tool}: ${own.status} ${own.text}`);
     if (s.policy) {
       const old = await rpc("ping");
       if (!old.text.includes("-32602")) throw new Error(`${s.name}: the old name still answers: ${old.status} ${old.text}`);
@@ -186,7 +207,8 @@ async function main(work: string) {
   const recorded: Record<string, number> = {};
   for (const s of services) {
     let rows = countRows(s.database);
-    for (const until = Date.now() + 10_000; s.audit && rows < s.sent && Date.now() < until; rows = countRows(s.database)) await Bun.sleep(250);
+    for (const until = Date.now() + 10_000; s.audit && rows < s.sent && Date.now() < until; rows = countRows(s.database))
+      await Bun.sleep(250);
     recorded[s.name] = rows;
   }
 
@@ -208,10 +230,15 @@ async function main(work: string) {
       `${r.name.padEnd(19)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50_c1.toFixed(3).padStart(10)}  ${r.p99_c1.toFixed(3).padStart(10)}  ${r.p50_loaded.toFixed(3).padStart(13)}  ${r.cpu_us.toFixed(1).padStart(16)}  ${r.failures}`,
     );
   }
-  const [off, on, both, policy] = summary as [(typeof summary)[number], (typeof summary)[number], (typeof summary)[number], (typeof summary)[number]];
+  const [off, on, both, policy] = summary as [
+    (typeof summary)[number],
+    (typeof summary)[number],
+    (typeof summary)[number],
+    (typeof summary)[number],
+  ];
   const ratio = (r: (typeof summary)[number], label: string, target = "") =>
     console.log(
-      `${label.padEnd(26)} ${(r.rps / off.rps).toFixed(3)}x throughput, ${(r.p50_c1 - off.p50_c1 >= 0 ? "+" : "")}${(r.p50_c1 - off.p50_c1).toFixed(3)} ms p50 c=1, ${(r.cpu_us - off.cpu_us >= 0 ? "+" : "")}${(r.cpu_us - off.cpu_us).toFixed(1)} us CPU/req${target}`,
+      `${label.padEnd(26)} ${(r.rps / off.rps).toFixed(3)}x throughput, ${r.p50_c1 - off.p50_c1 >= 0 ? "+" : ""}${(r.p50_c1 - off.p50_c1).toFixed(3)} ms p50 c=1, ${r.cpu_us - off.cpu_us >= 0 ? "+" : ""}${(r.cpu_us - off.cpu_us).toFixed(1)} us CPU/req${target}`,
     );
   console.log("");
   ratio(on, "audit on / audit off:", "   (target >= 0.9x)");
@@ -221,8 +248,15 @@ async function main(work: string) {
   for (const s of services) {
     const rows = recorded[s.name]!;
     const expected = s.audit ? s.sent : 0;
-    const verdict = rows === expected ? "records lost: 0" : rows < expected ? `records lost: ${expected - rows}` : `records in excess: ${rows - expected}`;
-    console.log(`audit rows, ${s.name.padEnd(19)} ${String(rows).padStart(8)} of ${String(expected).padStart(8)} messages sent${s.audit ? "" : " (audit off: none expected)"}  ${verdict}`);
+    const verdict =
+      rows === expected
+        ? "records lost: 0"
+        : rows < expected
+          ? `records lost: ${expected - rows}`
+          : `records in excess: ${rows - expected}`;
+    console.log(
+      `audit rows, ${s.name.padEnd(19)} ${String(rows).padStart(8)} of ${String(expected).padStart(8)} messages sent${s.audit ? "" : " (audit off: none expected)"}  ${verdict}`,
+    );
   }
 }
 

@@ -45,10 +45,15 @@ async function main() {
       const message = JSON.parse(await request.text());
       if (hang) {
         arrived++;
-        return new Promise<Response>((answer) => waiting.push(() => answer(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }))));
+        return new Promise<Response>((answer) =>
+          waiting.push(() => answer(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }))),
+        );
       }
       if (message.id === undefined) return new Response(null, { status: 202 });
-      const result = message.method === "initialize" ? { protocolVersion: message.params.protocolVersion, capabilities: {}, serverInfo: { name: "slow", version: "1" } } : {};
+      const result =
+        message.method === "initialize"
+          ? { protocolVersion: message.params.protocolVersion, capabilities: {}, serverInfo: { name: "slow", version: "1" } }
+          : {};
       return Response.json({ jsonrpc: "2.0", id: message.id, result });
     },
   });
@@ -56,7 +61,14 @@ async function main() {
   const proc = children.track(
     Bun.spawn([process.execPath, join(ROOT, "src/index.ts"), "serve"], {
       cwd: work,
-      env: { PATH: process.env.PATH!, SERVER__HOST: "127.0.0.1", SERVER__PORT: String(port), DATABASE__PATH: join(work, "cs.db"), AUTH__ADMIN_PASSWORD: PASSWORD, LOG__LEVEL: "warn" },
+      env: {
+        PATH: process.env.PATH!,
+        SERVER__HOST: "127.0.0.1",
+        SERVER__PORT: String(port),
+        DATABASE__PATH: join(work, "cs.db"),
+        AUTH__ADMIN_PASSWORD: PASSWORD,
+        LOG__LEVEL: "warn",
+      },
       stdout: "ignore",
       stderr: "inherit",
     }),
@@ -68,7 +80,13 @@ async function main() {
   }
   const basic = `Basic ${btoa(`admin:${PASSWORD}`)}`;
   const api = async (path: string, body: unknown) =>
-    (await fetch(`${url}${path}`, { method: "POST", headers: { authorization: basic, "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+    (
+      await fetch(`${url}${path}`, {
+        method: "POST",
+        headers: { authorization: basic, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })
+    ).json();
   const { id } = await api("/api/v1/connectors", { url: `http://127.0.0.1:${upstream.port}/mcp` });
   const connected = await api(`/api/v1/connectors/${id}/connect`, {});
   if (connected.state !== "connected") throw new Error(`connect: ${JSON.stringify(connected)}`);
@@ -77,12 +95,21 @@ async function main() {
   await Bun.sleep(500);
   const before = rssMiB(proc.pid);
 
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "upload", arguments: { data: "x".repeat(mib * 1024 * 1024 - 100) } } });
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: { name: "upload", arguments: { data: "x".repeat(mib * 1024 * 1024 - 100) } },
+  });
   const statuses: number[] = [];
   const sent = Array.from({ length: count }, () =>
     fetch(`${url}/api/v1/connectors/${id}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
       body,
     }).then(async (res) => {
       statuses.push(res.status);
@@ -94,8 +121,12 @@ async function main() {
   await Bun.sleep(1000);
   const held = rssMiB(proc.pid);
   const refused = statuses.filter((s) => s === 429).length;
-  console.log(`${count} POSTs of ${mib} MiB at once, ${arrived} waiting at the server, ${refused} answered 429, ${statuses.length - refused} answered otherwise`);
-  console.log(`service RSS: ${before.toFixed(0)} MiB before, ${held.toFixed(0)} MiB with the requests waiting (+${(held - before).toFixed(0)} MiB)`);
+  console.log(
+    `${count} POSTs of ${mib} MiB at once, ${arrived} waiting at the server, ${refused} answered 429, ${statuses.length - refused} answered otherwise`,
+  );
+  console.log(
+    `service RSS: ${before.toFixed(0)} MiB before, ${held.toFixed(0)} MiB with the requests waiting (+${(held - before).toFixed(0)} MiB)`,
+  );
   for (const answer of waiting.splice(0)) answer();
   await Promise.all(sent);
 }

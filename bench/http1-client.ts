@@ -31,7 +31,16 @@ const MAX_HEAD_BYTES = 64 * 1024;
 const HEAD_END = Buffer.from("\r\n\r\n");
 const CRLF = Buffer.from("\r\n");
 /** Headers this client writes itself (framing and the connection's own). */
-const OWN_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "upgrade", "expect"]);
+const OWN_HEADERS = new Set([
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "te",
+  "upgrade",
+  "expect",
+]);
 
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
 
@@ -189,7 +198,11 @@ export function createHttp1Fetch({ fallback, ca, maxIdle = 64, idleMs = 4_000 }:
         // the reader cancelled meanwhile
       }
     } else if (!exchange.given) {
-      respond(exchange, head, head.framing === "none" ? null : ((parts.length === 1 ? parts[0]! : Buffer.concat(parts)) as Uint8Array<ArrayBuffer>));
+      respond(
+        exchange,
+        head,
+        head.framing === "none" ? null : ((parts.length === 1 ? parts[0]! : Buffer.concat(parts)) as Uint8Array<ArrayBuffer>),
+      );
     }
     settle(exchange);
     if (reusable && conn.pool.idle.length < maxIdle) {
@@ -277,7 +290,8 @@ export function createHttp1Fetch({ fallback, ca, maxIdle = 64, idleMs = 4_000 }:
           continue;
         }
         const hex = line.split(";", 1)[0]!.trim();
-        if (!/^[0-9a-fA-F]{1,8}$/.test(hex)) throw new Error(`the upstream sent a bad chunk size: ${JSON.stringify(line.slice(0, 40))}`);
+        if (!/^[0-9a-fA-F]{1,8}$/.test(hex))
+          throw new Error(`the upstream sent a bad chunk size: ${JSON.stringify(line.slice(0, 40))}`);
         const size = Number.parseInt(hex, 16);
         conn.chunk = size === 0 ? "trailer" : size;
         continue;
@@ -303,7 +317,19 @@ export function createHttp1Fetch({ fallback, ca, maxIdle = 64, idleMs = 4_000 }:
       clearTimeout(conn.idleTimer);
       exchange.reused = true;
     } else {
-      conn = { pool, socket: undefined, closed: false, exchange: undefined, unsent: undefined, unread: undefined, head: undefined, remaining: 0, chunk: "size", parts: [], idleTimer: undefined };
+      conn = {
+        pool,
+        socket: undefined,
+        closed: false,
+        exchange: undefined,
+        unsent: undefined,
+        unread: undefined,
+        head: undefined,
+        remaining: 0,
+        chunk: "size",
+        parts: [],
+        idleTimer: undefined,
+      };
       try {
         conn.socket = await Bun.connect<Connection>({
           hostname: pool.hostname,
@@ -327,9 +353,17 @@ export function createHttp1Fetch({ fallback, ca, maxIdle = 64, idleMs = 4_000 }:
 
   const client: FetchLike = (input, init = {}) => {
     const body = init.body;
-    const bytes = body === undefined || body === null ? undefined : body instanceof Uint8Array ? body : typeof body === "string" ? Buffer.from(body) : undefined;
+    const bytes =
+      body === undefined || body === null
+        ? undefined
+        : body instanceof Uint8Array
+          ? body
+          : typeof body === "string"
+            ? Buffer.from(body)
+            : undefined;
     const url = input instanceof URL ? input : typeof input === "string" ? new URL(input) : undefined;
-    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || (body != null && bytes === undefined)) return fallback(input, init);
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || (body != null && bytes === undefined))
+      return fallback(input, init);
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const method = (init.method ?? "GET").toUpperCase();
@@ -342,17 +376,32 @@ export function createHttp1Fetch({ fallback, ca, maxIdle = 64, idleMs = 4_000 }:
       head += `${name}: ${value}\r\n`;
     });
     if (!agent) head += "user-agent: connector-service\r\n";
-    if (bytes || method === "POST" || method === "PUT" || method === "PATCH") head += `content-length: ${bytes?.byteLength ?? 0}\r\n`;
+    if (bytes || method === "POST" || method === "PUT" || method === "PATCH")
+      head += `content-length: ${bytes?.byteLength ?? 0}\r\n`;
     head += "\r\n";
     const request = bytes ? Buffer.concat([Buffer.from(head, "latin1"), bytes]) : Buffer.from(head, "latin1");
     const key = `${url.protocol}//${url.host}`;
     let pool = pools.get(key);
     if (!pool) {
-      pool = { hostname: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || (url.protocol === "https:" ? 443 : 80)), tls: url.protocol === "https:", idle: [] };
+      pool = {
+        hostname: url.hostname.replace(/^\[|\]$/g, ""),
+        port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
+        tls: url.protocol === "https:",
+        idle: [],
+      };
       pools.set(key, pool);
     }
     return new Promise<Response>((resolve, reject) => {
-      const exchange: Exchange = { request, head: method === "HEAD", idempotent: IDEMPOTENT.has(method), reused: false, answered: false, given: false, resolve, reject };
+      const exchange: Exchange = {
+        request,
+        head: method === "HEAD",
+        idempotent: IDEMPOTENT.has(method),
+        reused: false,
+        answered: false,
+        given: false,
+        resolve,
+        reject,
+      };
       if (signal) {
         exchange.signal = signal;
         // An abort ends the exchange wherever it is: connecting, waiting for the answer, or streaming its body.
@@ -389,7 +438,8 @@ function parseHead(text: string, headRequest: boolean): Head {
     const line = lines[i]!;
     const colon = line.indexOf(":");
     // §5.1: no whitespace between a field name and its colon; obsolete line folding is refused (§5.2).
-    if (colon <= 0 || line[colon - 1] === " " || line[0] === " " || line[0] === "\t") throw new Error(`the upstream sent a bad header line: ${JSON.stringify(line.slice(0, 40))}`);
+    if (colon <= 0 || line[colon - 1] === " " || line[0] === " " || line[0] === "\t")
+      throw new Error(`the upstream sent a bad header line: ${JSON.stringify(line.slice(0, 40))}`);
     const name = line.slice(0, colon).toLowerCase();
     const value = line.slice(colon + 1).trim();
     fields.push([name, value]);
@@ -410,7 +460,8 @@ function parseHead(text: string, headRequest: boolean): Head {
     return { ...base, framing: "chunked" };
   }
   if (length !== undefined) {
-    if (!/^\d{1,15}$/.test(length)) throw new Error(`the upstream sent a bad Content-Length: ${JSON.stringify(length.slice(0, 20))}`);
+    if (!/^\d{1,15}$/.test(length))
+      throw new Error(`the upstream sent a bad Content-Length: ${JSON.stringify(length.slice(0, 20))}`);
     return { ...base, framing: "length", length: Number(length) };
   }
   return { ...base, framing: "close", keepAlive: false };

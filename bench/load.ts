@@ -32,6 +32,8 @@ await Promise.all(Array.from({ length: concurrency }, client));
 const seconds = (performance.now() - started) / 1000;
 const sorted = [...latencies].sort((a, b) => a - b);
 const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-console.log(JSON.stringify({ count, concurrency, failures, rps: count / seconds, p50_ms: at(0.5), p90_ms: at(0.9), p99_ms: at(0.99) }));
+console.log(
+  JSON.stringify({ count, concurrency, failures, rps: count / seconds, p50_ms: at(0.5), p90_ms: at(0.9), p99_ms: at(0.99) }),
+);
 
 export {};

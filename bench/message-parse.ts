@@ -16,8 +16,25 @@ const rounds = arg("rounds", 7);
 const count = arg("count", 200_000);
 
 const bodies = {
-  "small tools/call": JSON.stringify({ jsonrpc: "2.0", id: 42, method: "tools/call", params: { name: "search_code", arguments: { query: "useEffect cleanup", limit: 20 }, _meta: { progressToken: "p-42" } } }),
-  "8 KiB of arguments": JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "write_file", arguments: { path: "/tmp/x", content: "lorem ipsum ".repeat(700), tags: Array.from({ length: 50 }, (_, i) => ({ i, v: i * 1.5 })) } } }),
+  "small tools/call": JSON.stringify({
+    jsonrpc: "2.0",
+    id: 42,
+    method: "tools/call",
+    params: { name: "search_code", arguments: { query: "useEffect cleanup", limit: 20 }, _meta: { progressToken: "p-42" } },
+  }),
+  "8 KiB of arguments": JSON.stringify({
+    jsonrpc: "2.0",
+    id: 7,
+    method: "tools/call",
+    params: {
+      name: "write_file",
+      arguments: {
+        path: "/tmp/x",
+        content: "lorem ipsum ".repeat(700),
+        tags: Array.from({ length: 50 }, (_, i) => ({ i, v: i * 1.5 })),
+      },
+    },
+  }),
 };
 const headers = new Headers({ "content-type": "application/json" });
 const decoder = new TextDecoder();
@@ -53,6 +70,8 @@ for (const [name, text] of Object.entries(bodies)) {
   }
   const b = median(times.before);
   const a = median(times.after);
-  console.log(`${name} (${bytes.byteLength} B): before ${(b / 1000).toFixed(2)} µs, after ${(a / 1000).toFixed(2)} µs, ratio ${(a / b).toFixed(2)}`);
+  console.log(
+    `${name} (${bytes.byteLength} B): before ${(b / 1000).toFixed(2)} µs, after ${(a / 1000).toFixed(2)} µs, ratio ${(a / b).toFixed(2)}`,
+  );
 }
 if (sink === 0) console.log("");

@@ -43,7 +43,9 @@ const children: Bun.Subprocess[] = [];
 
 async function main() {
   const [upstreamPort, nginxPort, barePort] = [await freePort(), await freePort(), await freePort()];
-  children.push(Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }));
+  children.push(
+    Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }),
+  );
   const upstream = `http://127.0.0.1:${upstreamPort}/mcp`;
   await waitFor(upstream);
 
@@ -70,11 +72,17 @@ http {
 }
 `,
   );
-  const nginx = Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], { stdout: "ignore", stderr: "inherit" });
+  const nginx = Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], {
+    stdout: "ignore",
+    stderr: "inherit",
+  });
   children.push(nginx);
   await waitFor(`http://127.0.0.1:${nginxPort}/mcp`);
 
-  const bare = Bun.spawn([process.execPath, join(ROOT, "bench/bare-proxy.ts"), upstream, String(barePort)], { stdout: "ignore", stderr: "inherit" });
+  const bare = Bun.spawn([process.execPath, join(ROOT, "bench/bare-proxy.ts"), upstream, String(barePort)], {
+    stdout: "ignore",
+    stderr: "inherit",
+  });
   children.push(bare);
   await waitFor(`http://127.0.0.1:${barePort}/mcp`);
 
@@ -87,7 +95,13 @@ http {
     mkdirSync(dir);
     const proc = Bun.spawn(command, {
       cwd: dir,
-      env: { PATH: process.env.PATH!, SERVER__PORT: String(port), DATABASE__PATH: join(dir, "cs.db"), AUTH__ADMIN_PASSWORD: "bench-admin-password", ...env },
+      env: {
+        PATH: process.env.PATH!,
+        SERVER__PORT: String(port),
+        DATABASE__PATH: join(dir, "cs.db"),
+        AUTH__ADMIN_PASSWORD: "bench-admin-password",
+        ...env,
+      },
       // The request log is written as in production (info level); the bench just discards it.
       stdout: "ignore",
       stderr: "inherit",
@@ -106,14 +120,22 @@ http {
       return res.json();
     };
     // The administrator is made just after the service listens: wait until it can sign in.
-    for (let i = 0; i < 200 && (await fetch(`${service}/api/v1/users/me`, { headers: { authorization: basic } })).status !== 200; i++) await Bun.sleep(25);
+    for (
+      let i = 0;
+      i < 200 && (await fetch(`${service}/api/v1/users/me`, { headers: { authorization: basic } })).status !== 200;
+      i++
+    )
+      await Bun.sleep(25);
     const connector = await api("POST", "/api/v1/connectors", { url: upstream });
     await api("POST", `/api/v1/connectors/${connector.id}/connect`, {});
     const token = (await api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
     return { name, url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}`, pid: proc.pid };
   }
   // As deployed by default (audit trail on), and without the audit trail (AUDIT__ENABLED=false): what it costs here.
-  const serviceTargets = [await startService("connector-service", {}), await startService("cs, audit off", { AUDIT__ENABLED: "false" })];
+  const serviceTargets = [
+    await startService("connector-service", {}),
+    await startService("cs, audit off", { AUDIT__ENABLED: "false" }),
+  ];
   for (const { name, env } of ALSO) serviceTargets.push(await startService(name, env));
 
   const targets = [
@@ -125,30 +147,52 @@ http {
   type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
   /** wrk for `SECONDS` (count is not used: wrk runs for a time); the Lua script prints one JSON line. */
   const wrk = async (url: string, concurrency: number, auth?: string, seconds = SECONDS): Promise<Result & { count: number }> => {
-    const proc = Bun.spawn(["wrk", "-t1", `-c${concurrency}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url], {
-      stdout: "pipe",
-      stderr: "inherit",
-      env: { ...process.env, WRK_AUTHORIZATION: auth ?? "" },
-    });
+    const proc = Bun.spawn(
+      ["wrk", "-t1", `-c${concurrency}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url],
+      {
+        stdout: "pipe",
+        stderr: "inherit",
+        env: { ...process.env, WRK_AUTHORIZATION: auth ?? "" },
+      },
+    );
     const out = await new Response(proc.stdout).text();
     await proc.exited;
     const line = out.split("\n").find((l) => l.startsWith("WRK_JSON "));
     if (!line) throw new Error(`wrk printed no result:\n${out}`);
-    const r = JSON.parse(line.slice("WRK_JSON ".length)) as { requests: number; seconds: number; p50_ms: number; p90_ms: number; p99_ms: number; errors: number };
-    return { count: r.requests, rps: r.requests / r.seconds, p50_ms: r.p50_ms, p90_ms: r.p90_ms, p99_ms: r.p99_ms, failures: r.errors };
+    const r = JSON.parse(line.slice("WRK_JSON ".length)) as {
+      requests: number;
+      seconds: number;
+      p50_ms: number;
+      p90_ms: number;
+      p99_ms: number;
+      errors: number;
+    };
+    return {
+      count: r.requests,
+      rps: r.requests / r.seconds,
+      p50_ms: r.p50_ms,
+      p90_ms: r.p90_ms,
+      p99_ms: r.p99_ms,
+      failures: r.errors,
+    };
   };
   const load = async (url: string, count: number, concurrency: number, auth?: string): Promise<Result> => {
-    if (GENERATOR === "wrk") return wrk(url, concurrency, auth, concurrency === 1 ? Math.max(2, Math.round(SECONDS / 2)) : SECONDS);
-    const proc = Bun.spawn([process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), ...(auth ? [auth] : [])], {
-      stdout: "pipe",
-      stderr: "inherit",
-    });
+    if (GENERATOR === "wrk")
+      return wrk(url, concurrency, auth, concurrency === 1 ? Math.max(2, Math.round(SECONDS / 2)) : SECONDS);
+    const proc = Bun.spawn(
+      [process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), ...(auth ? [auth] : [])],
+      {
+        stdout: "pipe",
+        stderr: "inherit",
+      },
+    );
     const out = await new Response(proc.stdout).text();
     await proc.exited;
     return JSON.parse(out);
   };
 
-  for (const t of targets) await (GENERATOR === "wrk" ? wrk(t.url, CONCURRENCY, t.auth, 2) : load(t.url, 2000, CONCURRENCY, t.auth)); // warm-up: JIT, pools, caches
+  for (const t of targets)
+    await (GENERATOR === "wrk" ? wrk(t.url, CONCURRENCY, t.auth, 2) : load(t.url, 2000, CONCURRENCY, t.auth)); // warm-up: JIT, pools, caches
   const throughput: Record<string, Result[]> = {};
   const latency: Record<string, Result[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
@@ -176,9 +220,17 @@ http {
       },
     ]),
   );
-  const s = summary as Record<string, { rps: number; p50_ms_c1: number; p99_ms_c1: number; p50_ms_loaded: number; failures: number; cpu_us?: number }>;
-  const how = GENERATOR === "wrk" ? `wrk, ${SECONDS} s per target and round` : `${COUNT} calls; latency at concurrency 1: ${LATENCY_COUNT} calls`;
-  console.log(`\nconnector-service MCP proxy benchmark: ${ROUNDS} rounds, median; throughput at concurrency ${CONCURRENCY} (${how})\n`);
+  const s = summary as Record<
+    string,
+    { rps: number; p50_ms_c1: number; p99_ms_c1: number; p50_ms_loaded: number; failures: number; cpu_us?: number }
+  >;
+  const how =
+    GENERATOR === "wrk"
+      ? `wrk, ${SECONDS} s per target and round`
+      : `${COUNT} calls; latency at concurrency 1: ${LATENCY_COUNT} calls`;
+  console.log(
+    `\nconnector-service MCP proxy benchmark: ${ROUNDS} rounds, median; throughput at concurrency ${CONCURRENCY} (${how})\n`,
+  );
   console.log("target              req/s     p50 c=1 ms  p99 c=1 ms  p50 loaded ms  proxy CPU us/req  failures");
   for (const [name, r] of Object.entries(s)) {
     console.log(
@@ -188,7 +240,9 @@ http {
   const cs = s["connector-service"]!;
   console.log(`\nthroughput vs direct: ${(cs.rps / s.direct!.rps).toFixed(3)}x   (target >= 0.9)`);
   console.log(`throughput vs nginx:  ${(cs.rps / s.nginx!.rps).toFixed(3)}x   (target >= 1.0)`);
-  console.log(`p50 added latency at c=1: ${(cs.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms   (target <= 0.3); nginx adds ${(s.nginx!.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms`);
+  console.log(
+    `p50 added latency at c=1: ${(cs.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms   (target <= 0.3); nginx adds ${(s.nginx!.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms`,
+  );
   const floor = s["bare Bun proxy"]!;
   console.log(
     `bare Bun proxy (the runtime's floor): ${(floor.rps / s.direct!.rps).toFixed(3)}x direct, ${(floor.rps / s.nginx!.rps).toFixed(3)}x nginx, adds ${(floor.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms`,
@@ -196,7 +250,7 @@ http {
   for (const t of serviceTargets) {
     const r = s[t.name]!;
     console.log(
-      `${t.name} / bare Bun proxy: ${(r.rps / floor.rps).toFixed(3)}x throughput (target >= 0.9), ${(r.p50_ms_c1 - floor.p50_ms_c1 >= 0 ? "+" : "")}${(r.p50_ms_c1 - floor.p50_ms_c1).toFixed(3)} ms p50 at c=1 (target <= +0.05)`,
+      `${t.name} / bare Bun proxy: ${(r.rps / floor.rps).toFixed(3)}x throughput (target >= 0.9), ${r.p50_ms_c1 - floor.p50_ms_c1 >= 0 ? "+" : ""}${(r.p50_ms_c1 - floor.p50_ms_c1).toFixed(3)} ms p50 at c=1 (target <= +0.05)`,
     );
   }
 }

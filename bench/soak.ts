@@ -34,7 +34,15 @@ function startUpstream() {
           new ReadableStream({
             start(controller) {
               controller.enqueue(new TextEncoder().encode(": open\n\n"));
-              timer = setInterval(() => controller.enqueue(new TextEncoder().encode(`id: ${++n}\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":${n}}}\n\n`)), 200);
+              timer = setInterval(
+                () =>
+                  controller.enqueue(
+                    new TextEncoder().encode(
+                      `id: ${++n}\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":${n}}}\n\n`,
+                    ),
+                  ),
+                200,
+              );
             },
             cancel: () => clearInterval(timer),
           }),
@@ -55,7 +63,8 @@ function startUpstream() {
 
 const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
-const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]! : 0);
+const percentile = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]! : 0;
 
 async function main() {
   const work = mkdtempSync(join(tmpdir(), "cs-soak-"));
@@ -77,7 +86,7 @@ async function main() {
   // The "listening" line gives the URL; the rest of the log (a line per request) is read and dropped.
   let url = "";
   const reader = service.stdout.getReader();
-  for (let text = ""; !url; ) {
+  for (let text = ""; !url;) {
     const chunk = await reader.read();
     if (chunk.done) throw new Error(`the service ended: ${text}`);
     text += new TextDecoder().decode(chunk.value);
@@ -89,7 +98,11 @@ async function main() {
 
   const basic = `Basic ${btoa(`admin:${PASSWORD}`)}`;
   const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${url}${path}`, { method, headers: { authorization: auth, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: res.status, body: res.status === 204 ? undefined : await res.json().catch(() => undefined) };
   };
   let auth = basic;
@@ -119,19 +132,33 @@ async function main() {
     }
   };
   const mix = [
-    ...Array(7).fill(() => timed(() => fetch(mcp, { method: "POST", headers: mcpHeaders, body: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{}}}' }))),
+    ...Array(7).fill(() =>
+      timed(() =>
+        fetch(mcp, {
+          method: "POST",
+          headers: mcpHeaders,
+          body: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{}}}',
+        }),
+      ),
+    ),
     () => timed(() => fetch(`${url}/api/v1/connectors?limit=20`, { headers: { authorization: auth } })),
     async () => {
       const created = await api("POST", "/api/v1/connectors", { url: `https://soak-${crypto.randomUUID()}.example/mcp` });
       counts.requests++;
       if (created.status !== 201) counts.errors++;
-      else await timed(() => fetch(`${url}/api/v1/connectors/${created.body.id}`, { method: "DELETE", headers: { authorization: auth } }));
+      else
+        await timed(() =>
+          fetch(`${url}/api/v1/connectors/${created.body.id}`, { method: "DELETE", headers: { authorization: auth } }),
+        );
     },
     async () => {
       // A stream opened, read for a moment (1–3 events), closed: clients that come and go.
       const controller = new AbortController();
       try {
-        const res = await fetch(mcp, { headers: { authorization: auth, accept: "text/event-stream" }, signal: controller.signal });
+        const res = await fetch(mcp, {
+          headers: { authorization: auth, accept: "text/event-stream" },
+          signal: controller.signal,
+        });
         counts.streamsOpened++;
         const r = res.body!.getReader();
         for (let i = 0; i < 1 + Math.floor(Math.random() * 3); i++) await r.read();
@@ -194,7 +221,9 @@ async function main() {
   console.log(
     `\nbaseline before load: ${(baseline.rss / 1024).toFixed(1)} MiB RSS, ${baseline.fds} descriptors; after load and 3 s idle: ${(end.rss / 1024).toFixed(1)} MiB RSS, ${end.fds} descriptors`,
   );
-  console.log(`requests: ${counts.requests}, errors: ${counts.errors}, streams opened: ${counts.streamsOpened}, ${MINUTES} min, concurrency ${CONCURRENCY}, ${STREAMS} long-lived streams churned`);
+  console.log(
+    `requests: ${counts.requests}, errors: ${counts.errors}, streams opened: ${counts.streamsOpened}, ${MINUTES} min, concurrency ${CONCURRENCY}, ${STREAMS} long-lived streams churned`,
+  );
   service.kill("SIGTERM");
   await service.exited;
   await upstream.stop(true);

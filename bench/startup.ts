@@ -111,7 +111,9 @@ async function start(binary: string, kind: Kind, database: string, cwd: string):
   try {
     const until = t0 + START_TIMEOUT_MS;
     const exited = proc.exited.then(async (code) => {
-      throw new Error(`the service exited (${code}) before answering: ${await new Response(proc.stderr as ReadableStream).text()}`);
+      throw new Error(
+        `the service exited (${code}) before answering: ${await new Response(proc.stderr as ReadableStream).text()}`,
+      );
     });
     const healthz = await Promise.race([firstOk(`http://127.0.0.1:${port}/healthz`, until), exited]);
     const readyz = await Promise.race([firstOk(`http://127.0.0.1:${port}/readyz`, until), exited]);
@@ -185,33 +187,59 @@ async function main(work: string) {
     process.stderr.write(`round ${round + 1}/${rounds}\n`);
   }
 
-  console.log(`start-up of ${binary}: ${rounds} rounds, 1-minute load before: ${load} (after: ${readFileSync("/proc/loadavg", "utf8").trim().split(" ").slice(0, 3).join(" ")})`);
+  console.log(
+    `start-up of ${binary}: ${rounds} rounds, 1-minute load before: ${load} (after: ${readFileSync("/proc/loadavg", "utf8").trim().split(" ").slice(0, 3).join(" ")})`,
+  );
   console.log("");
   console.log("start                     healthz p50  healthz p90   readyz p50   readyz p90   (ms from spawn)");
   for (const kind of ["first", "second", "second, no re-exec"] as Kind[]) {
     const of = starts.filter((s) => s.kind === kind);
     const h = of.map((s) => s.healthz_ms);
     const r = of.map((s) => s.readyz_ms);
-    console.log(`${kind.padEnd(24)} ${fmt(quantile(h, 0.5)).padStart(12)} ${fmt(quantile(h, 0.9)).padStart(12)} ${fmt(quantile(r, 0.5)).padStart(12)} ${fmt(quantile(r, 0.9)).padStart(12)}`);
+    console.log(
+      `${kind.padEnd(24)} ${fmt(quantile(h, 0.5)).padStart(12)} ${fmt(quantile(h, 0.9)).padStart(12)} ${fmt(quantile(r, 0.5)).padStart(12)} ${fmt(quantile(r, 0.9)).padStart(12)}`,
+    );
   }
-  console.log(`${"version (spawn to exit)".padEnd(24)} ${fmt(quantile(versions, 0.5)).padStart(12)} ${fmt(quantile(versions, 0.9)).padStart(12)}`);
+  console.log(
+    `${"version (spawn to exit)".padEnd(24)} ${fmt(quantile(versions, 0.5)).padStart(12)} ${fmt(quantile(versions, 0.9)).padStart(12)}`,
+  );
 
   console.log("");
   console.log("milestones in the service's log, median ms from spawn:");
   for (const kind of ["first", "second"] as Kind[]) {
     const of = starts.filter((s) => s.kind === kind);
     const names = [...new Set(of.flatMap((s) => Object.keys(s.milestones)))];
-    const cells = names.map((name) => `${name} ${fmt(quantile(of.flatMap((s) => s.milestones[name] ?? []), 0.5))}`);
+    const cells = names.map(
+      (name) =>
+        `${name} ${fmt(
+          quantile(
+            of.flatMap((s) => s.milestones[name] ?? []),
+            0.5,
+          ),
+        )}`,
+    );
     console.log(`  ${kind.padEnd(8)} ${cells.join(", ")}`);
   }
   const withPhases = starts.filter((s) => s.phases && s.kind !== "second, no re-exec");
   if (withPhases.length) {
     console.log("");
-    console.log("phases of startService (the build's \"start-up phases\" line), median ms:");
+    console.log('phases of startService (the build\'s "start-up phases" line), median ms:');
     for (const kind of ["first", "second"] as Kind[]) {
       const of = withPhases.filter((s) => s.kind === kind);
       const names = [...new Set(of.flatMap((s) => Object.keys(s.phases!)))];
-      console.log(`  ${kind.padEnd(8)} ${names.map((name) => `${name} ${fmt(quantile(of.map((s) => s.phases![name] ?? 0), 0.5))}`).join(", ")}`);
+      console.log(
+        `  ${kind.padEnd(8)} ${names
+          .map(
+            (name) =>
+              `${name} ${fmt(
+                quantile(
+                  of.map((s) => s.phases![name] ?? 0),
+                  0.5,
+                ),
+              )}`,
+          )
+          .join(", ")}`,
+      );
     }
   }
 }

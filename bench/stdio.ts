@@ -50,7 +50,10 @@ function installSupergateway(): string {
   const dir = join(tmpdir(), "cs-bench-supergateway");
   const entry = join(dir, "node_modules/supergateway/dist/index.js");
   if (!existsSync(entry)) {
-    const done = Bun.spawnSync(["npm", "install", "--no-save", "--no-audit", "--no-fund", "--prefix", dir, "supergateway@4.0.0"], { stdout: "ignore", stderr: "inherit" });
+    const done = Bun.spawnSync(
+      ["npm", "install", "--no-save", "--no-audit", "--no-fund", "--prefix", dir, "supergateway@4.0.0"],
+      { stdout: "ignore", stderr: "inherit" },
+    );
     if (done.exitCode !== 0) throw new Error("could not install supergateway with npm");
   }
   return entry;
@@ -65,7 +68,12 @@ const clients: Client[] = [];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const spawn = (command: string[], env: Record<string, string> = {}, cwd?: string) => {
-  const proc = Bun.spawn(command, { cwd, env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? "/tmp", ...env }, stdout: "ignore", stderr: "ignore" });
+  const proc = Bun.spawn(command, {
+    cwd,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? "/tmp", ...env },
+    stdout: "ignore",
+    stderr: "ignore",
+  });
   children.add(proc);
   void proc.exited.then(() => children.delete(proc));
   return proc;
@@ -126,7 +134,9 @@ const waitFor = async (what: string, check: () => Promise<boolean>, ms = 20_000)
 async function httpClient(url: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: "bench-stdio", version: "1.0.0" });
   clients.push(client);
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), { timeout: CALL_TIMEOUT_MS });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), {
+    timeout: CALL_TIMEOUT_MS,
+  });
   return client;
 }
 
@@ -142,9 +152,20 @@ function ownCpuMs(pid: number): number {
 }
 /** The CPU of the wrapper process itself and of the MCP servers under it (its descendants). */
 const cpuSplit = (pid: number | undefined) =>
-  pid === undefined ? { wrapper: 0, server: 0 } : { wrapper: ownCpuMs(pid), server: descendants(pid).reduce((n, c) => n + ownCpuMs(c), 0) };
+  pid === undefined
+    ? { wrapper: 0, server: 0 }
+    : { wrapper: ownCpuMs(pid), server: descendants(pid).reduce((n, c) => n + ownCpuMs(c), 0) };
 
-type Target = { name: string; client: Client; pid?: number; serverPid?: number; rps: number[]; wrapperUs: number[]; serverUs: number[]; clientUs: number[] };
+type Target = {
+  name: string;
+  client: Client;
+  pid?: number;
+  serverPid?: number;
+  rps: number[];
+  wrapperUs: number[];
+  serverUs: number[];
+  clientUs: number[];
+};
 
 async function directClient(): Promise<{ client: Client; serverPid: number }> {
   const client = new Client({ name: "bench-stdio", version: "1.0.0" });
@@ -164,20 +185,28 @@ async function startService(work: string): Promise<{ client: Client; pid: number
     },
   ];
   const profile = PROFILE ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${resolve(PROFILE)}`] : [];
-  const proc = spawn([process.execPath, ...profile, join(ROOT, "src/index.ts"), "serve"], {
-    SERVER__HOST: "127.0.0.1",
-    SERVER__PORT: String(port),
-    DATABASE__PATH: join(work, "cs.db"),
-    AUTH__ADMIN_PASSWORD: PASSWORD,
-    LOG__LEVEL: "info",
-    RUNTIME__DRIVER: "local",
-    AUDIT__ENABLED: AUDIT,
-    // What `serve` would re-execute itself with; set here so that it does not (a re-execution drops --cpu-prof).
-    BUN_CONFIG_MAX_HTTP_REQUESTS: "8192",
-    CONNECTOR__PRESETS: JSON.stringify(presets),
-  }, work);
+  const proc = spawn(
+    [process.execPath, ...profile, join(ROOT, "src/index.ts"), "serve"],
+    {
+      SERVER__HOST: "127.0.0.1",
+      SERVER__PORT: String(port),
+      DATABASE__PATH: join(work, "cs.db"),
+      AUTH__ADMIN_PASSWORD: PASSWORD,
+      LOG__LEVEL: "info",
+      RUNTIME__DRIVER: "local",
+      AUDIT__ENABLED: AUDIT,
+      // What `serve` would re-execute itself with; set here so that it does not (a re-execution drops --cpu-prof).
+      BUN_CONFIG_MAX_HTTP_REQUESTS: "8192",
+      CONNECTOR__PRESETS: JSON.stringify(presets),
+    },
+    work,
+  );
   const url = `http://127.0.0.1:${port}`;
-  await waitFor("connector-service ready", async () => (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200, 30_000);
+  await waitFor(
+    "connector-service ready",
+    async () => (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })).status === 200,
+    30_000,
+  );
   const call = async (authorization: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${url}${path}`, {
       method,
@@ -199,21 +228,69 @@ async function startService(work: string): Promise<{ client: Client; pid: number
 /** The service's own gateway alone (`connector-service gateway`, what the local driver runs in-process per connector). */
 async function startGateway(): Promise<{ client: Client; pid: number }> {
   const port = await freePort();
-  const proc = spawn([process.execPath, join(ROOT, "src/index.ts"), "gateway", "--port", String(port), "--host", "127.0.0.1", "--", "node", EVERYTHING, "stdio"], { LOG__LEVEL: "warn" });
-  await waitFor("gateway up", async () => (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) })).ok);
+  const proc = spawn(
+    [
+      process.execPath,
+      join(ROOT, "src/index.ts"),
+      "gateway",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--",
+      "node",
+      EVERYTHING,
+      "stdio",
+    ],
+    { LOG__LEVEL: "warn" },
+  );
+  await waitFor(
+    "gateway up",
+    async () => (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) })).ok,
+  );
   return { client: await httpClient(`http://127.0.0.1:${port}/mcp`), pid: proc.pid };
 }
 
 async function startSupergateway(): Promise<{ client: Client; pid: number }> {
   const port = await freePort();
-  const proc = spawn(["node", SUPERGATEWAY, "--stdio", `node ${EVERYTHING} stdio`, "--outputTransport", "streamableHttp", "--stateful", "--port", String(port), "--logLevel", "none", "--healthEndpoint", "/healthz"]);
-  await waitFor("supergateway up", async () => (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) })).ok);
+  const proc = spawn([
+    "node",
+    SUPERGATEWAY,
+    "--stdio",
+    `node ${EVERYTHING} stdio`,
+    "--outputTransport",
+    "streamableHttp",
+    "--stateful",
+    "--port",
+    String(port),
+    "--logLevel",
+    "none",
+    "--healthEndpoint",
+    "/healthz",
+  ]);
+  await waitFor(
+    "supergateway up",
+    async () => (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) })).ok,
+  );
   return { client: await httpClient(`http://127.0.0.1:${port}/mcp`), pid: proc.pid };
 }
 
 async function startMcpProxy(): Promise<{ client: Client; pid: number }> {
   const port = await freePort();
-  const proc = spawn(["node", MCP_PROXY, "--port", String(port), "--host", "127.0.0.1", "--server", "stream", "--", "node", EVERYTHING, "stdio"]);
+  const proc = spawn([
+    "node",
+    MCP_PROXY,
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--server",
+    "stream",
+    "--",
+    "node",
+    EVERYTHING,
+    "stdio",
+  ]);
   await waitFor("mcp-proxy up", async () => {
     await fetch(`http://127.0.0.1:${port}/mcp`, { signal: AbortSignal.timeout(1000) });
     return true;
@@ -226,7 +303,9 @@ async function run(client: Client, count: number, concurrency: number): Promise<
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < count; i = next++) {
-      const result = (await client.callTool({ name: "echo", arguments: { message: `m${i}` } }, undefined, { timeout: CALL_TIMEOUT_MS })) as { content: { text: string }[] };
+      const result = (await client.callTool({ name: "echo", arguments: { message: `m${i}` } }, undefined, {
+        timeout: CALL_TIMEOUT_MS,
+      })) as { content: { text: string }[] };
       if (result.content[0]?.text !== `Echo: m${i}`) throw new Error(`unexpected answer: ${JSON.stringify(result)}`);
     }
   };
@@ -238,12 +317,17 @@ async function run(client: Client, count: number, concurrency: number): Promise<
 async function main() {
   const work = mkdtempSync(join(tmpdir(), "cs-bench-stdio-"));
   // The whole run is bounded: at worst 50 calls/s for every call, plus start-up.
-  const deadline = setTimeout(() => {
-    console.error("bench/stdio.ts: overall deadline reached; stopping");
-    void stopAll().finally(() => process.exit(2));
-  }, 120_000 + (ROUNDS * 4 + 4) * (CALLS / 50) * 1000);
+  const deadline = setTimeout(
+    () => {
+      console.error("bench/stdio.ts: overall deadline reached; stopping");
+      void stopAll().finally(() => process.exit(2));
+    },
+    120_000 + (ROUNDS * 4 + 4) * (CALLS / 50) * 1000,
+  );
   try {
-    console.log(`loadavg ${readFileSync("/proc/loadavg", "utf8").trim()}; ${CALLS} calls, concurrency ${CONCURRENCY}, ${ROUNDS} rounds, service audit ${AUDIT}`);
+    console.log(
+      `loadavg ${readFileSync("/proc/loadavg", "utf8").trim()}; ${CALLS} calls, concurrency ${CONCURRENCY}, ${ROUNDS} rounds, service audit ${AUDIT}`,
+    );
     const targets: Target[] = [
       { name: "direct (SDK stdio)", ...(await directClient()) },
       { name: "connector-service", ...(await startService(work)) },
@@ -271,14 +355,20 @@ async function main() {
     }
     const m = Object.fromEntries(targets.map((t) => [t.name, median(t.rps)]));
     const service = m["connector-service"]!;
-    console.log(`\ntarget               calls/s (median)  client CPU us/call  wrapper CPU us/call  server CPU us/call  rounds (calls/s)`);
+    console.log(
+      `\ntarget               calls/s (median)  client CPU us/call  wrapper CPU us/call  server CPU us/call  rounds (calls/s)`,
+    );
     for (const t of targets) {
       const wrapper = t.pid ? median(t.wrapperUs).toFixed(0) : "-";
-      console.log(`${t.name.padEnd(20)} ${m[t.name]!.toFixed(0).padStart(8)}  ${median(t.clientUs).toFixed(0).padStart(18)}  ${wrapper.padStart(19)}  ${median(t.serverUs).toFixed(0).padStart(18)}        ${t.rps.map((r) => r.toFixed(0)).join(" / ")}`);
+      console.log(
+        `${t.name.padEnd(20)} ${m[t.name]!.toFixed(0).padStart(8)}  ${median(t.clientUs).toFixed(0).padStart(18)}  ${wrapper.padStart(19)}  ${median(t.serverUs).toFixed(0).padStart(18)}        ${t.rps.map((r) => r.toFixed(0)).join(" / ")}`,
+      );
     }
     const ratio = (name: string, goal: number, above: boolean) => {
       const r = service / m[name]!;
-      console.log(`connector-service / ${name.padEnd(20)} ${r.toFixed(2)}x  (target >= ${goal}x: ${r >= goal === above ? "met" : "NOT met"})`);
+      console.log(
+        `connector-service / ${name.padEnd(20)} ${r.toFixed(2)}x  (target >= ${goal}x: ${r >= goal === above ? "met" : "NOT met"})`,
+      );
     };
     console.log("");
     ratio("direct (SDK stdio)", 0.8, true);

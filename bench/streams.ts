@@ -69,9 +69,17 @@ function runUpstream() {
           if (closed) return;
           try {
             n++;
-            controller.enqueue(encoder.encode(`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":${n},"t":${now()}}}}\n\n`));
+            controller.enqueue(
+              encoder.encode(
+                `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":${n},"t":${now()}}}}\n\n`,
+              ),
+            );
             if (kind === "post" && n >= EVENTS) {
-              controller.enqueue(encoder.encode(`data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"done"}],"isError":false}}\n\n`));
+              controller.enqueue(
+                encoder.encode(
+                  `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"done"}],"isError":false}}\n\n`,
+                ),
+              );
               close();
               controller.close();
             }
@@ -92,7 +100,10 @@ function runUpstream() {
       if (path === "/__stats") return Response.json({ open, peak, opened });
       if (path === "/__now") return Response.json({ t: now() });
       if (path === "/__reset-peak") return Response.json({ peak: (peak = open) });
-      if (request.method === "GET") return new Response(stream("get", undefined), { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+      if (request.method === "GET")
+        return new Response(stream("get", undefined), {
+          headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+        });
       if (request.method === "DELETE") return new Response(null, { status: 200 });
       const message = (await request.json()) as { id?: number | string; method: string };
       if (message.id === undefined) return new Response(null, { status: 202 });
@@ -100,10 +111,16 @@ function runUpstream() {
         return Response.json({
           jsonrpc: "2.0",
           id: message.id,
-          result: { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "streams-upstream", version: "1" } },
+          result: {
+            protocolVersion: "2025-11-25",
+            capabilities: { tools: {} },
+            serverInfo: { name: "streams-upstream", version: "1" },
+          },
         });
       }
-      return new Response(stream("post", message.id), { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+      return new Response(stream("post", message.id), {
+        headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+      });
     },
   });
   console.log(JSON.stringify({ port: server.port }));
@@ -147,12 +164,16 @@ function sockets(pid: number, servicePort: number, upstreamPort: number) {
   }
   return counts;
 }
-const percentile = (sorted: Float64Array | number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]! : NaN);
+const percentile = (sorted: Float64Array | number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]! : NaN;
 
 async function withTimeout<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -188,18 +209,24 @@ async function main() {
 }
 
 async function run(work: string, children: { kill(signal?: number | NodeJS.Signals): void; exited: Promise<number> }[]) {
-  console.log(`load: ${readFileSync("/proc/loadavg", "utf8").trim()}; streams ${STREAMS} (${Math.ceil(STREAMS / 2)} GET, ${Math.floor(STREAMS / 2)} tool calls), events ${EVENTS} per tool call every ${INTERVAL_MS} ms`);
+  console.log(
+    `load: ${readFileSync("/proc/loadavg", "utf8").trim()}; streams ${STREAMS} (${Math.ceil(STREAMS / 2)} GET, ${Math.floor(STREAMS / 2)} tool calls), events ${EVENTS} per tool call every ${INTERVAL_MS} ms`,
+  );
 
   // The upstream, a child process of its own.
-  const upstreamChild = Bun.spawn([process.execPath, import.meta.path, "--role", "upstream", "--events", String(EVENTS), "--interval-ms", String(INTERVAL_MS)], {
-    env: { ...process.env },
-    stdout: "pipe",
-    stderr: "inherit",
-  });
+  const upstreamChild = Bun.spawn(
+    [process.execPath, import.meta.path, "--role", "upstream", "--events", String(EVENTS), "--interval-ms", String(INTERVAL_MS)],
+    {
+      env: { ...process.env },
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
   children.push(upstreamChild);
   const upstreamPort = JSON.parse(await withTimeout("upstream start", 10_000, readLine(upstreamChild.stdout))).port as number;
   const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
-  const stats = async () => (await (await fetch(`${upstreamUrl}/__stats`)).json()) as { open: number; peak: number; opened: number };
+  const stats = async () =>
+    (await (await fetch(`${upstreamUrl}/__stats`)).json()) as { open: number; peak: number; opened: number };
 
   // The service: a free port chosen here (LOG__LEVEL=warn hides the "listening" line), SQLite in a temp dir.
   const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
@@ -227,18 +254,33 @@ async function run(work: string, children: { kill(signal?: number | NodeJS.Signa
   });
   children.push(service);
   const url = `http://127.0.0.1:${servicePort}`;
-  await withTimeout("service start", 30_000, (async () => {
-    for (;;) {
-      if (service.exitCode !== null) throw new Error(`the service ended (${service.exitCode})`);
-      const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
-      if (ok) return;
-      await Bun.sleep(50);
-    }
-  })());
+  await withTimeout(
+    "service start",
+    30_000,
+    (async () => {
+      for (;;) {
+        if (service.exitCode !== null) throw new Error(`the service ended (${service.exitCode})`);
+        const ok = await fetch(`${url}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (ok) return;
+        await Bun.sleep(50);
+      }
+    })(),
+  );
 
   let auth = `Basic ${btoa(`admin:${PASSWORD}`)}`;
   const api = async (method: string, path: string, body?: unknown) => {
-    const res = await withTimeout(`${method} ${path}`, 20_000, fetch(`${url}${path}`, { method, headers: { authorization: auth, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }));
+    const res = await withTimeout(
+      `${method} ${path}`,
+      20_000,
+      fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: auth, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
     return { status: res.status, body: (await res.json().catch(() => undefined)) as any };
   };
   auth = `Bearer ${(await api("POST", "/api/v1/tokens", { name: "streams" })).body.token}`;
@@ -256,7 +298,9 @@ async function run(work: string, children: { kill(signal?: number | NodeJS.Signa
     const t1 = now();
     if (t1 - t0 < bestRtt) [bestRtt, offset] = [t1 - t0, t - (t0 + t1) / 2];
   }
-  console.log(`clock check: upstream − client = ${offset.toFixed(3)} ms (round trip ${bestRtt.toFixed(3)} ms); latencies are not corrected`);
+  console.log(
+    `clock check: upstream − client = ${offset.toFixed(3)} ms (round trip ${bestRtt.toFixed(3)} ms); latencies are not corrected`,
+  );
 
   // Baseline after 3 s idle (the set-up's password hashing is not the baseline).
   await Bun.sleep(IDLE_MS);
@@ -271,117 +315,134 @@ async function run(work: string, children: { kill(signal?: number | NodeJS.Signa
   }
 
   async function phase(target: string, auth: Record<string, string>) {
-  const before = { rss: rssKiB(service.pid), sockets: sockets(service.pid, servicePort, upstreamPort), upstream: await stats() };
+    const before = {
+      rss: rssKiB(service.pid),
+      sockets: sockets(service.pid, servicePort, upstreamPort),
+      upstream: await stats(),
+    };
 
-  let peakRss = before.rss;
-  const sampler = setInterval(() => {
-    try {
-      peakRss = Math.max(peakRss, rssKiB(service.pid));
-    } catch {
-      // ended
-    }
-  }, 100);
+    let peakRss = before.rss;
+    const sampler = setInterval(() => {
+      try {
+        peakRss = Math.max(peakRss, rssKiB(service.pid));
+      } catch {
+        // ended
+      }
+    }, 100);
 
-  // The clients.
-  const latencies: number[] = [];
-  const byKind = { get: [] as number[], post: [] as number[] };
-  const counts = { opened: 0, failed: 0, statuses: new Map<number, number>(), toolCallsDone: 0, getEvents: 0, postEvents: 0 };
-  const gets: AbortController[] = [];
-  const readers: Promise<void>[] = [];
-  const decoder = new TextDecoder();
-  const consume = async (res: Response, kind: "get" | "post") => {
-    const reader = res.body!.getReader();
-    let buffer = "";
-    for (;;) {
-      const chunk = await reader.read();
-      if (chunk.done) break;
-      const received = now();
-      buffer += decoder.decode(chunk.value, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const m = /"t":([0-9.]+)/.exec(event);
-        if (m) {
-          latencies.push(received - Number(m[1]));
-          byKind[kind].push(received - Number(m[1]));
-          if (kind === "get") counts.getEvents++;
-          else counts.postEvents++;
+    // The clients.
+    const latencies: number[] = [];
+    const byKind = { get: [] as number[], post: [] as number[] };
+    const counts = { opened: 0, failed: 0, statuses: new Map<number, number>(), toolCallsDone: 0, getEvents: 0, postEvents: 0 };
+    const gets: AbortController[] = [];
+    const readers: Promise<void>[] = [];
+    const decoder = new TextDecoder();
+    const consume = async (res: Response, kind: "get" | "post") => {
+      const reader = res.body!.getReader();
+      let buffer = "";
+      for (;;) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        const received = now();
+        buffer += decoder.decode(chunk.value, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const m = /"t":([0-9.]+)/.exec(event);
+          if (m) {
+            latencies.push(received - Number(m[1]));
+            byKind[kind].push(received - Number(m[1]));
+            if (kind === "get") counts.getEvents++;
+            else counts.postEvents++;
+          }
         }
       }
-    }
-    if (kind === "post") counts.toolCallsDone++;
-  };
-  const open = async (i: number) => {
-    const kind = i % 2 === 0 ? "get" : "post";
-    const controller = new AbortController();
-    if (kind === "get") gets.push(controller);
-    try {
-      const res = await withTimeout(
-        "stream headers",
-        30_000,
-        kind === "get"
-          ? fetch(target, { headers: { ...auth, accept: "text/event-stream" }, signal: controller.signal })
-          : fetch(target, {
-              method: "POST",
-              headers: { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" },
-              body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "slow", arguments: {} } }),
-              signal: controller.signal,
-            }),
-      );
-      counts.statuses.set(res.status, (counts.statuses.get(res.status) ?? 0) + 1);
-      if (res.status !== 200) {
+      if (kind === "post") counts.toolCallsDone++;
+    };
+    const open = async (i: number) => {
+      const kind = i % 2 === 0 ? "get" : "post";
+      const controller = new AbortController();
+      if (kind === "get") gets.push(controller);
+      try {
+        const res = await withTimeout(
+          "stream headers",
+          30_000,
+          kind === "get"
+            ? fetch(target, { headers: { ...auth, accept: "text/event-stream" }, signal: controller.signal })
+            : fetch(target, {
+                method: "POST",
+                headers: { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" },
+                body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "slow", arguments: {} } }),
+                signal: controller.signal,
+              }),
+        );
+        counts.statuses.set(res.status, (counts.statuses.get(res.status) ?? 0) + 1);
+        if (res.status !== 200) {
+          counts.failed++;
+          await res.arrayBuffer();
+          return;
+        }
+        counts.opened++;
+        readers.push(consume(res, kind).catch(() => undefined));
+      } catch {
         counts.failed++;
-        await res.arrayBuffer();
-        return;
+        controller.abort();
       }
-      counts.opened++;
-      readers.push(consume(res, kind).catch(() => undefined));
-    } catch {
-      counts.failed++;
-      controller.abort();
+    };
+    const rampStart = performance.now();
+    for (let i = 0; i < STREAMS; i += BATCH) {
+      await Promise.all(Array.from({ length: Math.min(BATCH, STREAMS - i) }, (_, j) => open(i + j)));
     }
-  };
-  const rampStart = performance.now();
-  for (let i = 0; i < STREAMS; i += BATCH) {
-    await Promise.all(Array.from({ length: Math.min(BATCH, STREAMS - i) }, (_, j) => open(i + j)));
-  }
-  const rampMs = performance.now() - rampStart;
-  // All are open: sockets and the upstream's counter now (peak), while tool calls still run.
-  await Bun.sleep(Math.min(500, INTERVAL_MS * 2));
-  const peak = { sockets: sockets(service.pid, servicePort, upstreamPort), upstream: await stats() };
-  console.log(`ramp: ${counts.opened} streams open in ${rampMs.toFixed(0)} ms (${counts.failed} failed; statuses ${JSON.stringify([...counts.statuses])})`);
-  console.log(`all open: upstream open streams ${peak.upstream.open} (peak ${peak.upstream.peak}), service sockets ${JSON.stringify(peak.sockets)}, RSS ${mib(rssKiB(service.pid))} MiB`);
+    const rampMs = performance.now() - rampStart;
+    // All are open: sockets and the upstream's counter now (peak), while tool calls still run.
+    await Bun.sleep(Math.min(500, INTERVAL_MS * 2));
+    const peak = { sockets: sockets(service.pid, servicePort, upstreamPort), upstream: await stats() };
+    console.log(
+      `ramp: ${counts.opened} streams open in ${rampMs.toFixed(0)} ms (${counts.failed} failed; statuses ${JSON.stringify([...counts.statuses])})`,
+    );
+    console.log(
+      `all open: upstream open streams ${peak.upstream.open} (peak ${peak.upstream.peak}), service sockets ${JSON.stringify(peak.sockets)}, RSS ${mib(rssKiB(service.pid))} MiB`,
+    );
 
-  // Tool calls end by themselves; then the GET streams are cancelled by their clients.
-  await withTimeout("tool calls to end", EVENTS * INTERVAL_MS + 30_000, (async () => {
-    while (counts.toolCallsDone < Math.floor(STREAMS / 2) - (counts.failed > 0 ? counts.failed : 0)) await Bun.sleep(50);
-  })()).catch((e) => console.log(`warning: ${(e as Error).message} (${counts.toolCallsDone} done)`));
-  await Bun.sleep(INTERVAL_MS * 2); // GET streams go on a little on their own
-  const getsOpenBeforeClose = (await stats()).open;
-  const closeAt = performance.now();
-  for (const controller of gets) controller.abort();
-  await Promise.race([Promise.all(readers), Bun.sleep(10_000)]);
-  clearInterval(sampler);
+    // Tool calls end by themselves; then the GET streams are cancelled by their clients.
+    await withTimeout(
+      "tool calls to end",
+      EVENTS * INTERVAL_MS + 30_000,
+      (async () => {
+        while (counts.toolCallsDone < Math.floor(STREAMS / 2) - (counts.failed > 0 ? counts.failed : 0)) await Bun.sleep(50);
+      })(),
+    ).catch((e) => console.log(`warning: ${(e as Error).message} (${counts.toolCallsDone} done)`));
+    await Bun.sleep(INTERVAL_MS * 2); // GET streams go on a little on their own
+    const getsOpenBeforeClose = (await stats()).open;
+    const closeAt = performance.now();
+    for (const controller of gets) controller.abort();
+    await Promise.race([Promise.all(readers), Bun.sleep(10_000)]);
+    clearInterval(sampler);
 
-  // After: poll until the upstream's open streams are back to the baseline (up to 10 s).
-  let after = { sockets: sockets(service.pid, servicePort, upstreamPort), upstream: await stats() };
-  let freedMs = NaN;
-  for (const deadline = performance.now() + 10_000; performance.now() < deadline; ) {
-    after = { sockets: sockets(service.pid, servicePort, upstreamPort), upstream: await stats() };
-    if (after.upstream.open <= before.upstream.open) {
-      freedMs = performance.now() - closeAt;
-      break;
+    // After: poll until the upstream's open streams are back to the baseline (up to 10 s).
+    let after = { sockets: sockets(service.pid, servicePort, upstreamPort), upstream: await stats() };
+    let freedMs = NaN;
+    for (const deadline = performance.now() + 10_000; performance.now() < deadline;) {
+      after = { sockets: sockets(service.pid, servicePort, upstreamPort), upstream: await stats() };
+      if (after.upstream.open <= before.upstream.open) {
+        freedMs = performance.now() - closeAt;
+        break;
+      }
+      await Bun.sleep(100);
     }
-    await Bun.sleep(100);
-  }
-  await Bun.sleep(IDLE_MS); // then idle, as for the baseline
-  const afterIdle = { rss: rssKiB(service.pid), sockets: sockets(service.pid, servicePort, upstreamPort), upstream: await stats() };
+    await Bun.sleep(IDLE_MS); // then idle, as for the baseline
+    const afterIdle = {
+      rss: rssKiB(service.pid),
+      sockets: sockets(service.pid, servicePort, upstreamPort),
+      upstream: await stats(),
+    };
 
-  const sorted = Float64Array.from(latencies).sort();
-  const pct = (xs: number[], p: number) => percentile(Float64Array.from(xs).sort(), p).toFixed(2);
-  const fmt = (s: ReturnType<typeof sockets>) => `${s.total} sockets (to upstream ${s.upstream}, from clients ${s.clients}, listening ${s.listening}, other ${s.other})`;
-  console.log(`
+    const sorted = Float64Array.from(latencies).sort();
+    const pct = (xs: number[], p: number) => percentile(Float64Array.from(xs).sort(), p).toFixed(2);
+    const fmt = (s: ReturnType<typeof sockets>) =>
+      `${s.total} sockets (to upstream ${s.upstream}, from clients ${s.clients}, listening ${s.listening}, other ${s.other})`;
+    console.log(`
 streams: ${counts.opened} opened of ${STREAMS} (${counts.failed} failed), ramp ${rampMs.toFixed(0)} ms in batches of ${BATCH}; tool calls completed ${counts.toolCallsDone}
 events: ${latencies.length} (GET ${counts.getEvents}, tool calls ${counts.postEvents}; expected from tool calls ${Math.floor(STREAMS / 2) * EVENTS})
 event latency (client receive − upstream send): p50 ${percentile(sorted, 50).toFixed(2)} ms, p99 ${percentile(sorted, 99).toFixed(2)} ms, max ${(sorted[sorted.length - 1] ?? NaN).toFixed(2)} ms
@@ -400,7 +461,10 @@ if (args.get("role") === "upstream") {
   runUpstream();
 } else if (!process.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
   // The clients' own fetch runs 256 requests at once unless raised at start (as the service does for itself).
-  process.execve!(process.execPath, [process.execPath, ...process.argv.slice(1)], { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "8192" });
+  process.execve!(process.execPath, [process.execPath, ...process.argv.slice(1)], {
+    ...process.env,
+    BUN_CONFIG_MAX_HTTP_REQUESTS: "8192",
+  });
 } else {
   await main().then(
     () => process.exit(0),

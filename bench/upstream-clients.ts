@@ -44,7 +44,11 @@ function createHttp1Client(upstream: URL): Forward {
   const client = createHttp1Fetch({ fallback: fetch });
   return async (body, headers) => {
     const response = await client(upstream, { method: "POST", headers, body });
-    return { status: response.status, contentType: response.headers.get("content-type"), body: new Uint8Array(await response.arrayBuffer()) };
+    return {
+      status: response.status,
+      contentType: response.headers.get("content-type"),
+      body: new Uint8Array(await response.arrayBuffer()),
+    };
   };
 }
 
@@ -60,13 +64,25 @@ function createFetchClient(upstream: URL): Forward {
 
 function createNodeHttpClient(upstream: URL, maxSockets: number): Forward {
   const agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
-  const options = { agent, hostname: upstream.hostname, port: Number(upstream.port || 80), path: `${upstream.pathname}${upstream.search}`, method: "POST" };
+  const options = {
+    agent,
+    hostname: upstream.hostname,
+    port: Number(upstream.port || 80),
+    path: `${upstream.pathname}${upstream.search}`,
+    method: "POST",
+  };
   return (body, headers) =>
     new Promise<Answer>((resolve, reject) => {
       const request = http.request({ ...options, headers: { ...headers, "content-length": body.byteLength } }, (response) => {
         const parts: Buffer[] = [];
         response.on("data", (part: Buffer) => parts.push(part));
-        response.on("end", () => resolve({ status: response.statusCode!, contentType: response.headers["content-type"] ?? null, body: Buffer.concat(parts) }));
+        response.on("end", () =>
+          resolve({
+            status: response.statusCode!,
+            contentType: response.headers["content-type"] ?? null,
+            body: Buffer.concat(parts),
+          }),
+        );
         response.on("error", reject);
       });
       request.on("error", reject);
@@ -80,7 +96,11 @@ function createNodeHttpClient(upstream: URL, maxSockets: number): Forward {
 function runForwarder(client: ClientName, upstreamUrl: string, port: number, maxSockets: number, parent: number) {
   const upstream = new URL(upstreamUrl);
   const forward =
-    client === "fetch" ? createFetchClient(upstream) : client === "node:http" ? createNodeHttpClient(upstream, maxSockets) : createHttp1Client(upstream);
+    client === "fetch"
+      ? createFetchClient(upstream)
+      : client === "node:http"
+        ? createNodeHttpClient(upstream, maxSockets)
+        : createHttp1Client(upstream);
   const stats = { forwarded: 0, failed: 0, lastError: "" };
   Bun.serve({
     hostname: "127.0.0.1",
@@ -125,17 +145,27 @@ const children = benchChildren(5_000);
 
 type WrkResult = { requests: number; rps: number; p50_ms: number; p99_ms: number; errors: number };
 type Target = { name: "direct" | ClientName; url: string; pid: number | undefined };
-type Sample = { rps: number; p50_loaded_ms: number; p50_c1_ms: number; cpu_us: number | undefined; upstream_cpu_us: number; errors: number };
+type Sample = {
+  rps: number;
+  p50_loaded_ms: number;
+  p50_c1_ms: number;
+  cpu_us: number | undefined;
+  upstream_cpu_us: number;
+  errors: number;
+};
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function runWrk(url: string, connections: number, seconds: number): Promise<WrkResult> {
   const proc = children.track(
-    Bun.spawn(["wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url], {
-      stdout: "pipe",
-      stderr: "inherit",
-      env: { ...process.env, WRK_AUTHORIZATION: "" },
-    }),
+    Bun.spawn(
+      ["wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url],
+      {
+        stdout: "pipe",
+        stderr: "inherit",
+        env: { ...process.env, WRK_AUTHORIZATION: "" },
+      },
+    ),
   );
   const overrun = setTimeout(() => proc.kill("SIGKILL"), (seconds + 20) * 1000);
   try {
@@ -143,7 +173,13 @@ async function runWrk(url: string, connections: number, seconds: number): Promis
     await proc.exited;
     const line = out.split("\n").find((l) => l.startsWith("WRK_JSON "));
     if (!line) throw new Error(`wrk printed no result:\n${out}`);
-    const r = JSON.parse(line.slice("WRK_JSON ".length)) as { requests: number; seconds: number; p50_ms: number; p99_ms: number; errors: number };
+    const r = JSON.parse(line.slice("WRK_JSON ".length)) as {
+      requests: number;
+      seconds: number;
+      p50_ms: number;
+      p99_ms: number;
+      errors: number;
+    };
     return { requests: r.requests, rps: r.requests / r.seconds, p50_ms: r.p50_ms, p99_ms: r.p99_ms, errors: r.errors };
   } finally {
     clearTimeout(overrun);
@@ -152,7 +188,11 @@ async function runWrk(url: string, connections: number, seconds: number): Promis
 
 /** Concurrent calls with distinct ids must each get their own answer back; a notification gets 202 and no body. */
 async function checkForwarder(url: string, calls: number): Promise<void> {
-  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };
+  const headers = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-11-25",
+  };
   const one = async (id: number) => {
     const response = await fetch(url, {
       method: "POST",
@@ -162,20 +202,33 @@ async function checkForwarder(url: string, calls: number): Promise<void> {
     });
     const text = await response.text();
     const answer = JSON.parse(text) as { id?: number; result?: { content?: { text?: string }[] } };
-    if (response.status !== 200 || !response.headers.get("content-type")?.startsWith("application/json") || answer.id !== id || answer.result?.content?.[0]?.text !== "pong")
+    if (
+      response.status !== 200 ||
+      !response.headers.get("content-type")?.startsWith("application/json") ||
+      answer.id !== id ||
+      answer.result?.content?.[0]?.text !== "pong"
+    )
       throw new Error(`${url}: call ${id} answered ${response.status} ${text}`);
   };
   await Promise.all(Array.from({ length: calls }, (_, i) => one(i + 1)));
-  const note = await fetch(url, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }), signal: AbortSignal.timeout(10_000) });
+  const note = await fetch(url, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+    signal: AbortSignal.timeout(10_000),
+  });
   const noteBody = await note.text();
-  if (note.status !== 202 || noteBody !== "") throw new Error(`${url}: notification answered ${note.status} ${JSON.stringify(noteBody)}`);
+  if (note.status !== 202 || noteBody !== "")
+    throw new Error(`${url}: notification answered ${note.status} ${JSON.stringify(noteBody)}`);
 }
 
 async function main(options: { rounds: number; seconds: number; connections: number; latencySeconds: number }) {
   const { rounds, seconds, connections, latencySeconds } = options;
   console.log(`loadavg before: ${readFileSync("/proc/loadavg", "utf8").trim()}`);
   const upstreamPort = await freePort();
-  const upstreamProc = children.track(Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }));
+  const upstreamProc = children.track(
+    Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }),
+  );
   const upstream = `http://127.0.0.1:${upstreamPort}/mcp`;
   await waitForHttp(upstream);
 
@@ -183,10 +236,22 @@ async function main(options: { rounds: number; seconds: number; connections: num
   for (const client of CLIENTS) {
     const port = await freePort();
     const proc = children.track(
-      Bun.spawn([process.execPath, import.meta.path, "forwarder", client, upstream, String(port), String(connections), String(process.pid)], {
-        stdout: "ignore",
-        stderr: "inherit",
-      }),
+      Bun.spawn(
+        [
+          process.execPath,
+          import.meta.path,
+          "forwarder",
+          client,
+          upstream,
+          String(port),
+          String(connections),
+          String(process.pid),
+        ],
+        {
+          stdout: "ignore",
+          stderr: "inherit",
+        },
+      ),
     );
     await waitForHttp(`http://127.0.0.1:${port}/stats`);
     targets.push({ name: client, url: `http://127.0.0.1:${port}/mcp`, pid: proc.pid });
@@ -207,12 +272,24 @@ async function main(options: { rounds: number; seconds: number; connections: num
       const cpu_us = t.pid === undefined ? undefined : ((cpuMs(t.pid) - cpuBefore) * 1000) / loaded.requests;
       const upstream_cpu_us = ((cpuMs(upstreamProc.pid) - upstreamBefore) * 1000) / loaded.requests;
       const single = await runWrk(t.url, 1, latencySeconds);
-      samples.get(t.name)!.push({ rps: loaded.rps, p50_loaded_ms: loaded.p50_ms, p50_c1_ms: single.p50_ms, cpu_us, upstream_cpu_us, errors: loaded.errors + single.errors });
+      samples.get(t.name)!.push({
+        rps: loaded.rps,
+        p50_loaded_ms: loaded.p50_ms,
+        p50_c1_ms: single.p50_ms,
+        cpu_us,
+        upstream_cpu_us,
+        errors: loaded.errors + single.errors,
+      });
     }
   }
   for (const t of targets) await checkForwarder(t.url, 2 * connections);
   const stats: Record<string, { forwarded: number; failed: number; lastError: string }> = {};
-  for (const t of targets.slice(1)) stats[t.name] = (await (await fetch(new URL("/stats", t.url))).json()) as { forwarded: number; failed: number; lastError: string };
+  for (const t of targets.slice(1))
+    stats[t.name] = (await (await fetch(new URL("/stats", t.url))).json()) as {
+      forwarded: number;
+      failed: number;
+      lastError: string;
+    };
   console.log(`loadavg after: ${readFileSync("/proc/loadavg", "utf8").trim()}`);
 
   const summary = targets.map((t) => {
@@ -229,12 +306,15 @@ async function main(options: { rounds: number; seconds: number; connections: num
     };
   });
   const base = summary.find((r) => r.name === "fetch")!;
-  const ratio = (x: number | undefined, y: number | undefined) => (x === undefined || y === undefined ? "-" : `${(x / y).toFixed(2)}x`);
+  const ratio = (x: number | undefined, y: number | undefined) =>
+    x === undefined || y === undefined ? "-" : `${(x / y).toFixed(2)}x`;
   const fixed = (x: number | undefined, digits: number) => (x === undefined ? "-" : x.toFixed(digits));
   console.log(
     `\nupstream HTTP client benchmark: ${rounds} rounds (rotated order), median; wrk -t1 -c${connections} ${seconds} s per target and round, -c1 ${latencySeconds} s\n`,
   );
-  console.log("target         req/s  (min-max)        x fetch  p50 c=1 ms  x fetch  p50 loaded ms  x fetch  fwd CPU us/req  x fetch  upstream CPU us/req  errors");
+  console.log(
+    "target         req/s  (min-max)        x fetch  p50 c=1 ms  x fetch  p50 loaded ms  x fetch  fwd CPU us/req  x fetch  upstream CPU us/req  errors",
+  );
   for (const r of summary) {
     console.log(
       [
@@ -258,7 +338,8 @@ async function main(options: { rounds: number; seconds: number; connections: num
       .map(([name, s]) => `${name} ${s.forwarded}/${s.failed}${s.lastError ? ` (last: ${s.lastError})` : ""}`)
       .join(", ")}`,
   );
-  if (summary.some((r) => r.errors > 0) || Object.values(stats).some((s) => s.failed > 0)) throw new Error("some calls failed: the figures above are not comparable");
+  if (summary.some((r) => r.errors > 0) || Object.values(stats).some((s) => s.failed > 0))
+    throw new Error("some calls failed: the figures above are not comparable");
 }
 
 if (process.argv[2] === "forwarder") {

@@ -111,7 +111,12 @@ export function createServices(deps: Deps) {
   const feed = createEventFeed({ repository: connectorRows, clock, log: log.child({ component: "events" }) });
   const presets = createPresetCatalog(config.presets);
   const authServerRows = createAuthServerRepository(deps.store, clock);
-  const failureLimit = createFailureLimit({ clock, maxFailures: config.auth.maxFailures, maxAddressFailures: config.auth.maxAddressFailures, windowMs: config.auth.failureWindowMs });
+  const failureLimit = createFailureLimit({
+    clock,
+    maxFailures: config.auth.maxFailures,
+    maxAddressFailures: config.auth.maxAddressFailures,
+    windowMs: config.auth.failureWindowMs,
+  });
   // Basic, API tokens, and the authorization server's access tokens (each good at one connector's proxy only).
   // An expired or revoked one is an invalid_token (RFC 6750 §3.1), the client's cue to refresh. No token counts toward
   // AUTH__MAX_FAILURES: 256 random bits are not guessed, and a client racing its refresh must not lock itself out.
@@ -128,26 +133,36 @@ export function createServices(deps: Deps) {
   const authenticateProxy = authenticateRequests(authenticator, failureLimit, deps.clientAddress);
   const sessions = createSessions({ users, clock, publicUrl: deps.publicUrl });
   // The API's also take the console's session cookie (never the proxy: MCP clients use no cookies).
-  const authenticateApi = authenticateRequests(authenticator, failureLimit, deps.clientAddress, (request) => sessions.principal(request));
+  const authenticateApi = authenticateRequests(authenticator, failureLimit, deps.clientAddress, (request) =>
+    sessions.principal(request),
+  );
   /** The API's: an access token for a connector's proxy is not a credential for the API. */
   const authenticate = async (request: Request) => {
     const principal = await authenticateApi(request);
-    if (principal.connector !== undefined) throw new Unauthorized("This access token is for one connector's MCP proxy only, not for the API");
+    if (principal.connector !== undefined)
+      throw new Unauthorized("This access token is for one connector's MCP proxy only, not for the API");
     return principal;
   };
   /** A user name and password typed into one of the service's pages: a Basic credential in all but name, under the same brake on failures. */
   // Long-lived streams end within a second of their caller losing access: its credential is authenticated again.
   const accessWatch = createAccessWatch({
     recheck: async ({ authorization, cookie }) =>
-      authorization === null ? sessions.person(new Request(deps.publicUrl(), { headers: cookie === null ? {} : { cookie } })) : authenticator(authorization, UNBRAKED),
+      authorization === null
+        ? sessions.person(new Request(deps.publicUrl(), { headers: cookie === null ? {} : { cookie } }))
+        : authenticator(authorization, UNBRAKED),
     onError: (e) => log.warn("could not check a stream's access again", { error: e.message }),
   });
-  const signIn = (request: Request, username: string, password: string) => authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, brakeFor(request));
+  const signIn = (request: Request, username: string, password: string) =>
+    authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, brakeFor(request));
   /** The failure brake for the client of one request: its address, and its wrong passwords (AUTH__MAX_FAILURES). */
   function brakeFor(request: Request): Brake {
     return failureLimit.brake(() => deps.clientAddress(request));
   }
-  const urlGuard = createUrlGuard({ blockPrivate: config.security.blockPrivateNetworks, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) });
+  const urlGuard = createUrlGuard({
+    blockPrivate: config.security.blockPrivateNetworks,
+    clock,
+    ...(deps.resolveHost && { resolve: deps.resolveHost }),
+  });
   const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
   const metrics = createRegistry();
   const cors = createCors(config.cors.allowedOrigins);
@@ -173,7 +188,12 @@ export function createServices(deps: Deps) {
     publicUrl: deps.publicUrl,
     processId,
     log: log.child({ component: "oauth" }),
-    refreshes: metrics.counter("oauth_token_refreshes_total", "Refreshes of connectors' upstream OAuth tokens by this process, by outcome", "outcome", REFRESH_OUTCOMES),
+    refreshes: metrics.counter(
+      "oauth_token_refreshes_total",
+      "Refreshes of connectors' upstream OAuth tokens by this process, by outcome",
+      "outcome",
+      REFRESH_OUTCOMES,
+    ),
   });
   // When a connection ends, what lives outside the connector's row goes with it: its grant and its deployment.
   const transitions = createTransitions({
@@ -183,7 +203,9 @@ export function createServices(deps: Deps) {
     log: log.child({ component: "connectors" }),
     async ended(row) {
       if (isManaged(row)) deployments.remove(row.id); // in the background: a runtime can be slow
-      await oauth.forget(row.id).catch((e) => log.warn("could not forget an OAuth grant", { connector_id: row.id, error: (e as Error).message }));
+      await oauth
+        .forget(row.id)
+        .catch((e) => log.warn("could not forget an OAuth grant", { connector_id: row.id, error: (e as Error).message }));
     },
   });
   const deployments = createDeployments({
@@ -197,7 +219,15 @@ export function createServices(deps: Deps) {
     sharedStore: deps.store.dialect === "postgres",
   });
   const authorization = createAuthorization({ oauth, connectors: connectorRows, credentials, transitions, upstreamFetch });
-  const connectors = createConnectorService({ connectors: connectorRows, presets, sealer, clock, newId, urlGuard, maxPerUser: config.connector.maxPerUser });
+  const connectors = createConnectorService({
+    connectors: connectorRows,
+    presets,
+    sealer,
+    clock,
+    newId,
+    urlGuard,
+    maxPerUser: config.connector.maxPerUser,
+  });
   const connections = createConnectionService({
     connectors,
     transitions,
@@ -208,14 +238,20 @@ export function createServices(deps: Deps) {
     urlGuard,
     allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...config.oauth.allowedRedirectOrigins],
   });
-  const relaySettings = { fetch: upstreamFetch, headersTimeoutMs: config.proxy.upstreamTimeoutMs, maxBodyBytes: config.proxy.maxBodyBytes };
+  const relaySettings = {
+    fetch: upstreamFetch,
+    headersTimeoutMs: config.proxy.upstreamTimeoutMs,
+    maxBodyBytes: config.proxy.maxBodyBytes,
+  };
   // OpenTelemetry (the standard OTEL_* variables): off unless an endpoint is set. Connects and refreshes get a span each.
   const tracing = config.tracing ? createTracing(config.tracing) : undefined;
   if (tracing) {
     const { connect } = connections;
-    connections.connect = (caller, id, body) => tracing.around("connector.connect", { "mcp.connector.id": id, "enduser.id": caller.id }, () => connect(caller, id, body));
+    connections.connect = (caller, id, body) =>
+      tracing.around("connector.connect", { "mcp.connector.id": id, "enduser.id": caller.id }, () => connect(caller, id, body));
     const { refresh } = authorization;
-    authorization.refresh = (id, rejected) => tracing.around("connector.oauth.refresh", { "mcp.connector.id": id }, () => refresh(id, rejected));
+    authorization.refresh = (id, rejected) =>
+      tracing.around("connector.oauth.refresh", { "mcp.connector.id": id }, () => refresh(id, rejected));
   }
   // The audit trail: records queued by the proxy, written in batches off the request path.
   const auditRows = createAuditRepository(deps.store);
@@ -235,7 +271,11 @@ export function createServices(deps: Deps) {
       const changed = await connectorRows.recordToolPins(row.id, seen, complete, clock());
       const changes = changed?.tool_changes ?? [];
       if (changes.length > 0) {
-        log.warn("tool definitions differ from the approved ones", { connector_id: row.id, owner_id: row.owner_id, tools: changes.map((c) => `${c.name} (${c.change})`) });
+        log.warn("tool definitions differ from the approved ones", {
+          connector_id: row.id,
+          owner_id: row.owner_id,
+          tools: changes.map((c) => `${c.name} (${c.change})`),
+        });
       }
     } catch (e) {
       log.warn("could not record tool pins", { connector_id: row.id, error: (e as Error).message });
@@ -268,14 +308,23 @@ export function createServices(deps: Deps) {
     credentialCheck: createCredentialCheck({ handshake: mcpHandshake, clock }),
     clock,
     watch: accessWatch,
-    forward: relayOptions(metrics, "mcp", "MCP server", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], relaySettings),
+    forward: relayOptions(
+      metrics,
+      "mcp",
+      "MCP server",
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      relaySettings,
+    ),
   });
   // The service as the authorization server of its own proxy URLs (authserver/): MCP clients that know only a URL.
   const authServerClients = createClients({
     repository: authServerRows,
     // A metadata document's URL comes from anyone who opens the authorization endpoint: it must be a public address,
     // whatever SECURITY__BLOCK_PRIVATE_NETWORKS says for the URLs users give (else the service fetches inside the network for strangers).
-    fetch: guardedFetch(deps.fetch, createUrlGuard({ blockPrivate: true, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) })),
+    fetch: guardedFetch(
+      deps.fetch,
+      createUrlGuard({ blockPrivate: true, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) }),
+    ),
     clock,
     newId,
     maxRegistrations: config.authServer.maxRegistrations,
@@ -327,7 +376,10 @@ export function createServices(deps: Deps) {
     { name: "expire-authorization-server-records", run: async () => void (await authServer.cleanUp()) },
     { name: "expire-console-sessions", run: async () => void (await sessions.cleanUp()) },
     { name: "expire-audit-records", run: async () => void (await audit.cleanUp()) },
-    { name: "expire-connector-events", run: async () => void (await connectorRows.deleteEventsBefore(clock() - EVENT_RETENTION_MS)) },
+    {
+      name: "expire-connector-events",
+      run: async () => void (await connectorRows.deleteEventsBefore(clock() - EVENT_RETENTION_MS)),
+    },
     ...(webhooks ? [{ name: "deliver-webhooks", run: () => webhooks.deliver() }] : []),
     leased({ name: "refresh-agent-cards", run: () => providers.refreshStale() }, leases),
     {
@@ -346,7 +398,11 @@ export function createServices(deps: Deps) {
       // A deleted user's connectors go as DELETE would take them: deployments removed, upstream grants revoked.
       async beforeDelete(userId) {
         const owner = { id: userId, username: "", role: "user" as const };
-        for (let rows = await connectorRows.page(userId, 50, undefined); rows.length > 0; rows = await connectorRows.page(userId, 50, undefined)) {
+        for (
+          let rows = await connectorRows.page(userId, 50, undefined);
+          rows.length > 0;
+          rows = await connectorRows.page(userId, 50, undefined)
+        ) {
           for (const row of rows) await connections.delete(owner, row.id);
         }
       },
@@ -391,7 +447,10 @@ export function createServices(deps: Deps) {
       log,
       requestId: (request) => deps.requestIds.get(request),
       cors,
-      responses: metrics.statusCounter("mcp_proxy_responses_total", "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included"),
+      responses: metrics.statusCounter(
+        "mcp_proxy_responses_total",
+        "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
+      ),
     }),
     a2aForward: relayOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
     metrics,

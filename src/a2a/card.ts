@@ -13,7 +13,8 @@ export function checkCard(value: unknown): CardCheck {
   const card = value as AgentCardInput;
   try {
     const url = new URL(card.url);
-    if (url.protocol !== "http:" && url.protocol !== "https:") return { ok: false, field: "url", detail: "must be an http(s) URL" };
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      return { ok: false, field: "url", detail: "must be an http(s) URL" };
   } catch {
     return { ok: false, field: "url", detail: "must be an absolute URL" };
   }
@@ -29,7 +30,13 @@ export const BASIC_SCHEME = "basic";
  * sign a card this no longer is. Optional fields stay absent rather than null.
  */
 export function servedCard(card: AgentCardInput, proxyUrl: string): AgentCard {
-  const { signatures: _signatures, securitySchemes: _schemes, security: _security, additionalInterfaces: _interfaces, ...rest } = card;
+  const {
+    signatures: _signatures,
+    securitySchemes: _schemes,
+    security: _security,
+    additionalInterfaces: _interfaces,
+    ...rest
+  } = card;
   return {
     ...rest,
     protocolVersion: card.protocolVersion ?? "0.3.0",

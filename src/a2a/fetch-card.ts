@@ -10,7 +10,11 @@ const tooLarge = () => new CardFetchFailed(`the card is larger than ${MAX_CARD_B
 export async function fetchCard(url: URL, fetch: FetchLike): Promise<unknown> {
   let response: Response;
   try {
-    response = await fetch(url, { headers: { accept: "application/json" }, redirect: "manual", signal: AbortSignal.timeout(CARD_FETCH_TIMEOUT_MS) });
+    response = await fetch(url, {
+      headers: { accept: "application/json" },
+      redirect: "manual",
+      signal: AbortSignal.timeout(CARD_FETCH_TIMEOUT_MS),
+    });
   } catch (e) {
     throw new CardFetchFailed(classifyFetchFailure(e, CARD_FETCH_TIMEOUT_MS).detail);
   }

@@ -36,9 +36,19 @@ export const AgentCapabilities = t.Object({
 
 const SchemeBase = { description: t.Optional(t.String()) };
 export const SecurityScheme = t.Union([
-  t.Object({ type: t.Literal("apiKey"), in: t.Union([t.Literal("cookie"), t.Literal("header"), t.Literal("query")]), name: t.String(), ...SchemeBase }),
+  t.Object({
+    type: t.Literal("apiKey"),
+    in: t.Union([t.Literal("cookie"), t.Literal("header"), t.Literal("query")]),
+    name: t.String(),
+    ...SchemeBase,
+  }),
   t.Object({ type: t.Literal("http"), scheme: t.String(), bearerFormat: t.Optional(t.String()), ...SchemeBase }),
-  t.Object({ type: t.Literal("oauth2"), flows: t.Record(t.String(), t.Unknown()), oauth2MetadataUrl: t.Optional(t.String()), ...SchemeBase }),
+  t.Object({
+    type: t.Literal("oauth2"),
+    flows: t.Record(t.String(), t.Unknown()),
+    oauth2MetadataUrl: t.Optional(t.String()),
+    ...SchemeBase,
+  }),
   t.Object({ type: t.Literal("openIdConnect"), openIdConnectUrl: t.String(), ...SchemeBase }),
   t.Object({ type: t.Literal("mutualTLS"), ...SchemeBase }),
 ]);
@@ -59,7 +69,9 @@ const cardFields = {
   provider: t.Optional(t.Object({ organization: t.String(), url: t.String() })),
   security: t.Optional(t.Array(SecurityRequirement)),
   securitySchemes: t.Optional(t.Record(t.String(), SecurityScheme)),
-  signatures: t.Optional(t.Array(t.Object({ protected: t.String(), signature: t.String(), header: t.Optional(t.Record(t.String(), t.Unknown())) }))),
+  signatures: t.Optional(
+    t.Array(t.Object({ protected: t.String(), signature: t.String(), header: t.Optional(t.Record(t.String(), t.Unknown())) })),
+  ),
   supportsAuthenticatedExtendedCard: t.Optional(t.Boolean()),
 };
 
@@ -76,7 +88,9 @@ export type AgentCard = typeof AgentCard.static;
 
 export const RegisterProviderBody = t.Object(
   {
-    agent_card_url: t.Optional(t.String({ maxLength: 2048, description: "Where the service fetches the agent's card (and refreshes it)" })),
+    agent_card_url: t.Optional(
+      t.String({ maxLength: 2048, description: "Where the service fetches the agent's card (and refreshes it)" }),
+    ),
     agent_card: t.Optional(t.Unknown({ description: "The agent card itself (A2A 0.3.0), instead of agent_card_url" })),
   },
   { additionalProperties: false },

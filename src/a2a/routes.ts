@@ -66,18 +66,40 @@ export function providerRoutes(providers: ProviderService, auth: AuthPlugin, api
         await providers.delete(principal, params.id);
         set.status = 204;
       },
-      { auth: true, params: IdParams, response: { 204: t.Void(), ...problems }, detail: { summary: "Remove an agent provider (administrators only)" } },
+      {
+        auth: true,
+        params: IdParams,
+        response: { 204: t.Void(), ...problems },
+        detail: { summary: "Remove an agent provider (administrators only)" },
+      },
     )
     .post("/:id/refresh", ({ principal, params }) => providers.refresh(params.id, principal), {
       auth: true,
       params: IdParams,
       response: { 200: Provider, ...problems, 502: Problem },
-      detail: { summary: "Fetch a URL-registered card again (administrators only)", description: "On failure the last good card stays and the provider records why." },
+      detail: {
+        summary: "Fetch a URL-registered card again (administrators only)",
+        description: "On failure the last good card stays and the provider records why.",
+      },
     });
 }
 
-export function a2aRoutes(providers: ProviderService, authenticate: RequestAuthenticator, auth: AuthPlugin, forwardOptions: ForwardOptions, watch: AccessWatch) {
-  const relay = async ({ params, request, principal }: { params: { provider_id: string }; request: Request; principal: Principal }) => {
+export function a2aRoutes(
+  providers: ProviderService,
+  authenticate: RequestAuthenticator,
+  auth: AuthPlugin,
+  forwardOptions: ForwardOptions,
+  watch: AccessWatch,
+) {
+  const relay = async ({
+    params,
+    request,
+    principal,
+  }: {
+    params: { provider_id: string };
+    request: Request;
+    principal: Principal;
+  }) => {
     const target = await providers.agentUrl(params.provider_id);
     const forwarded = await forward(request, target, relayedRequestHeaders(request.headers, A2A_REQUEST_HEADERS), forwardOptions);
     // A message/stream ends when the caller loses access (users/access-watch.ts).
@@ -109,7 +131,8 @@ export function a2aRoutes(providers: ProviderService, authenticate: RequestAuthe
       async ({ params, request }) => {
         const authorization = request.headers.get("authorization");
         // Spec part 5: the agent card endpoint takes HTTP Basic (RFC 7617).
-        if (!authorization || !/^basic\s/i.test(authorization)) throw new Unauthorized("The agent card needs HTTP Basic credentials of a user of this service");
+        if (!authorization || !/^basic\s/i.test(authorization))
+          throw new Unauthorized("The agent card needs HTTP Basic credentials of a user of this service");
         await authenticate(request);
         const served = await providers.card(params.provider_id);
         const headers = { etag: served.etag, "cache-control": "private, max-age=300", vary: "authorization" };
@@ -118,7 +141,13 @@ export function a2aRoutes(providers: ProviderService, authenticate: RequestAuthe
       },
       {
         params: ProviderParams,
-        response: { 200: AgentCard, 304: t.Void({ description: "Not modified (If-None-Match)" }), 401: Problem, 404: Problem, 422: Problem },
+        response: {
+          200: AgentCard,
+          304: t.Void({ description: "Not modified (If-None-Match)" }),
+          401: Problem,
+          404: Problem,
+          422: Problem,
+        },
         detail: {
           summary: "The agent card of a provider",
           description:

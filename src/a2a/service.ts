@@ -57,7 +57,8 @@ export function createProviderService(deps: ProviderServiceDeps) {
   async function cardAt(url: URL): Promise<AgentCardInput> {
     const fetched = await fetchCard(url, deps.fetch);
     const checked = checkCard(fetched);
-    if (!checked.ok) throw new CardFetchFailed(`the card there is not a valid A2A 0.3.0 agent card: ${checked.field}: ${checked.detail}`);
+    if (!checked.ok)
+      throw new CardFetchFailed(`the card there is not a valid A2A 0.3.0 agent card: ${checked.field}: ${checked.detail}`);
     return checked.card;
   }
 
@@ -99,7 +100,8 @@ export function createProviderService(deps: ProviderServiceDeps) {
         try {
           card = await cardAt(url);
         } catch (e) {
-          if (e instanceof CardFetchFailed) throw invalidField("body.agent_card_url", `could not register the card at ${url.href}: ${e.message}`);
+          if (e instanceof CardFetchFailed)
+            throw invalidField("body.agent_card_url", `could not register the card at ${url.href}: ${e.message}`);
           throw e;
         }
         cardUrl = url.href;

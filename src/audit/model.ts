@@ -4,7 +4,9 @@ export const AUDIT_CAPTURE_MAX_BYTES = 8 * 1024;
 
 export const AuditQuery = t.Object({
   connector_id: t.Optional(t.String({ maxLength: 100, description: "Only this connector's records" })),
-  user_id: t.Optional(t.String({ maxLength: 100, description: "Only this user's records (administrators; others see only their own)" })),
+  user_id: t.Optional(
+    t.String({ maxLength: 100, description: "Only this user's records (administrators; others see only their own)" }),
+  ),
   method: t.Optional(t.String({ maxLength: 100, description: "Only this JSON-RPC method, e.g. tools/call" })),
   since: t.Optional(t.String({ format: "date-time", description: "From this time on (inclusive)" })),
   until: t.Optional(t.String({ format: "date-time", description: "Up to this time (inclusive)" })),
@@ -26,17 +28,27 @@ export const AuditRecord = t.Object({
   user_id: t.String(),
   credential: t.Union([t.String(), t.Null()], { description: "basic, session, token:<API token id> or oauth:<client id>" }),
   connector_id: t.String(),
-  method: t.Union([t.String(), t.Null()], { description: "The JSON-RPC method (batch for a batch, null when the body was not JSON-RPC)" }),
+  method: t.Union([t.String(), t.Null()], {
+    description: "The JSON-RPC method (batch for a batch, null when the body was not JSON-RPC)",
+  }),
   name: t.Union([t.String(), t.Null()], { description: "The tool, prompt or resource URI the request named" }),
-  outcome: t.Union([t.Literal("result"), t.Literal("error"), t.Literal("http")], { description: "result, error (a JSON-RPC error: see error_code), or http (the exchange ended on http_status)" }),
+  outcome: t.Union([t.Literal("result"), t.Literal("error"), t.Literal("http")], {
+    description: "result, error (a JSON-RPC error: see error_code), or http (the exchange ended on http_status)",
+  }),
   error_code: t.Union([t.Integer(), t.Null()]),
   http_status: t.Integer(),
   duration_ms: t.Integer(),
   request_bytes: t.Integer(),
   response_bytes: t.Integer(),
-  captured: t.Union([t.Object({ arguments: t.Optional(t.Unknown()), result: t.Optional(t.Unknown()), truncated: t.Optional(t.Boolean()) }), t.Null()], {
-    description: "With AUDIT__CAPTURE=arguments: the call's arguments and result (8 KiB each at most; sealed at rest)",
-  }),
+  captured: t.Union(
+    [
+      t.Object({ arguments: t.Optional(t.Unknown()), result: t.Optional(t.Unknown()), truncated: t.Optional(t.Boolean()) }),
+      t.Null(),
+    ],
+    {
+      description: "With AUDIT__CAPTURE=arguments: the call's arguments and result (8 KiB each at most; sealed at rest)",
+    },
+  ),
 });
 export type AuditRecord = typeof AuditRecord.static;
 

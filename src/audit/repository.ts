@@ -23,7 +23,22 @@ export const auditSealContext = (id: string) => `audit_records/${id}/captured`;
 export function createAuditRepository(store: Store): AuditRepository {
   const { db } = store;
   const audit = store.table(sqliteAudit, audit_recordsPg);
-  const columns = ["id", "at", "user_id", "credential", "connector_id", "method", "name", "outcome", "error_code", "http_status", "duration_ms", "request_bytes", "response_bytes", "captured"] as const;
+  const columns = [
+    "id",
+    "at",
+    "user_id",
+    "credential",
+    "connector_id",
+    "method",
+    "name",
+    "outcome",
+    "error_code",
+    "http_status",
+    "duration_ms",
+    "request_bytes",
+    "response_bytes",
+    "captured",
+  ] as const;
   const insertRows = store.prepareRows("audit_insert", (count) =>
     db
       .insert(audit)
@@ -40,11 +55,21 @@ export function createAuditRepository(store: Store): AuditRepository {
       if (filter.since !== undefined) conditions.push(gte(audit.at, filter.since));
       if (filter.until !== undefined) conditions.push(lte(audit.at, filter.until));
       if (beforeId !== undefined) conditions.push(lt(audit.id, beforeId));
-      return db.select().from(audit).where(and(...conditions)).orderBy(desc(audit.id)).limit(limit);
+      return db
+        .select()
+        .from(audit)
+        .where(and(...conditions))
+        .orderBy(desc(audit.id))
+        .limit(limit);
     },
     deleteBefore: async (at) => (await db.delete(audit).where(lt(audit.at, at)).returning({ id: audit.id })).length,
     async trimTo(max) {
-      const [oldestKept] = await db.select({ id: audit.id }).from(audit).orderBy(desc(audit.id)).limit(1).offset(max - 1);
+      const [oldestKept] = await db
+        .select({ id: audit.id })
+        .from(audit)
+        .orderBy(desc(audit.id))
+        .limit(1)
+        .offset(max - 1);
       if (!oldestKept) return 0;
       return (await db.delete(audit).where(lt(audit.id, oldestKept.id)).returning({ id: audit.id })).length;
     },

@@ -110,7 +110,8 @@ export function createAuditService(deps: AuditServiceDeps) {
 
     /** Users see their own records; administrators everyone's (or one user's). Newest first. */
     async list(caller: Principal, query: AuditQuery) {
-      if (caller.role !== "admin" && query.user_id !== undefined && query.user_id !== caller.id) throw new NotFound(`No audit records of user ${query.user_id} for you`);
+      if (caller.role !== "admin" && query.user_id !== undefined && query.user_id !== caller.id)
+        throw new NotFound(`No audit records of user ${query.user_id} for you`);
       const limit = query.limit ? Number(query.limit) : DEFAULT_PAGE;
       // What is queued now is part of the answer: a client that just called a tool sees its record.
       await writer.flush();

@@ -27,7 +27,11 @@ export const audit_records = sqliteTable(
     response_bytes: integer("response_bytes").notNull(),
     captured: text("captured"),
   },
-  (table) => [index("audit_at_idx").on(table.at), index("audit_connector_idx").on(table.connector_id, table.id), index("audit_user_idx").on(table.user_id, table.id)],
+  (table) => [
+    index("audit_at_idx").on(table.at),
+    index("audit_connector_idx").on(table.connector_id, table.id),
+    index("audit_user_idx").on(table.user_id, table.id),
+  ],
 );
 
 export const audit_recordsPg = pgTable(
@@ -48,7 +52,11 @@ export const audit_recordsPg = pgTable(
     response_bytes: millis("response_bytes").notNull(),
     captured: pgText("captured"),
   },
-  (table) => [pgIndex("audit_at_idx").on(table.at), pgIndex("audit_connector_idx").on(table.connector_id, table.id), pgIndex("audit_user_idx").on(table.user_id, table.id)],
+  (table) => [
+    pgIndex("audit_at_idx").on(table.at),
+    pgIndex("audit_connector_idx").on(table.connector_id, table.id),
+    pgIndex("audit_user_idx").on(table.user_id, table.id),
+  ],
 );
 
 export const AUDIT_ROWS_MATCH: SameRow<typeof audit_records, typeof audit_recordsPg> = true;

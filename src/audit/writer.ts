@@ -39,7 +39,10 @@ export function createAuditWriter(repository: AuditRepository, log: Logger) {
       try {
         await repository.insertMany(batch);
       } catch (e) {
-        log.warn("audit records could not be written yet; they stay queued", { count: queue.length, error: (e as Error).message });
+        log.warn("audit records could not be written yet; they stay queued", {
+          count: queue.length,
+          error: (e as Error).message,
+        });
         schedule(AUDIT_FLUSH_MS * 4);
         return;
       }

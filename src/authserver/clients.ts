@@ -46,7 +46,13 @@ export function createClients(deps: ClientsDeps) {
     return `${uri} must be https (or http on a loopback address, or a native app's own scheme)`;
   }
 
-  function metadataOf(body: { redirect_uris: string[]; client_name?: string; client_uri?: string; software_id?: string; software_version?: string }): ClientMetadata {
+  function metadataOf(body: {
+    redirect_uris: string[];
+    client_name?: string;
+    client_uri?: string;
+    software_id?: string;
+    software_version?: string;
+  }): ClientMetadata {
     return {
       redirect_uris: body.redirect_uris,
       ...(body.client_name !== undefined && { client_name: body.client_name }),
@@ -60,22 +66,37 @@ export function createClients(deps: ClientsDeps) {
   function isMetadataDocumentUrl(clientId: string): boolean {
     if (!clientId.startsWith("https://") || !URL.canParse(clientId)) return false;
     const url = new URL(clientId);
-    return url.pathname !== "/" && !url.hash && !url.username && !url.password && !/\/\.\.?(\/|$)/.test(clientId.slice(url.origin.length));
+    return (
+      url.pathname !== "/" &&
+      !url.hash &&
+      !url.username &&
+      !url.password &&
+      !/\/\.\.?(\/|$)/.test(clientId.slice(url.origin.length))
+    );
   }
 
   async function fetchMetadataDocument(clientId: string): Promise<ClientMetadata> {
     let response: Response;
     try {
-      response = await deps.fetch(new URL(clientId), { headers: { accept: "application/json" }, redirect: "manual", signal: AbortSignal.timeout(METADATA_DOCUMENT_TIMEOUT_MS) });
+      response = await deps.fetch(new URL(clientId), {
+        headers: { accept: "application/json" },
+        redirect: "manual",
+        signal: AbortSignal.timeout(METADATA_DOCUMENT_TIMEOUT_MS),
+      });
     } catch (e) {
-      throw new ClientRefused(`the client's metadata document at ${clientId} could not be fetched: ${classifyFetchFailure(e, METADATA_DOCUMENT_TIMEOUT_MS).detail}`);
+      throw new ClientRefused(
+        `the client's metadata document at ${clientId} could not be fetched: ${classifyFetchFailure(e, METADATA_DOCUMENT_TIMEOUT_MS).detail}`,
+      );
     }
     if (!response.ok) {
       await response.body?.cancel();
       throw new ClientRefused(`the client's metadata document at ${clientId} answered HTTP ${response.status}`);
     }
     const bytes = await readCapped(response.body, METADATA_DOCUMENT_MAX_BYTES);
-    if (!bytes) throw new ClientRefused(`the client's metadata document at ${clientId} is larger than ${METADATA_DOCUMENT_MAX_BYTES} bytes`);
+    if (!bytes)
+      throw new ClientRefused(
+        `the client's metadata document at ${clientId} is larger than ${METADATA_DOCUMENT_MAX_BYTES} bytes`,
+      );
     let document: Record<string, unknown>;
     try {
       document = JSON.parse(bytes.toString("utf8"));
@@ -92,16 +113,23 @@ export function createClients(deps: ClientsDeps) {
     if (typeof document !== "object" || document === null || Array.isArray(document)) return "is not a JSON object";
     const d = document as Record<string, unknown>;
     if (d.client_id !== clientId) return "does not name itself as its client_id";
-    if (!Array.isArray(d.redirect_uris) || d.redirect_uris.length === 0 || d.redirect_uris.length > 10 || !d.redirect_uris.every((u) => typeof u === "string")) {
+    if (
+      !Array.isArray(d.redirect_uris) ||
+      d.redirect_uris.length === 0 ||
+      d.redirect_uris.length > 10 ||
+      !d.redirect_uris.every((u) => typeof u === "string")
+    ) {
       return "has no list of redirect_uris (1 to 10 strings)";
     }
     for (const uri of d.redirect_uris as string[]) {
       const why = checkRedirectUri(uri);
       if (why) return `has a redirect URI this server does not accept: ${why}`;
     }
-    if (d.token_endpoint_auth_method !== undefined && d.token_endpoint_auth_method !== "none") return "asks for a client authentication this server does not offer (only none, with PKCE)";
+    if (d.token_endpoint_auth_method !== undefined && d.token_endpoint_auth_method !== "none")
+      return "asks for a client authentication this server does not offer (only none, with PKCE)";
     for (const field of ["client_name", "client_uri", "software_id", "software_version"]) {
-      if (d[field] !== undefined && (typeof d[field] !== "string" || (d[field] as string).length > 2048)) return `has a ${field} that is not a short string`;
+      if (d[field] !== undefined && (typeof d[field] !== "string" || (d[field] as string).length > 2048))
+        return `has a ${field} that is not a short string`;
     }
     return undefined;
   }
@@ -118,11 +146,15 @@ export function createClients(deps: ClientsDeps) {
     async find(clientId: string, options: { knownOnly?: boolean } = {}): Promise<ClientRow> {
       const known = await repository.findClient(clientId);
       if (!isMetadataDocumentUrl(clientId)) {
-        if (!known) throw new ClientRefused(`there is no client ${JSON.stringify(clientId.slice(0, 100))} (register it first, or use a client metadata document URL)`);
+        if (!known)
+          throw new ClientRefused(
+            `there is no client ${JSON.stringify(clientId.slice(0, 100))} (register it first, or use a client metadata document URL)`,
+          );
         return known;
       }
       if (known && known.expires_at !== null && known.expires_at > clock()) return known;
-      if (!known && options.knownOnly) throw new ClientRefused(`the client ${JSON.stringify(clientId.slice(0, 100))} has not been authorized here`);
+      if (!known && options.knownOnly)
+        throw new ClientRefused(`the client ${JSON.stringify(clientId.slice(0, 100))} has not been authorized here`);
       const row: ClientRow = {
         client_id: clientId,
         kind: "metadata-document",
@@ -159,7 +191,10 @@ export function createClients(deps: ClientsDeps) {
         last_used_at: null,
         registered_from: addressGroup(address ?? "unknown"),
       };
-      const refused = await repository.registerClient(row, { max: deps.maxRegistrations, perAddress: deps.maxRegistrationsPerAddress });
+      const refused = await repository.registerClient(row, {
+        max: deps.maxRegistrations,
+        perAddress: deps.maxRegistrationsPerAddress,
+      });
       if (refused) {
         const seconds = Math.max(1, Math.ceil((refused.until - clock()) / 1000));
         throw new TooManyRegistrations(

@@ -34,10 +34,13 @@ function pageHeaders(formAction: string) {
 }
 
 const page = (title: string, body: string, formAction: string, status = 200) =>
-  new Response(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escape(title)} · connector-service</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`, {
-    status,
-    headers: pageHeaders(formAction),
-  });
+  new Response(
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escape(title)} · connector-service</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`,
+    {
+      status,
+      headers: pageHeaders(formAction),
+    },
+  );
 
 /**
  * Where the consent form's answer may go: this page, and the redirect URI's origin (or a native app's scheme, RFC
@@ -79,7 +82,13 @@ ${error ? `<p class="error">${escape(error)}</p>` : ""}
   );
 }
 
-export function consentPage(handle: string, client: ClientRow, redirectUri: string, connector: { name: string; url: string }, username: string): Response {
+export function consentPage(
+  handle: string,
+  client: ClientRow,
+  redirectUri: string,
+  connector: { name: string; url: string },
+  username: string,
+): Response {
   return page(
     "Allow access",
     `<h1>Allow access to an MCP connector?</h1>
@@ -96,5 +105,10 @@ export function consentPage(handle: string, client: ClientRow, redirectUri: stri
 }
 
 export function errorPage(message: string, status = 400): Response {
-  return page("Cannot continue", `<h1>This request cannot continue</h1><p class="error">${escape(message)}</p>`, "'none'", status);
+  return page(
+    "Cannot continue",
+    `<h1>This request cannot continue</h1><p class="error">${escape(message)}</p>`,
+    "'none'",
+    status,
+  );
 }

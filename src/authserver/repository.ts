@@ -19,7 +19,13 @@ export type GrantRow = typeof sqliteGrants.$inferSelect;
 export type TokenRow = typeof sqliteTokens.$inferSelect;
 /** What the proxy needs of an access token: whose it is, for which connector, until when. */
 export type AccessTokenOwner = Pick<TokenRow, "digest" | "kind" | "expires_at"> &
-  Pick<GrantRow, "connector_id" | "client_id"> & { grant_id: string; user_id: string; username: string; role: "admin" | "user"; disabled_at: number | null };
+  Pick<GrantRow, "connector_id" | "client_id"> & {
+    grant_id: string;
+    user_id: string;
+    username: string;
+    role: "admin" | "user";
+    disabled_at: number | null;
+  };
 
 /** The authorization server's records, on either store. */
 export type AuthServerRepository = {
@@ -99,12 +105,17 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
         const unused = and(eq(clients.kind, "registered"), isNull(clients.last_used_at), gt(clients.expires_at, row.created_at));
         const kept = (where: SQL | undefined) =>
           tx
-            .select({ n: sql<number>`count(*)`.mapWith(Number), until: sql<number | null>`min(${clients.expires_at})`.mapWith(Number) })
+            .select({
+              n: sql<number>`count(*)`.mapWith(Number),
+              until: sql<number | null>`min(${clients.expires_at})`.mapWith(Number),
+            })
             .from(clients)
             .where(where);
         const [service]: { n: number; until: number }[] = yield kept(unused);
         if (service && service.n >= limits.max) return { bound: "service", until: service.until };
-        const [address]: { n: number; until: number }[] = yield kept(and(unused, eq(clients.registered_from, row.registered_from ?? "")));
+        const [address]: { n: number; until: number }[] = yield kept(
+          and(unused, eq(clients.registered_from, row.registered_from ?? "")),
+        );
         if (address && address.n >= limits.perAddress) return { bound: "address", until: address.until };
         yield tx.insert(clients).values(row);
         return undefined;
@@ -128,16 +139,29 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
           .where(eq(requests.user_id, row.user_id))
           .orderBy(desc(requests.expires_at), desc(requests.handle_digest))
           .limit(perUser - 1);
-        yield tx.delete(requests).where(and(eq(requests.user_id, row.user_id), kept.length ? notInArray(requests.handle_digest, kept.map((k) => k.handle_digest)) : undefined));
+        yield tx.delete(requests).where(
+          and(
+            eq(requests.user_id, row.user_id),
+            kept.length
+              ? notInArray(
+                  requests.handle_digest,
+                  kept.map((k) => k.handle_digest),
+                )
+              : undefined,
+          ),
+        );
         yield tx.insert(requests).values(row);
       }),
-    findRequest: async (handleDigest) => first(await db.select().from(requests).where(eq(requests.handle_digest, handleDigest)).limit(1)),
-    takeRequest: async (handleDigest) => first(await db.delete(requests).where(eq(requests.handle_digest, handleDigest)).returning()),
+    findRequest: async (handleDigest) =>
+      first(await db.select().from(requests).where(eq(requests.handle_digest, handleDigest)).limit(1)),
+    takeRequest: async (handleDigest) =>
+      first(await db.delete(requests).where(eq(requests.handle_digest, handleDigest)).returning()),
     async insertGrant(row) {
       await db.insert(grants).values(row);
     },
     findGrant: async (id) => first(await db.select().from(grants).where(eq(grants.id, id)).limit(1)),
-    grantsOf: async (userId) => db.select().from(grants).where(eq(grants.user_id, userId)).orderBy(asc(grants.created_at), asc(grants.id)),
+    grantsOf: async (userId) =>
+      db.select().from(grants).where(eq(grants.user_id, userId)).orderBy(asc(grants.created_at), asc(grants.id)),
     async deleteGrant(userId, id) {
       const deleted = await db
         .delete(grants)
@@ -174,7 +198,12 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
         // A grant whose code was never exchanged, or whose refresh token ran out: nothing can use it any more.
         ...(await db
           .delete(grants)
-          .where(and(lt(grants.created_at, emptyBefore), notExists(db.select({ d: tokens.digest }).from(tokens).where(eq(tokens.grant_id, grants.id)))))
+          .where(
+            and(
+              lt(grants.created_at, emptyBefore),
+              notExists(db.select({ d: tokens.digest }).from(tokens).where(eq(tokens.grant_id, grants.id))),
+            ),
+          )
           .returning({ d: grants.id })),
         ...(await db
           .delete(clients)

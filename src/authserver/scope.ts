@@ -14,6 +14,10 @@ export const DEFAULT_SCOPE = "mcp";
  * with invalid_scope, so that clients that ask for OpenID scopes out of habit still work, told the truth.
  */
 export function grantedScope(requested: string | null): string {
-  const known = new Set((requested ?? "").split(" ").filter((s): s is (typeof SCOPES_SUPPORTED)[number] => (SCOPES_SUPPORTED as readonly string[]).includes(s)));
+  const known = new Set(
+    (requested ?? "")
+      .split(" ")
+      .filter((s): s is (typeof SCOPES_SUPPORTED)[number] => (SCOPES_SUPPORTED as readonly string[]).includes(s)),
+  );
   return known.size ? [...known].join(" ") : DEFAULT_SCOPE;
 }

@@ -57,7 +57,13 @@ export type AuthServerDeps = {
 };
 
 export type Redirect = { location: string };
-export type TokenResponse = { access_token: string; token_type: "Bearer"; expires_in: number; refresh_token: string; scope: string };
+export type TokenResponse = {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+};
 /** An authorization request checked at the authorization endpoint, with its client: what the person's pages show. */
 export type CheckedRequest = { client: ClientRow; params: AuthorizationParams };
 
@@ -76,7 +82,11 @@ export function createAuthServer(deps: AuthServerDeps) {
     if (!resource) throw new OAuthError("invalid_target", "resource is required: the MCP proxy URL of the connector (RFC 8707)");
     const prefix = proxyPrefix();
     const match = resource.startsWith(prefix) ? /^([^/?#]+)\/mcp\/?$/.exec(resource.slice(prefix.length)) : null;
-    if (!match) throw new OAuthError("invalid_target", `resource must be the MCP proxy URL of a connector of this service (${prefix}{id}/mcp)`);
+    if (!match)
+      throw new OAuthError(
+        "invalid_target",
+        `resource must be the MCP proxy URL of a connector of this service (${prefix}{id}/mcp)`,
+      );
     return match[1]!;
   }
 
@@ -162,11 +172,13 @@ export function createAuthServer(deps: AuthServerDeps) {
      * the person; nothing goes back to the client before the person answered.
      */
     async begin(query: URLSearchParams): Promise<CheckedRequest> {
-      const refuse = (error: string, description: string) => new NoRedirect(`The application's request cannot be answered (${error}): ${description}.`);
+      const refuse = (error: string, description: string) =>
+        new NoRedirect(`The application's request cannot be answered (${error}): ${description}.`);
       for (const key of new Set(query.keys())) {
         // [RFC 6749 §3.1](https://www.rfc-editor.org/rfc/rfc6749#section-3.1): parameters are sent once.
         if (query.getAll(key).length > 1) throw refuse("invalid_request", `${key} is repeated`);
-        if (query.get(key)!.length > MAX_PARAMETER_LENGTH) throw refuse("invalid_request", `${key} is longer than ${MAX_PARAMETER_LENGTH} characters`);
+        if (query.get(key)!.length > MAX_PARAMETER_LENGTH)
+          throw refuse("invalid_request", `${key} is longer than ${MAX_PARAMETER_LENGTH} characters`);
       }
       const clientId = query.get("client_id");
       if (!clientId) throw new NoRedirect("The request names no client (client_id is missing).");
@@ -180,9 +192,12 @@ export function createAuthServer(deps: AuthServerDeps) {
       const redirectUri = query.get("redirect_uri");
       // OAuth 2.1 §4.1.1: the redirect URI is compared to the registered ones as strings, exactly.
       if (!redirectUri || !client.metadata.redirect_uris.includes(redirectUri)) {
-        throw new NoRedirect("The request's redirect_uri is not one the client registered, so the answer cannot be sent back to it.");
+        throw new NoRedirect(
+          "The request's redirect_uri is not one the client registered, so the answer cannot be sent back to it.",
+        );
       }
-      if (query.get("response_type") !== "code") throw refuse("unsupported_response_type", "only the authorization code flow (response_type=code) is offered");
+      if (query.get("response_type") !== "code")
+        throw refuse("unsupported_response_type", "only the authorization code flow (response_type=code) is offered");
       const challenge = query.get("code_challenge");
       if (query.get("code_challenge_method") !== "S256" || !challenge || !CHALLENGE.test(challenge)) {
         throw refuse("invalid_request", "PKCE is required: code_challenge (43 characters) with code_challenge_method=S256");
@@ -195,7 +210,14 @@ export function createAuthServer(deps: AuthServerDeps) {
       }
       return {
         client,
-        params: { client_id: client.client_id, redirect_uri: redirectUri, state: query.get("state"), code_challenge: challenge, connector_id: connectorId, scope: grantedScope(query.get("scope")) },
+        params: {
+          client_id: client.client_id,
+          redirect_uri: redirectUri,
+          state: query.get("state"),
+          code_challenge: challenge,
+          connector_id: connectorId,
+          scope: grantedScope(query.get("scope")),
+        },
       };
     },
 
@@ -206,7 +228,10 @@ export function createAuthServer(deps: AuthServerDeps) {
     async signedIn({ client, params }: CheckedRequest, userId: string) {
       await clients.remember(client);
       const handle = secret();
-      await repository.saveRequest({ handle_digest: digest(handle), params, user_id: userId, expires_at: clock() + REQUEST_TTL_MS }, MAX_PENDING_REQUESTS_PER_USER);
+      await repository.saveRequest(
+        { handle_digest: digest(handle), params, user_id: userId, expires_at: clock() + REQUEST_TTL_MS },
+        MAX_PENDING_REQUESTS_PER_USER,
+      );
       return { handle, connector: await deps.connector(params.connector_id) };
     },
 
@@ -217,14 +242,26 @@ export function createAuthServer(deps: AuthServerDeps) {
     async answer(handle: string, allow: boolean): Promise<Redirect> {
       const row = await repository.takeRequest(digest(handle));
       const user = row?.user_id ? await deps.user(row.user_id) : undefined;
-      if (!row || !user || row.expires_at <= clock()) throw new NoRedirect("This page has expired or was already used: start again from the application.");
+      if (!row || !user || row.expires_at <= clock())
+        throw new NoRedirect("This page has expired or was already used: start again from the application.");
       const { params } = row;
       if (!allow) return redirect(params, { error: "access_denied", error_description: "The person declined" });
       const connector = await deps.connector(params.connector_id);
       if (!connector || (connector.owner_id !== user.id && user.role !== "admin")) {
-        return redirect(params, { error: "invalid_target", error_description: "the resource is not a connector of the person who signed in" });
+        return redirect(params, {
+          error: "invalid_target",
+          error_description: "the resource is not a connector of the person who signed in",
+        });
       }
-      const grant: GrantRow = { id: deps.newId(), user_id: user.id, client_id: params.client_id, connector_id: connector.id, scope: params.scope, created_at: clock(), last_used_at: null };
+      const grant: GrantRow = {
+        id: deps.newId(),
+        user_id: user.id,
+        client_id: params.client_id,
+        connector_id: connector.id,
+        scope: params.scope,
+        created_at: clock(),
+        last_used_at: null,
+      };
       await repository.insertGrant(grant);
       const code = secret();
       await repository.insertToken({
@@ -248,17 +285,21 @@ export function createAuthServer(deps: AuthServerDeps) {
         const client = await tokenClient(form.get("client_id"));
         const code = form.get("code") ?? "";
         const row = code ? await repository.findToken(digest(code)) : undefined;
-        if (!row || row.kind !== "code" || row.expires_at <= clock()) throw new OAuthError("invalid_grant", "the code is unknown or expired");
+        if (!row || row.kind !== "code" || row.expires_at <= clock())
+          throw new OAuthError("invalid_grant", "the code is unknown or expired");
         const grant = await repository.findGrant(row.grant_id);
-        if (!grant || grant.client_id !== client.client_id) throw new OAuthError("invalid_grant", "the code was issued to another client");
-        if (form.get("redirect_uri") !== row.redirect_uri) throw new OAuthError("invalid_grant", "redirect_uri differs from the authorization request's");
+        if (!grant || grant.client_id !== client.client_id)
+          throw new OAuthError("invalid_grant", "the code was issued to another client");
+        if (form.get("redirect_uri") !== row.redirect_uri)
+          throw new OAuthError("invalid_grant", "redirect_uri differs from the authorization request's");
         const verifier = form.get("code_verifier") ?? "";
         // [RFC 7636 §4.6](https://www.rfc-editor.org/rfc/rfc7636#section-4.6): BASE64URL(SHA256(verifier)) must equal the challenge.
         if (!VERIFIER.test(verifier) || createHash("sha256").update(verifier).digest("base64url") !== row.code_challenge) {
           throw new OAuthError("invalid_grant", "the PKCE code_verifier does not match the code_challenge");
         }
         const resource = form.get("resource");
-        if (resource !== null && connectorOfResource(resource) !== grant.connector_id) throw new OAuthError("invalid_target", "resource differs from the authorized one");
+        if (resource !== null && connectorOfResource(resource) !== grant.connector_id)
+          throw new OAuthError("invalid_target", "resource differs from the authorized one");
         // OAuth 2.1 §4.1.3: a code used twice is refused, and what the first use obtained is revoked.
         if (!(await repository.useToken(row.digest, "code", clock()))) {
           await repository.deleteGrant(grant.user_id, grant.id);
@@ -270,11 +311,14 @@ export function createAuthServer(deps: AuthServerDeps) {
         const client = await tokenClient(form.get("client_id"));
         const presented = form.get("refresh_token") ?? "";
         const row = presented ? await repository.findToken(digest(presented)) : undefined;
-        if (!row || row.kind !== "refresh" || row.expires_at <= clock()) throw new OAuthError("invalid_grant", "the refresh token is unknown, expired or revoked");
+        if (!row || row.kind !== "refresh" || row.expires_at <= clock())
+          throw new OAuthError("invalid_grant", "the refresh token is unknown, expired or revoked");
         const grant = await repository.findGrant(row.grant_id);
-        if (!grant || grant.client_id !== client.client_id) throw new OAuthError("invalid_grant", "the refresh token was issued to another client");
+        if (!grant || grant.client_id !== client.client_id)
+          throw new OAuthError("invalid_grant", "the refresh token was issued to another client");
         const resource = form.get("resource");
-        if (resource !== null && connectorOfResource(resource) !== grant.connector_id) throw new OAuthError("invalid_target", "resource differs from the authorized one");
+        if (resource !== null && connectorOfResource(resource) !== grant.connector_id)
+          throw new OAuthError("invalid_target", "resource differs from the authorized one");
         // OAuth 2.1 §4.3.1: refresh tokens rotate; one presented a second time was stolen or replayed, so the grant ends.
         if (!(await repository.useToken(row.digest, "refresh", clock()))) {
           await repository.deleteGrant(grant.user_id, grant.id);
@@ -302,10 +346,17 @@ export function createAuthServer(deps: AuthServerDeps) {
     async verify(token: string): Promise<(Principal & { connector: string }) | undefined> {
       const owner = await repository.accessTokenOwner(digest(token));
       if (!owner || owner.kind !== "access" || owner.expires_at <= clock() || owner.disabled_at !== null) return undefined;
-      return { id: owner.user_id, username: owner.username, role: owner.role, connector: owner.connector_id, credential: `oauth:${owner.client_id}` };
+      return {
+        id: owner.user_id,
+        username: owner.username,
+        role: owner.role,
+        connector: owner.connector_id,
+        credential: `oauth:${owner.client_id}`,
+      };
     },
 
-    grantsOf: async (userId: string) => (await repository.grantsOf(userId)).map((grant) => ({ ...grant, scope: grantedScope(grant.scope) })),
+    grantsOf: async (userId: string) =>
+      (await repository.grantsOf(userId)).map((grant) => ({ ...grant, scope: grantedScope(grant.scope) })),
     revokeGrant: (userId: string, id: string) => repository.deleteGrant(userId, id),
     cleanUp: () => repository.deleteExpired(clock(), clock() - CODE_TTL_MS),
   };

@@ -47,7 +47,9 @@ export async function copy(args: string[]): Promise<number> {
         return 1;
       }
       const not_copied = Object.fromEntries(TABLES.filter((entry) => !entry.copied).map((entry) => [entry.name, entry.why]));
-      process.stdout.write(`${JSON.stringify({ level: "info", msg: "copied", from: source.dialect, to: target.dialect, rows, not_copied })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ level: "info", msg: "copied", from: source.dialect, to: target.dialect, rows, not_copied })}\n`,
+      );
       return 0;
     } finally {
       await target.close();
@@ -79,9 +81,10 @@ export async function copyRows(source: Store, target: Store, batch = BATCH): Pro
     const to = tableOn(target, entry);
     // Every column but the key takes the source's value: `excluded` is the row that was to be inserted.
     const set: Record<string, SQL> = {};
-    for (const [field, column] of Object.entries(to.columns)) if (!entry.key.includes(field)) set[field] = sql.raw(`excluded."${column.name}"`);
+    for (const [field, column] of Object.entries(to.columns))
+      if (!entry.key.includes(field)) set[field] = sql.raw(`excluded."${column.name}"`);
     let count = 0;
-    for (let last: Row | undefined; ; ) {
+    for (let last: Row | undefined; ;) {
       const rows: Row[] = await source.db
         .select()
         .from(from.table as never)

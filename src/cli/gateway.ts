@@ -53,11 +53,17 @@ export async function gateway(argv: string[]): Promise<number> {
     ]);
     gw = shared;
   } else {
-    const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && e[0] !== GATEWAY_TOKEN_ENV));
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && e[0] !== GATEWAY_TOKEN_ENV),
+    );
     gw = createGateway({ stdio: { command: command!, args, env }, log, token });
   }
   const server = Bun.serve({ hostname: host, port, idleTimeout: 0, fetch: gw.fetch });
-  log.info("gateway listening", { url: `http://${host}:${server.port}/mcp`, token_required: token !== undefined, ...(fifo ? { fifo } : { command }) });
+  log.info("gateway listening", {
+    url: `http://${host}:${server.port}/mcp`,
+    token_required: token !== undefined,
+    ...(fifo ? { fifo } : { command }),
+  });
   const signal = await Promise.race([
     new Promise<string>((resolve) => {
       process.once("SIGTERM", () => resolve("SIGTERM"));

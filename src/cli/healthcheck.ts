@@ -17,7 +17,10 @@ export async function healthcheck(env: Record<string, string | undefined>, url: 
   try {
     // The service's own port on this host: whether it answers is the question, not whose certificate it shows (a
     // certificate names the public host, not 127.0.0.1), so the certificate is not verified.
-    const response = await fetch(`${base.replace(/\/+$/, "")}/healthz`, { signal: AbortSignal.timeout(3000), tls: { rejectUnauthorized: false } } as RequestInit);
+    const response = await fetch(`${base.replace(/\/+$/, "")}/healthz`, {
+      signal: AbortSignal.timeout(3000),
+      tls: { rejectUnauthorized: false },
+    } as RequestInit);
     return response.ok ? 0 : 1;
   } catch {
     return 1;

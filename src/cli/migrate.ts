@@ -5,7 +5,9 @@ export async function migrate(env: Record<string, string | undefined>): Promise<
   try {
     const config = loadConfig(env);
     const store = await openStore(config.database);
-    process.stdout.write(`${JSON.stringify({ level: "info", msg: "migrated", store: store.dialect, path: config.database.path, migrations_applied: store.applied })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ level: "info", msg: "migrated", store: store.dialect, path: config.database.path, migrations_applied: store.applied })}\n`,
+    );
     await store.close();
     return 0;
   } catch (e) {

@@ -41,7 +41,8 @@ async function rotate(env: Record<string, string | undefined>): Promise<number> 
   if (config.secrets.key !== undefined) {
     const given = config.secrets.newKey;
     const bytes = given ? Buffer.from(given, "base64") : undefined;
-    if (!bytes || bytes.length !== 32) throw new ConfigError(NEW_KEY, "must be the base64 encoding of 32 new bytes (e.g. head -c 32 /dev/urandom | base64)");
+    if (!bytes || bytes.length !== 32)
+      throw new ConfigError(NEW_KEY, "must be the base64 encoding of 32 new bytes (e.g. head -c 32 /dev/urandom | base64)");
     oldKeys = [Buffer.from(config.secrets.key, "base64")];
     newKey = bytes;
   } else {
@@ -68,7 +69,9 @@ async function rotate(env: Record<string, string | undefined>): Promise<number> 
       level: "info",
       msg: "sealing key rotated",
       values_resealed: values,
-      ...(config.secrets.key === undefined ? { key_file: keyFile } : { next_step: `start the service with SECRETS__KEY set to the value of ${NEW_KEY}` }),
+      ...(config.secrets.key === undefined
+        ? { key_file: keyFile }
+        : { next_step: `start the service with SECRETS__KEY set to the value of ${NEW_KEY}` }),
     })}\n`,
   );
   return 0;
@@ -86,7 +89,7 @@ export function resealAll(store: Store, reseal: Reseal, page = PAGE): Transactio
       if (sealed.length === 0) continue;
       const { table, columns, key } = tableOn(store, entry);
       const holding = or(...sealed.map((field) => isNotNull(columns[field]!)));
-      for (let last: Row | undefined; ; ) {
+      for (let last: Row | undefined; ;) {
         const rows: Row[] = yield tx
           .select()
           .from(table as never)
@@ -101,7 +104,10 @@ export function resealAll(store: Store, reseal: Reseal, page = PAGE): Transactio
             patch[field] = reseal(value, entry.sealed[field]!(row));
             count++;
           }
-          yield tx.update(table as never).set(patch as never).where(sameKey(entry, key, row));
+          yield tx
+            .update(table as never)
+            .set(patch as never)
+            .where(sameKey(entry, key, row));
         }
         if (rows.length < page) break;
         last = rows.at(-1);

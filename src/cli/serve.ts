@@ -6,7 +6,14 @@ import { ServiceUnavailable } from "../http-errors/errors";
 import { problemResponse } from "../http-errors/problem";
 import { clientAddress } from "../security/client-address";
 import type { RequestIds } from "../http/request-id";
-import { readTlsCertificate, startServer, TlsFileError, type Fetch, type RunningServer, type TlsCertificate } from "../http/server";
+import {
+  readTlsCertificate,
+  startServer,
+  TlsFileError,
+  type Fetch,
+  type RunningServer,
+  type TlsCertificate,
+} from "../http/server";
 import type { ProxyEntry } from "../proxy/entry";
 import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
@@ -116,7 +123,10 @@ export async function startService(env: Record<string, string | undefined>, opti
     phases.mark("key");
     if (key.origin === "file-created") log.info("created a new sealing key file", { file: config.secrets.keyFile });
     if (key.previous.length) {
-      log.warn("a key rotation was interrupted: values sealed under either key open; run connector-service rotate-key again to finish it", { file: config.secrets.keyFile });
+      log.warn(
+        "a key rotation was interrupted: values sealed under either key open; run connector-service rotate-key again to finish it",
+        { file: config.secrets.keyFile },
+      );
     }
     if (key.origin === "ephemeral") {
       log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
@@ -124,11 +134,18 @@ export async function startService(env: Record<string, string | undefined>, opti
     await nextTurn();
 
     const opened = await openStore(config.database, (error) =>
-      log.warn("the checkpoint thread stopped: the database connection checkpoints by itself again", { component: "database", error }),
+      log.warn("the checkpoint thread stopped: the database connection checkpoints by itself again", {
+        component: "database",
+        error,
+      }),
     );
     store = opened;
     phases.mark("database");
-    log.info("database ready", { store: opened.dialect, ...(opened.dialect === "sqlite" && { path: config.database.path }), migrations_applied: opened.applied });
+    log.info("database ready", {
+      store: opened.dialect,
+      ...(opened.dialect === "sqlite" && { path: config.database.path }),
+      migrations_applied: opened.applied,
+    });
     await nextTurn();
 
     deps = {
@@ -153,7 +170,8 @@ export async function startService(env: Record<string, string | undefined>, opti
       requestIds,
       // Asked only while the request is handled (its socket is still there), and only when a limit needs it: the
       // peer, or the client a trusted proxy names (SERVER__TRUSTED_PROXIES).
-      clientAddress: (request) => clientAddress(running.server.requestIP(request)?.address, request.headers, config.server.trustedProxies),
+      clientAddress: (request) =>
+        clientAddress(running.server.requestIP(request)?.address, request.headers, config.server.trustedProxies),
       runtime:
         config.runtime.driver === "kubernetes"
           ? await createKubernetesRuntime({
@@ -182,10 +200,13 @@ export async function startService(env: Record<string, string | undefined>, opti
     const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
     if (admin.generated) {
       // Logged once, when the administrator is created (after listening); set AUTH__ADMIN_PASSWORD to choose it instead.
-      log.warn("created the bootstrap administrator; its generated password is shown this once (set AUTH__ADMIN_PASSWORD to choose one)", {
-        username: config.auth.adminUsername,
-        generated: admin.generated,
-      });
+      log.warn(
+        "created the bootstrap administrator; its generated password is shown this once (set AUTH__ADMIN_PASSWORD to choose one)",
+        {
+          username: config.auth.adminUsername,
+          generated: admin.generated,
+        },
+      );
     }
     phases.mark("admin");
     gate.open({ fetch: app.fetch, proxy: services.proxyEntry });
@@ -202,7 +223,10 @@ export async function startService(env: Record<string, string | undefined>, opti
   }
   scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
   if (!sessionCookie(publicUrl).secure) {
-    log.warn("the console is served over plain http to a host that is not loopback: its session cookie is neither Secure nor __Host-, so anyone on the network path can read or plant it; serve https (SERVER__TLS_CERT_FILE, or a TLS proxy and an https SERVER__PUBLIC_URL)", { public_url: publicUrl });
+    log.warn(
+      "the console is served over plain http to a host that is not loopback: its session cookie is neither Secure nor __Host-, so anyone on the network path can read or plant it; serve https (SERVER__TLS_CERT_FILE, or a TLS proxy and an https SERVER__PUBLIC_URL)",
+      { public_url: publicUrl },
+    );
   }
   log.info("connector-service listening", {
     version: VERSION,
@@ -250,8 +274,12 @@ export async function startService(env: Record<string, string | undefined>, opti
       if (closed) log.info("ended notification streams for shutdown", { streams: closed });
       await stopped;
       // What the requests just finished left in the audit queue is written before the store closes.
-      await services.audit.flush().catch((e) => log.error("audit records could not be written at shutdown", { error: (e as Error).message }));
-      await services.tracing?.shutdown().catch((e) => log.warn("the last spans could not be exported", { error: (e as Error).message }));
+      await services.audit
+        .flush()
+        .catch((e) => log.error("audit records could not be written at shutdown", { error: (e as Error).message }));
+      await services.tracing
+        ?.shutdown()
+        .catch((e) => log.warn("the last spans could not be exported", { error: (e as Error).message }));
       await deps.store.close();
       log.info("stopped");
     },
@@ -294,7 +322,12 @@ function startingGate(requestIds: RequestIds, holdMs: number) {
   const opened = new Promise<Started | undefined>((resolve) => (settle = resolve));
   const notReady = (request: Request, detail: string) => problemResponse(new ServiceUnavailable(detail), requestIds.get(request));
   const notYet = (request: Request) =>
-    problemResponse(Object.assign(new ServiceUnavailable("The service is starting: try again in a moment"), { headers: { "retry-after": "1" } }), requestIds.get(request));
+    problemResponse(
+      Object.assign(new ServiceUnavailable("The service is starting: try again in a moment"), {
+        headers: { "retry-after": "1" },
+      }),
+      requestIds.get(request),
+    );
   /** The started service, or the 503 to answer with. */
   async function wait(request: Request): Promise<Started | Response> {
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -348,7 +381,8 @@ const describeCertificate = (tls: TlsCertificate) => ({
 });
 
 function warnIfExpired(tls: TlsCertificate, now: number, log: Logger): void {
-  if (tls.validTo.getTime() <= now) log.warn("the TLS certificate has expired: clients will refuse it until it is renewed", describeCertificate(tls));
+  if (tls.validTo.getTime() <= now)
+    log.warn("the TLS certificate has expired: clients will refuse it until it is renewed", describeCertificate(tls));
 }
 
 /** The service could not start for a reason outside its settings' syntax (the port is taken, the disk refuses). */
@@ -358,9 +392,12 @@ export class StartFailed extends Error {}
 function listenFailure(e: unknown, config: Config): StartFailed {
   const where = `${config.server.host}:${config.server.port}`;
   const code = (e as NodeJS.ErrnoException).code;
-  if (code === "EADDRINUSE") return new StartFailed(`${where} is already in use: stop what listens there, or set SERVER__PORT to another port`);
-  if (code === "EACCES") return new StartFailed(`not allowed to listen on ${where}: choose a SERVER__PORT above 1023, or grant the permission`);
-  if (code === "EADDRNOTAVAIL") return new StartFailed(`${config.server.host} is not an address of this machine: set SERVER__HOST to one that is`);
+  if (code === "EADDRINUSE")
+    return new StartFailed(`${where} is already in use: stop what listens there, or set SERVER__PORT to another port`);
+  if (code === "EACCES")
+    return new StartFailed(`not allowed to listen on ${where}: choose a SERVER__PORT above 1023, or grant the permission`);
+  if (code === "EADDRNOTAVAIL")
+    return new StartFailed(`${config.server.host} is not an address of this machine: set SERVER__HOST to one that is`);
   return new StartFailed(`cannot listen on ${where}: ${(e as Error).message}`);
 }
 

@@ -2,9 +2,25 @@ import { and, eq, getTableColumns, getTableName, sql, type Column, type SQL, typ
 import { providers, providersPg } from "../a2a/table";
 import { auditSealContext } from "../audit/repository";
 import { audit_records, audit_recordsPg } from "../audit/table";
-import { as_clients, as_clientsPg, as_grants, as_grantsPg, as_requests, as_requestsPg, as_tokens, as_tokensPg } from "../authserver/table";
+import {
+  as_clients,
+  as_clientsPg,
+  as_grants,
+  as_grantsPg,
+  as_requests,
+  as_requestsPg,
+  as_tokens,
+  as_tokensPg,
+} from "../authserver/table";
 import { SEALED_COLUMNS, sealContext } from "../connectors/sealing";
-import { connector_events, connector_eventsPg, connector_tools, connector_toolsPg, connectors, connectorsPg } from "../connectors/table";
+import {
+  connector_events,
+  connector_eventsPg,
+  connector_tools,
+  connector_toolsPg,
+  connectors,
+  connectorsPg,
+} from "../connectors/table";
 import type { Store } from "../db/store";
 import { webhook_cursors, webhook_cursorsPg } from "../events/table";
 import { clientSeal, grantSeal, stateSeal } from "../oauth/sealing";
@@ -36,7 +52,13 @@ type Fields<T extends Table> = keyof T["$inferSelect"] & string;
 function stored<S extends Table>(
   sqlite: S,
   postgres: Table,
-  entry: { key: Fields<S>[]; copied: boolean; why: string; serial?: boolean; sealed?: Partial<Record<Fields<S>, (row: S["$inferSelect"]) => string>> },
+  entry: {
+    key: Fields<S>[];
+    copied: boolean;
+    why: string;
+    serial?: boolean;
+    sealed?: Partial<Record<Fields<S>, (row: S["$inferSelect"]) => string>>;
+  },
 ): StoredTable {
   return { name: getTableName(sqlite), sqlite, postgres, ...entry, sealed: (entry.sealed ?? {}) as StoredTable["sealed"] };
 }
@@ -50,14 +72,22 @@ function stored<S extends Table>(
 export const TABLES: readonly StoredTable[] = [
   stored(users, usersPg, { key: ["id"], copied: true, why: "the accounts, their roles and password hashes" }),
   stored(api_tokens, api_tokensPg, { key: ["id"], copied: true, why: "API tokens (as digests) keep working" }),
-  stored(sessions, sessionsPg, { key: ["digest"], copied: true, why: "console sign-ins (as digests) stay signed in, until they expire (12 h)" }),
+  stored(sessions, sessionsPg, {
+    key: ["digest"],
+    copied: true,
+    why: "console sign-ins (as digests) stay signed in, until they expire (12 h)",
+  }),
   stored(connectors, connectorsPg, {
     key: ["id"],
     copied: true,
     why: "the connectors, their sealed credentials and tool policies",
     sealed: Object.fromEntries(SEALED_COLUMNS.map((column) => [column, (row: { id: string }) => sealContext(row.id, column)])),
   }),
-  stored(connector_tools, connector_toolsPg, { key: ["connector_id", "name"], copied: true, why: "tool pins: the approved definitions, so a changed tool is still caught" }),
+  stored(connector_tools, connector_toolsPg, {
+    key: ["connector_id", "name"],
+    copied: true,
+    why: "tool pins: the approved definitions, so a changed tool is still caught",
+  }),
   stored(connector_events, connector_eventsPg, {
     key: ["id"],
     copied: true,
@@ -82,11 +112,31 @@ export const TABLES: readonly StoredTable[] = [
     why: "the connectors' OAuth tokens; a refresh lease left in a row runs out by itself (20 s)",
     sealed: { secrets: (row) => grantSeal(row.connector_id) },
   }),
-  stored(as_clients, as_clientsPg, { key: ["client_id"], copied: true, why: "the MCP clients registered with this service's authorization server" }),
-  stored(as_requests, as_requestsPg, { key: ["handle_digest"], copied: true, why: "authorization requests waiting for a person's consent (10 min)" }),
-  stored(as_grants, as_grantsPg, { key: ["id"], copied: true, why: "what people allowed MCP clients: without them every client would have to ask again" }),
-  stored(as_tokens, as_tokensPg, { key: ["digest"], copied: true, why: "the MCP clients' codes and tokens (as digests) keep working" }),
-  stored(webhook_cursors, webhook_cursorsPg, { key: ["url"], copied: true, why: "where each webhook is in the events feed: delivery goes on without a repeat or a gap" }),
+  stored(as_clients, as_clientsPg, {
+    key: ["client_id"],
+    copied: true,
+    why: "the MCP clients registered with this service's authorization server",
+  }),
+  stored(as_requests, as_requestsPg, {
+    key: ["handle_digest"],
+    copied: true,
+    why: "authorization requests waiting for a person's consent (10 min)",
+  }),
+  stored(as_grants, as_grantsPg, {
+    key: ["id"],
+    copied: true,
+    why: "what people allowed MCP clients: without them every client would have to ask again",
+  }),
+  stored(as_tokens, as_tokensPg, {
+    key: ["digest"],
+    copied: true,
+    why: "the MCP clients' codes and tokens (as digests) keep working",
+  }),
+  stored(webhook_cursors, webhook_cursorsPg, {
+    key: ["url"],
+    copied: true,
+    why: "where each webhook is in the events feed: delivery goes on without a repeat or a gap",
+  }),
   stored(audit_records, audit_recordsPg, {
     key: ["id"],
     copied: true,
@@ -119,4 +169,5 @@ export function afterKey(entry: StoredTable, key: Column[], last: Row | undefine
 }
 
 /** The row whose key is `row`'s. */
-export const sameKey = (entry: StoredTable, key: Column[], row: Row): SQL => and(...key.map((column, i) => eq(column, row[entry.key[i]!])))!;
+export const sameKey = (entry: StoredTable, key: Column[], row: Row): SQL =>
+  and(...key.map((column, i) => eq(column, row[entry.key[i]!])))!;

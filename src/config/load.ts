@@ -24,11 +24,23 @@ export type Config = {
   database: { path: string; url: string | undefined; maxConnections: number; checkpointThread: boolean };
   /** Base64 key from SECRETS__KEY, or the key file to read or create. */
   secrets: { key: string | undefined; keyFile: string | undefined; newKey: string | undefined };
-  auth: { adminUsername: string; adminPassword: string | undefined; maxFailures: number; maxAddressFailures: number; failureWindowMs: number; maxTokensPerUser: number };
+  auth: {
+    adminUsername: string;
+    adminPassword: string | undefined;
+    maxFailures: number;
+    maxAddressFailures: number;
+    failureWindowMs: number;
+    maxTokensPerUser: number;
+  };
   connector: { maxPerUser: number };
   presets: readonly Preset[];
   /** Managed stdio servers: where they run; the local driver's sandbox (undefined: bwrap where it runs) and process caps. */
-  runtime: { driver: "local" | "kubernetes"; sandbox: "bwrap" | "none" | undefined; maxProcessesPerUser: number; maxProcesses: number };
+  runtime: {
+    driver: "local" | "kubernetes";
+    sandbox: "bwrap" | "none" | undefined;
+    maxProcessesPerUser: number;
+    maxProcesses: number;
+  };
   kubernetes: { namespace: string; gatewayImage: string; serviceAccess: "dns" | "proxy" };
   log: { level: "debug" | "info" | "warn" | "error" };
   security: { blockPrivateNetworks: boolean };
@@ -43,7 +55,15 @@ export type Config = {
   /** WEBHOOKS__URLS get every connector event, signed with WEBHOOKS__SECRET. */
   webhooks: { urls: string[]; secret: string | undefined };
   api: { maxBodyBytes: number };
-  proxy: { maxBodyBytes: number; maxMessageBytes: number; heldBytesPerUser: number; heldBytesTotal: number; upstreamTimeoutMs: number; maxStreamsPerUser: number; maxStreamsPerConnector: number };
+  proxy: {
+    maxBodyBytes: number;
+    maxMessageBytes: number;
+    heldBytesPerUser: number;
+    heldBytesTotal: number;
+    upstreamTimeoutMs: number;
+    maxStreamsPerUser: number;
+    maxStreamsPerConnector: number;
+  };
   scheduler: { intervalMs: number };
   a2a: { cardRefreshMs: number };
   /** METRICS__TOKEN: when set, /metrics wants it as a bearer token. */
@@ -87,7 +107,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       const value = env[envName([section, key])];
       if (value === undefined || value === "") continue;
       raw[section]![key] = LIST_SETTINGS.has(envName([section, key]))
-        ? value.split(",").map((s) => s.trim()).filter(Boolean)
+        ? value
+            .split(",")
+            .map((s) => s.trim())
+            .filter(Boolean)
         : value;
     }
   }
@@ -100,7 +123,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     const setting = (ConfigSchema.properties as Record<string, TObject>)[path[0]!]?.properties[path[1]!];
     const expected = setting?.description ? `must be ${setting.description}` : first.message;
     // A secret's value is never echoed: the error goes to the terminal and the log.
-    throw new ConfigError(variable, `${expected}${given === undefined || SECRET_SETTINGS.has(variable) ? "" : ` (got "${given}")`}`);
+    throw new ConfigError(
+      variable,
+      `${expected}${given === undefined || SECRET_SETTINGS.has(variable) ? "" : ` (got "${given}")`}`,
+    );
   }
   return finish(withDefaults as RawConfig, env);
 }
@@ -124,7 +150,11 @@ function tracingSettings(env: Record<string, string | undefined>): TracingSettin
   const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
   if (!tracesEndpoint && !endpoint) return undefined;
   const url = tracesEndpoint || `${endpoint!.replace(/\/+$/, "")}/v1/traces`;
-  if (!URL.canParse(url)) throw new ConfigError(tracesEndpoint ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT", "must be an http(s) URL");
+  if (!URL.canParse(url))
+    throw new ConfigError(
+      tracesEndpoint ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT",
+      "must be an http(s) URL",
+    );
   // "key=value,key2=value2", values URL-encoded (the specification's format).
   const headers: Record<string, string> = {};
   for (const pair of (env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS ?? "").split(",")) {
@@ -151,7 +181,10 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     }
   }
   if (raw.runtime.driver === "kubernetes" && !raw.kubernetes.gateway_image) {
-    throw new ConfigError("KUBERNETES__GATEWAY_IMAGE", "must be set when RUNTIME__DRIVER=kubernetes (the connector-service image the gateway sidecar runs)");
+    throw new ConfigError(
+      "KUBERNETES__GATEWAY_IMAGE",
+      "must be set when RUNTIME__DRIVER=kubernetes (the connector-service image the gateway sidecar runs)",
+    );
   }
   if (raw.secrets.key !== undefined) {
     const bytes = Buffer.from(raw.secrets.key, "base64");
@@ -159,7 +192,10 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
   }
   const { tls_cert_file: certFile, tls_key_file: keyFile } = raw.server;
   if (certFile !== undefined && keyFile === undefined) {
-    throw new ConfigError("SERVER__TLS_KEY_FILE", "must be set when SERVER__TLS_CERT_FILE is (the certificate's private key, PEM)");
+    throw new ConfigError(
+      "SERVER__TLS_KEY_FILE",
+      "must be set when SERVER__TLS_CERT_FILE is (the certificate's private key, PEM)",
+    );
   }
   if (keyFile !== undefined && certFile === undefined) {
     throw new ConfigError("SERVER__TLS_CERT_FILE", "must be set when SERVER__TLS_KEY_FILE is (the certificate chain, PEM)");
@@ -176,7 +212,10 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
   // Spraying many user names from one address is held at a much higher ceiling than one name's guesses.
   const maxAddressFailures = raw.auth.max_failures_per_address ?? 10 * raw.auth.max_failures;
   if (maxAddressFailures < raw.auth.max_failures) {
-    throw new ConfigError("AUTH__MAX_FAILURES_PER_ADDRESS", `must be at least AUTH__MAX_FAILURES (${raw.auth.max_failures}): it caps all user names from an address together`);
+    throw new ConfigError(
+      "AUTH__MAX_FAILURES_PER_ADDRESS",
+      `must be at least AUTH__MAX_FAILURES (${raw.auth.max_failures}): it caps all user names from an address together`,
+    );
   }
   const inMemory = raw.database.path === ":memory:";
   const dbPath = inMemory ? ":memory:" : resolve(raw.database.path);
@@ -191,10 +230,16 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       publicUrl: raw.server.public_url?.replace(/\/+$/, ""),
       shutdownTimeoutMs: raw.server.shutdown_timeout_seconds * 1000,
       // Resolved now: a reload on SIGHUP reads the same files whatever the working directory is then.
-      tls: certFile !== undefined && keyFile !== undefined ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : undefined,
+      tls:
+        certFile !== undefined && keyFile !== undefined ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : undefined,
       trustedProxies,
     },
-    database: { path: dbPath, url: raw.database.url, maxConnections: raw.database.max_connections, checkpointThread: raw.database.checkpoint_thread },
+    database: {
+      path: dbPath,
+      url: raw.database.url,
+      maxConnections: raw.database.max_connections,
+      checkpointThread: raw.database.checkpoint_thread,
+    },
     secrets: {
       key: raw.secrets.key,
       keyFile: inMemory || raw.database.url !== undefined ? undefined : join(dirname(dbPath), "secret.key"),
@@ -225,7 +270,10 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     log: { level: raw.log.level },
     security: { blockPrivateNetworks: raw.security.block_private_networks },
     oauth: { allowedRedirectOrigins: raw.oauth.allowed_redirect_origins.map((o) => new URL(o).origin) },
-    authServer: { maxRegistrations: raw.authserver.max_registrations, maxRegistrationsPerAddress: raw.authserver.max_registrations_per_address },
+    authServer: {
+      maxRegistrations: raw.authserver.max_registrations,
+      maxRegistrationsPerAddress: raw.authserver.max_registrations_per_address,
+    },
     cors: { allowedOrigins: raw.cors.allowed_origins.map((o) => (o === "*" ? o : new URL(o).origin)) },
     webhooks: { urls: raw.webhooks.urls, secret: raw.webhooks.secret },
     tracing: tracingSettings(env),

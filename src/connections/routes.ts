@@ -23,7 +23,10 @@ export function connectionRoutes(connections: ConnectionService, auth: AuthPlugi
         auth: true,
         params: IdParams,
         response: { 204: t.Void(), ...connectorProblems },
-        detail: { summary: "Delete a connector", description: "An OAuth grant is revoked at the authorization server first (RFC 7009); a managed deployment is removed." },
+        detail: {
+          summary: "Delete a connector",
+          description: "An OAuth grant is revoked at the authorization server first (RFC 7009); a managed deployment is removed.",
+        },
       },
     )
     .patch("/:id", ({ principal, params, body }) => connections.update(principal, params.id, body), {
@@ -57,7 +60,8 @@ export function connectionRoutes(connections: ConnectionService, auth: AuthPlugi
       response: { 200: Connector, ...connectorProblems },
       detail: {
         summary: "Disconnect a connector",
-        description: "Forgets its credentials (an OAuth grant is first revoked at the authorization server, RFC 7009); state becomes disconnected.",
+        description:
+          "Forgets its credentials (an OAuth grant is first revoked at the authorization server, RFC 7009); state becomes disconnected.",
       },
     });
 }

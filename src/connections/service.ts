@@ -71,14 +71,18 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
      */
     async connect(caller: Principal, id: string, body: ConnectBody): Promise<Connector> {
       const row = await connectors.owned(caller, id);
-      const redirectUrl = body.redirect_url === undefined ? null : assertAllowedRedirect(body.redirect_url, deps.allowedRedirectOrigins());
+      const redirectUrl =
+        body.redirect_url === undefined ? null : assertAllowedRedirect(body.redirect_url, deps.allowedRedirectOrigins());
       const headers = body.headers ?? {};
       assertStorableHeaders(headers);
       if (isManaged(row)) return connectManaged(row, body, redirectUrl);
       const withHeaders = Object.keys(headers).length > 0;
       const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers });
       if (!result.ok && result.kind === "unauthorized" && result.status === 401 && !withHeaders) {
-        const challenge = new Response(null, { status: 401, headers: result.wwwAuthenticate ? { "www-authenticate": result.wwwAuthenticate } : {} });
+        const challenge = new Response(null, {
+          status: 401,
+          headers: result.wwwAuthenticate ? { "www-authenticate": result.wwwAuthenticate } : {},
+        });
         return connectorView(await authorization.begin(row, challenge, redirectUrl, caller.id));
       }
       if (!result.ok) {
@@ -90,7 +94,9 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       }
       // Proven: the new connection replaces whatever the connector had, an OAuth grant included.
       await oauth.forget(row.id);
-      const auth = withHeaders ? { method: "headers" as const, headers, accessToken: body.accessToken } : { method: "none" as const, accessToken: body.accessToken };
+      const auth = withHeaders
+        ? { method: "headers" as const, headers, accessToken: body.accessToken }
+        : { method: "none" as const, accessToken: body.accessToken };
       return connectorView(await transitions.connected(row, auth, redirectUrl));
     },
 
@@ -99,7 +105,8 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
      * connect does, so refused headers leave the old ones working.
      */
     async update(caller: Principal, id: string, body: UpdateConnectorBody): Promise<Connector> {
-      if (body.metadata === undefined && body.headers === undefined && body.tool_policy === undefined) throw invalidField("body", "must change metadata, tool_policy or headers");
+      if (body.metadata === undefined && body.headers === undefined && body.tool_policy === undefined)
+        throw invalidField("body", "must change metadata, tool_policy or headers");
       const row = await connectors.owned(caller, id);
       if (body.headers !== undefined) {
         if (row.state !== "connected" || row.auth_method !== "headers") {
@@ -109,7 +116,10 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
         await this.connect(caller, id, { headers: body.headers });
       }
       if (body.metadata === undefined && body.tool_policy === undefined) return connectors.get(caller, id);
-      return connectors.updateSettings(caller, id, { ...(body.metadata !== undefined && { metadata: body.metadata }), ...(body.tool_policy !== undefined && { tool_policy: body.tool_policy }) });
+      return connectors.updateSettings(caller, id, {
+        ...(body.metadata !== undefined && { metadata: body.metadata }),
+        ...(body.tool_policy !== undefined && { tool_policy: body.tool_policy }),
+      });
     },
 
     /** Disconnect at the user's request: an OAuth grant is revoked at the authorization server first (RFC 7009). */

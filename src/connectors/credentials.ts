@@ -19,7 +19,10 @@ export function createConnectorCredentials(sealer: Sealer) {
     headers(row: ConnectorRow): Record<string, string> {
       const sealed = row.headers;
       if (!sealed) return {};
-      return openedHeaders(sealed, () => JSON.parse(sealer.open(sealed, sealContext(row.id, "headers"))) as Record<string, string>);
+      return openedHeaders(
+        sealed,
+        () => JSON.parse(sealer.open(sealed, sealContext(row.id, "headers"))) as Record<string, string>,
+      );
     },
   };
 }

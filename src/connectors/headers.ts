@@ -41,13 +41,17 @@ export function assertStorableHeaders(headers: Record<string, string>): void {
   for (const name of names) {
     const field = `body.headers.${name}`;
     if (!TOKEN.test(name)) throw invalidField(field, `"${name}" is not a valid header name`);
-    if (isBlockedHeader(name)) throw invalidField(field, `header "${name}" is not allowed (hop-by-hop, forwarding, Host, cookie or proxy-owned)`);
+    if (isBlockedHeader(name))
+      throw invalidField(field, `header "${name}" is not allowed (hop-by-hop, forwarding, Host, cookie or proxy-owned)`);
     if (seen.has(name.toLowerCase())) throw invalidField(field, `header "${name}" is given twice in different casing`);
     seen.add(name.toLowerCase());
     const bad = NOT_FIELD_VALUE_CHAR.exec(headers[name]!)?.[0];
     if (bad !== undefined) {
       const code = `U+${bad.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
-      throw invalidField(field, `the value has ${code}, which an HTTP header cannot carry (visible ASCII, Latin-1, spaces and tabs only)`);
+      throw invalidField(
+        field,
+        `the value has ${code}, which an HTTP header cannot carry (visible ASCII, Latin-1, spaces and tabs only)`,
+      );
     }
   }
 }

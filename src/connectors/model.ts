@@ -24,13 +24,29 @@ const ExposedToolName = t.String({ pattern: "^[A-Za-z0-9_./-]{1,128}$", descript
  */
 export const ToolPolicy = t.Object(
   {
-    allow: t.Optional(t.Array(ServerToolName, { maxItems: 1000, description: "Only these tools (by the server's names) are listed and callable" })),
-    deny: t.Optional(t.Array(ServerToolName, { maxItems: 1000, description: "These tools (by the server's names) are hidden and refused" })),
-    rename: t.Optional(t.Record(t.String({ minLength: 1, maxLength: 256 }), ExposedToolName, { description: "The server's name → the name clients see and call" })),
-    descriptions: t.Optional(t.Record(t.String({ minLength: 1, maxLength: 256 }), t.String({ maxLength: 4096 }), { description: "The server's name → the description clients see" })),
+    allow: t.Optional(
+      t.Array(ServerToolName, {
+        maxItems: 1000,
+        description: "Only these tools (by the server's names) are listed and callable",
+      }),
+    ),
+    deny: t.Optional(
+      t.Array(ServerToolName, { maxItems: 1000, description: "These tools (by the server's names) are hidden and refused" }),
+    ),
+    rename: t.Optional(
+      t.Record(t.String({ minLength: 1, maxLength: 256 }), ExposedToolName, {
+        description: "The server's name → the name clients see and call",
+      }),
+    ),
+    descriptions: t.Optional(
+      t.Record(t.String({ minLength: 1, maxLength: 256 }), t.String({ maxLength: 4096 }), {
+        description: "The server's name → the description clients see",
+      }),
+    ),
     pin: t.Optional(
       t.Union([t.Literal("record"), t.Literal("strict")], {
-        description: "Pin tool definitions: record (changes show in tool_changes, an event and the log) or strict (changed and new tools are also hidden until approved)",
+        description:
+          "Pin tool definitions: record (changes show in tool_changes, an event and the log) or strict (changed and new tools are also hidden until approved)",
       }),
     ),
   },
@@ -56,15 +72,20 @@ export const Connector = t.Object(
     }),
     disconnect_reason: t.Union([t.String(), t.Null()], { description: "Why the connector is disconnected; null otherwise" }),
     metadata: Metadata,
-    auth_request: t.Union(
-      [t.Object({ type: t.Literal("code"), authorization_url: t.String({ format: "uri" }) }), t.Null()],
-      { description: "Set while an OAuth authorization is pending: open authorization_url in a browser" },
-    ),
+    auth_request: t.Union([t.Object({ type: t.Literal("code"), authorization_url: t.String({ format: "uri" }) }), t.Null()], {
+      description: "Set while an OAuth authorization is pending: open authorization_url in a browser",
+    }),
     preset: t.Union([t.String(), t.Null()], { description: "URL of the preset matched at creation, if any" }),
     header_names: t.Array(t.String(), { description: "Names of the stored headers; their values are never shown" }),
-    tool_policy: t.Union([ToolPolicy, t.Null()], { description: "Which tools clients see and call, and as what; null: all, as the server names them" }),
-    tools_pinned_at: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "With pinning on: when the first whole listing of the server's tools was pinned (approved as it was)" }),
-    tool_changes: t.Array(ToolChange, { description: "With pinning on: tools whose definition differs from the approved one (approve with POST …/tools/approve)" }),
+    tool_policy: t.Union([ToolPolicy, t.Null()], {
+      description: "Which tools clients see and call, and as what; null: all, as the server names them",
+    }),
+    tools_pinned_at: t.Union([t.String({ format: "date-time" }), t.Null()], {
+      description: "With pinning on: when the first whole listing of the server's tools was pinned (approved as it was)",
+    }),
+    tool_changes: t.Array(ToolChange, {
+      description: "With pinning on: tools whose definition differs from the approved one (approve with POST …/tools/approve)",
+    }),
     created_at: t.String({ format: "date-time" }),
     updated_at: t.String({ format: "date-time" }),
   },
@@ -116,7 +137,11 @@ export const ConnectBody = t.Object(
       t.String({ maxLength: MAX_URL_LENGTH, description: "Where the browser goes after the OAuth authorization" }),
     ),
     accessToken: t.Optional(
-      t.String({ minLength: 1, maxLength: 16384, description: "Managed stdio connectors: injected into the server's environment" }),
+      t.String({
+        minLength: 1,
+        maxLength: 16384,
+        description: "Managed stdio connectors: injected into the server's environment",
+      }),
     ),
   },
   { additionalProperties: false },
@@ -126,10 +151,13 @@ export type ConnectBody = typeof ConnectBody.static;
 export const UpdateConnectorBody = t.Object(
   {
     metadata: t.Optional(Metadata),
-    tool_policy: t.Optional(t.Union([ToolPolicy, t.Null()], { description: "The tool policy (replaces the stored one); null removes it" })),
+    tool_policy: t.Optional(
+      t.Union([ToolPolicy, t.Null()], { description: "The tool policy (replaces the stored one); null removes it" }),
+    ),
     headers: t.Optional(
       t.Record(t.String(), t.String({ maxLength: MAX_HEADER_VALUE_LENGTH }), {
-        description: "New headers for a connector connected with headers: proven with an MCP handshake before they replace the stored ones (refused: 422, the old ones stay).",
+        description:
+          "New headers for a connector connected with headers: proven with an MCP handshake before they replace the stored ones (refused: 422, the old ones stay).",
       }),
     ),
   },
@@ -138,7 +166,15 @@ export const UpdateConnectorBody = t.Object(
 export type UpdateConnectorBody = typeof UpdateConnectorBody.static;
 
 export const ApproveToolsBody = t.Object(
-  { names: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 256 }), { minItems: 1, maxItems: 1000, description: "The server's tool names; all changed tools when left out" })) },
+  {
+    names: t.Optional(
+      t.Array(t.String({ minLength: 1, maxLength: 256 }), {
+        minItems: 1,
+        maxItems: 1000,
+        description: "The server's tool names; all changed tools when left out",
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 

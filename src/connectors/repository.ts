@@ -19,7 +19,14 @@ export type ConnectorSettings = Partial<Pick<ConnectorRow, "metadata" | "tool_po
 /** The columns a connection owns; only transitions.ts writes them. */
 export type ConnectionColumns = Pick<
   ConnectorRow,
-  "state" | "auth_method" | "disconnect_reason" | "headers" | "header_names" | "access_token" | "authorization_url" | "redirect_url"
+  | "state"
+  | "auth_method"
+  | "disconnect_reason"
+  | "headers"
+  | "header_names"
+  | "access_token"
+  | "authorization_url"
+  | "redirect_url"
 >;
 export type PageCursor = { created_at: number; id: string };
 
@@ -33,7 +40,12 @@ export type ConnectorRepository = {
   /** Newest first; `ownerId` undefined lists every owner's (administrators). */
   page(ownerId: string | undefined, limit: number, after: PageCursor | undefined): Promise<ConnectorRow[]>;
   /** Writes a connection; with `whenState`, only while the row is still in that state. Undefined: nothing written. */
-  writeConnection(id: string, columns: ConnectionColumns, at: number, whenState?: ConnectorState): Promise<ConnectorRow | undefined>;
+  writeConnection(
+    id: string,
+    columns: ConnectionColumns,
+    at: number,
+    whenState?: ConnectorState,
+  ): Promise<ConnectorRow | undefined>;
   /** Connected managed (mcp+stdio) connectors: what the runtime should be running. */
   connectedManaged(): Promise<ConnectorRow[]>;
   countByState(): Promise<{ state: ConnectorState; count: number }[]>;
@@ -48,7 +60,12 @@ export type ConnectorRepository = {
    * (`complete`: a page without a next cursor) what is seen is approved as it is. Returns the connector when its
    * tool_changes changed (an event was written), else undefined.
    */
-  recordToolPins(connectorId: string, seen: { name: string; digest: string }[], complete: boolean, at: number): Promise<ConnectorRow | undefined>;
+  recordToolPins(
+    connectorId: string,
+    seen: { name: string; digest: string }[],
+    complete: boolean,
+    at: number,
+  ): Promise<ConnectorRow | undefined>;
   /** Approves the current definitions of `names` (all changed tools when undefined); the connector, or undefined if none. */
   approveToolPins(connectorId: string, names: string[] | undefined, at: number): Promise<ConnectorRow | undefined>;
   /** Events after `afterId`, oldest first (at most `limit`). */
@@ -82,7 +99,11 @@ function eventOf(type: ConnectorEventType, row: ConnectorRow, at: number) {
 }
 
 /** `onEvent`: told after an event was committed, so this process's readers need not wait for their next poll. */
-export function createConnectorRepository(store: Store, clock: () => number = Date.now, onEvent: () => void = () => {}): ConnectorRepository {
+export function createConnectorRepository(
+  store: Store,
+  clock: () => number = Date.now,
+  onEvent: () => void = () => {},
+): ConnectorRepository {
   const { db } = store;
   const connectors = store.table(sqliteConnectors, connectorsPg);
   const events = store.table(sqliteEvents, connector_eventsPg);
@@ -90,8 +111,17 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
   const pinCache = createTtlCache<ToolPinRow[]>(CONNECTOR_CACHE_MS, 10_000, clock);
 
   /** The one UPDATE of a connector's settings, with its event, inside a transaction. */
-  function* updateSettings(tx: Parameters<TransactionBody<unknown>>[0], id: string, settings: ConnectorSettings, at: number): Generator<unknown, ConnectorRow | undefined, any> {
-    const [written]: ConnectorRow[] = yield tx.update(connectors).set({ ...settings, updated_at: at }).where(eq(connectors.id, id)).returning();
+  function* updateSettings(
+    tx: Parameters<TransactionBody<unknown>>[0],
+    id: string,
+    settings: ConnectorSettings,
+    at: number,
+  ): Generator<unknown, ConnectorRow | undefined, any> {
+    const [written]: ConnectorRow[] = yield tx
+      .update(connectors)
+      .set({ ...settings, updated_at: at })
+      .where(eq(connectors.id, id))
+      .returning();
     if (written) yield tx.insert(events).values(eventOf("connector.updated", written, at));
     return written;
   }
@@ -100,7 +130,11 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
   const changesOf = (pins: ToolPinRow[]): ToolChange[] =>
     pins
       .filter((pin) => pin.digest !== pin.approved_digest)
-      .map((pin) => ({ name: pin.name, change: pin.approved_digest === null ? ("added" as const) : ("changed" as const), detected_at: new Date(pin.changed_at ?? pin.first_seen_at).toISOString() }))
+      .map((pin) => ({
+        name: pin.name,
+        change: pin.approved_digest === null ? ("added" as const) : ("changed" as const),
+        detected_at: new Date(pin.changed_at ?? pin.first_seen_at).toISOString(),
+      }))
       .sort((a, b) => a.name.localeCompare(b.name));
   const sameChanges = (a: ToolChange[] | null, b: ToolChange[]) => JSON.stringify(a ?? []) === JSON.stringify(b);
 
@@ -114,21 +148,32 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
     return row;
   }
   // Prepared once, and cached briefly: the MCP proxy looks a connector up on every request.
-  const byId = store.prepareFirst<ConnectorRow>("connector_by_id", db.select().from(connectors).where(eq(connectors.id, sql.placeholder("id"))));
+  const byId = store.prepareFirst<ConnectorRow>(
+    "connector_by_id",
+    db
+      .select()
+      .from(connectors)
+      .where(eq(connectors.id, sql.placeholder("id"))),
+  );
   const cache = createTtlCache<ConnectorRow>(CONNECTOR_CACHE_MS, 10_000, clock);
   return {
     insert: (row, maxPerOwner) =>
-      store.transaction(function* (tx, lock) {
-        yield lock(`connectors:${row.owner_id}`);
-        const [owned] = yield tx.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(connectors).where(eq(connectors.owner_id, row.owner_id));
-        if ((owned?.n ?? 0) >= maxPerOwner) return false;
-        yield tx.insert(connectors).values(row);
-        yield tx.insert(events).values(eventOf("connector.created", row, row.created_at));
-        return true;
-      }).then((inserted) => {
-        if (inserted) onEvent();
-        return inserted;
-      }),
+      store
+        .transaction(function* (tx, lock) {
+          yield lock(`connectors:${row.owner_id}`);
+          const [owned] = yield tx
+            .select({ n: sql<number>`count(*)`.mapWith(Number) })
+            .from(connectors)
+            .where(eq(connectors.owner_id, row.owner_id));
+          if ((owned?.n ?? 0) >= maxPerOwner) return false;
+          yield tx.insert(connectors).values(row);
+          yield tx.insert(events).values(eventOf("connector.created", row, row.created_at));
+          return true;
+        })
+        .then((inserted) => {
+          if (inserted) onEvent();
+          return inserted;
+        }),
     findById: (id) => byId({ id }),
     findByIdCached: (id) => cache.readThrough(id, () => byId({ id })),
     async page(ownerId, limit, after) {
@@ -152,7 +197,11 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
     async writeConnection(id, columns, at, whenState) {
       const where = whenState === undefined ? eq(connectors.id, id) : and(eq(connectors.id, id), eq(connectors.state, whenState));
       const row = await store.transaction(function* (tx) {
-        const [written]: ConnectorRow[] = yield tx.update(connectors).set({ ...columns, updated_at: at }).where(where).returning();
+        const [written]: ConnectorRow[] = yield tx
+          .update(connectors)
+          .set({ ...columns, updated_at: at })
+          .where(where)
+          .returning();
         if (written) yield tx.insert(events).values(eventOf("connector.updated", written, at));
         return written;
       });
@@ -168,7 +217,8 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
       });
       return written(id, row);
     },
-    toolPins: async (connectorId) => (await pinCache.readThrough(connectorId, () => db.select().from(tools).where(eq(tools.connector_id, connectorId)))) ?? [],
+    toolPins: async (connectorId) =>
+      (await pinCache.readThrough(connectorId, () => db.select().from(tools).where(eq(tools.connector_id, connectorId)))) ?? [],
     async recordToolPins(connectorId, seen, complete, at) {
       const row = await store.transaction(function* (tx, lock) {
         yield lock(`connector_tools:${connectorId}`);
@@ -180,11 +230,21 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
         for (const { name, digest } of seen) {
           const pin = Object.hasOwn(known, name) ? known[name] : undefined;
           if (!pin) {
-            const added: ToolPinRow = { connector_id: connectorId, name, digest, approved_digest: baseline ? digest : null, first_seen_at: at, changed_at: baseline ? null : at };
+            const added: ToolPinRow = {
+              connector_id: connectorId,
+              name,
+              digest,
+              approved_digest: baseline ? digest : null,
+              first_seen_at: at,
+              changed_at: baseline ? null : at,
+            };
             yield tx.insert(tools).values(added).onConflictDoNothing();
             known[name] = added;
           } else if (pin.digest !== digest) {
-            yield tx.update(tools).set({ digest, changed_at: at }).where(and(eq(tools.connector_id, connectorId), eq(tools.name, name)));
+            yield tx
+              .update(tools)
+              .set({ digest, changed_at: at })
+              .where(and(eq(tools.connector_id, connectorId), eq(tools.name, name)));
             known[name] = { ...pin, digest, changed_at: at };
           }
         }
@@ -205,25 +265,39 @@ export function createConnectorRepository(store: Store, clock: () => number = Da
         const wanted = names && new Set(names);
         for (const pin of pins) {
           if (pin.digest === pin.approved_digest || (wanted && !wanted.has(pin.name))) continue;
-          yield tx.update(tools).set({ approved_digest: pin.digest }).where(and(eq(tools.connector_id, connectorId), eq(tools.name, pin.name)));
+          yield tx
+            .update(tools)
+            .set({ approved_digest: pin.digest })
+            .where(and(eq(tools.connector_id, connectorId), eq(tools.name, pin.name)));
           pin.approved_digest = pin.digest;
         }
         return yield* updateSettings(tx, connectorId, { tool_changes: changesOf(pins) }, at);
       });
       return written(connectorId, row);
     },
-    eventsAfter: async (afterId, limit) => db.select().from(events).where(gt(events.id, afterId)).orderBy(asc(events.id)).limit(limit),
+    eventsAfter: async (afterId, limit) =>
+      db.select().from(events).where(gt(events.id, afterId)).orderBy(asc(events.id)).limit(limit),
     async eventBounds() {
       const [bounds] = await db
-        .select({ newest: sql<number>`coalesce(max(${events.id}), 0)`.mapWith(Number), oldest: sql<number>`coalesce(min(${events.id}), 0)`.mapWith(Number) })
+        .select({
+          newest: sql<number>`coalesce(max(${events.id}), 0)`.mapWith(Number),
+          oldest: sql<number>`coalesce(min(${events.id}), 0)`.mapWith(Number),
+        })
         .from(events);
       return bounds ?? { newest: 0, oldest: 0 };
     },
-    deleteEventsBefore: async (before) => (await db.delete(events).where(lt(events.created_at, before)).returning({ id: events.id })).length,
+    deleteEventsBefore: async (before) =>
+      (await db.delete(events).where(lt(events.created_at, before)).returning({ id: events.id })).length,
     connectedManaged: async () =>
-      db.select().from(connectors).where(and(eq(connectors.state, "connected"), sql`${connectors.url} LIKE 'mcp+stdio:%'`)),
+      db
+        .select()
+        .from(connectors)
+        .where(and(eq(connectors.state, "connected"), sql`${connectors.url} LIKE 'mcp+stdio:%'`)),
     countByState: async () =>
-      db.select({ state: connectors.state, count: sql<number>`count(*)`.mapWith(Number) }).from(connectors).groupBy(connectors.state),
+      db
+        .select({ state: connectors.state, count: sql<number>`count(*)`.mapWith(Number) })
+        .from(connectors)
+        .groupBy(connectors.state),
     async delete(id) {
       cache.delete(id);
       const now = clock();

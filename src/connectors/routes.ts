@@ -53,7 +53,8 @@ export function connectorRoutes(connectors: ConnectorService, auth: AuthPlugin, 
       detail: {
         ...OPTIONAL_BODY,
         summary: "Approve changed tool definitions",
-        description: "With tool pinning: the current definitions of `names` (the server's tool names; all changed tools without a body) become the approved ones; under strict pinning they are listed and callable again.",
+        description:
+          "With tool pinning: the current definitions of `names` (the server's tool names; all changed tools without a body) become the approved ones; under strict pinning they are listed and callable again.",
       },
     });
 }

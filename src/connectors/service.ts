@@ -8,7 +8,14 @@ import { parseConnectorUrl } from "../urls/server-url";
 import type { Principal } from "../users/model";
 import { sealContext } from "./sealing";
 import { decodeCursor, encodeCursor } from "./cursor";
-import { DEFAULT_PAGE_SIZE, type Connector, type ConnectorList, type CreateConnectorBody, type ListQuery, type ToolPolicy } from "./model";
+import {
+  DEFAULT_PAGE_SIZE,
+  type Connector,
+  type ConnectorList,
+  type CreateConnectorBody,
+  type ListQuery,
+  type ToolPolicy,
+} from "./model";
 import { checkToolPolicy } from "./tool-policy";
 import type { ConnectorRepository, ConnectorRow } from "./repository";
 
@@ -35,7 +42,10 @@ export function connectorView(row: ConnectorRow): Connector {
     metadata: row.metadata,
     // Checked when discovered (oauth/discovery.ts); one stored before that check is not shown rather than fail the listing.
     auth_request:
-      row.state === "auth_required" && row.authorization_url && /^https?:\/\//i.test(row.authorization_url) && URL.canParse(row.authorization_url)
+      row.state === "auth_required" &&
+      row.authorization_url &&
+      /^https?:\/\//i.test(row.authorization_url) &&
+      URL.canParse(row.authorization_url)
         ? { type: "code", authorization_url: row.authorization_url }
         : null,
     preset: row.preset_url,
@@ -74,7 +84,11 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     },
 
     /** PATCH's settings: `metadata` fields replace the stored ones (the others stay); `tool_policy` replaces the policy (null: none). */
-    async updateSettings(caller: Principal, id: string, settings: { metadata?: Metadata; tool_policy?: ToolPolicy | null }): Promise<Connector> {
+    async updateSettings(
+      caller: Principal,
+      id: string,
+      settings: { metadata?: Metadata; tool_policy?: ToolPolicy | null },
+    ): Promise<Connector> {
       const row = await owned(caller, id);
       if (settings.tool_policy) checkToolPolicy(settings.tool_policy);
       const written = await connectors.writeSettings(
@@ -133,7 +147,9 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         updated_at: now,
       };
       if (!(await connectors.insert(row, deps.maxPerUser))) {
-        throw new Conflict(`You have ${deps.maxPerUser} connectors, the most a user may have (CONNECTOR__MAX_PER_USER): delete one first`);
+        throw new Conflict(
+          `You have ${deps.maxPerUser} connectors, the most a user may have (CONNECTOR__MAX_PER_USER): delete one first`,
+        );
       }
       return connectorView(row);
     },

@@ -4,7 +4,14 @@ import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlit
 import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import type { Metadata } from "../presets/model";
 import { users, usersPg } from "../users/table";
-import { AUTH_METHODS, CONNECTOR_EVENT_TYPES, CONNECTOR_STATES, type ConnectorEventData, type ToolChange, type ToolPolicy } from "./model";
+import {
+  AUTH_METHODS,
+  CONNECTOR_EVENT_TYPES,
+  CONNECTOR_STATES,
+  type ConnectorEventData,
+  type ToolChange,
+  type ToolPolicy,
+} from "./model";
 
 export const connectors = sqliteTable(
   "connectors",
@@ -18,7 +25,10 @@ export const connectors = sqliteTable(
     /** How the proxy authenticates to the server once connected: stored headers, an OAuth grant, or nothing. */
     auth_method: text("auth_method", { enum: AUTH_METHODS }).notNull().default("none"),
     disconnect_reason: text("disconnect_reason"),
-    metadata: text("metadata", { mode: "json" }).$type<Metadata>().notNull().default(sql`'{}'`),
+    metadata: text("metadata", { mode: "json" })
+      .$type<Metadata>()
+      .notNull()
+      .default(sql`'{}'`),
     /** URL of the matched preset, as the preset spells it. */
     preset_url: text("preset_url"),
     client_id: text("client_id"),
@@ -56,7 +66,10 @@ export const connectorsPg = pgTable(
     state: pgText("state", { enum: CONNECTOR_STATES }).notNull(),
     auth_method: pgText("auth_method", { enum: AUTH_METHODS }).notNull().default("none"),
     disconnect_reason: pgText("disconnect_reason"),
-    metadata: jsonb("metadata").$type<Metadata>().notNull().default(sql`'{}'::jsonb`),
+    metadata: jsonb("metadata")
+      .$type<Metadata>()
+      .notNull()
+      .default(sql`'{}'::jsonb`),
     preset_url: pgText("preset_url"),
     client_id: pgText("client_id"),
     client_secret: pgText("client_secret"),

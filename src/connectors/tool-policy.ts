@@ -29,7 +29,8 @@ export function compileToolPolicy(policy: ToolPolicy): ToolView {
       const server = renamedFrom.get(name) ?? (Object.hasOwn(rename, name) ? undefined : name);
       return server !== undefined && visible(server) ? server : undefined;
     },
-    description: (name) => (policy.descriptions && Object.hasOwn(policy.descriptions, name) ? policy.descriptions[name] : undefined),
+    description: (name) =>
+      policy.descriptions && Object.hasOwn(policy.descriptions, name) ? policy.descriptions[name] : undefined,
   };
 }
 
@@ -39,13 +40,20 @@ export function checkToolPolicy(policy: ToolPolicy): void {
   const exposed = new Map<string, string>();
   for (const [server, name] of Object.entries(policy.rename ?? {})) {
     const other = exposed.get(name);
-    if (other !== undefined) throw invalidField("body.tool_policy.rename", `gives ${JSON.stringify(other)} and ${JSON.stringify(server)} the same name ${JSON.stringify(name)}`);
+    if (other !== undefined)
+      throw invalidField(
+        "body.tool_policy.rename",
+        `gives ${JSON.stringify(other)} and ${JSON.stringify(server)} the same name ${JSON.stringify(name)}`,
+      );
     exposed.set(name, server);
   }
   // A new name that is another tool's own (unrenamed) name would make calls ambiguous.
   for (const [name, server] of exposed) {
     if (name !== server && !Object.hasOwn(policy.rename ?? {}, name) && (policy.allow?.includes(name) ?? false)) {
-      throw invalidField("body.tool_policy.rename", `renames ${JSON.stringify(server)} to ${JSON.stringify(name)}, which another allowed tool is called`);
+      throw invalidField(
+        "body.tool_policy.rename",
+        `renames ${JSON.stringify(server)} to ${JSON.stringify(name)}, which another allowed tool is called`,
+      );
     }
   }
 }

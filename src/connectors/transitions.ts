@@ -40,9 +40,19 @@ export function createTransitions(deps: TransitionDeps) {
 
   /** The log line of a transition: ids, states and the reason, never a credential (the reason is the user's text). */
   function logged(from: ConnectorRow, to: ConnectorRow | undefined) {
-    const fields = { connector_id: from.id, owner_id: from.owner_id, from: from.state, to: to?.state ?? "deleted", auth_method: to?.auth_method ?? from.auth_method };
+    const fields = {
+      connector_id: from.id,
+      owner_id: from.owner_id,
+      from: from.state,
+      to: to?.state ?? "deleted",
+      auth_method: to?.auth_method ?? from.auth_method,
+    };
     if (to?.state === "disconnected") log.warn("connector disconnected", { ...fields, reason: to.disconnect_reason });
-    else log.info(to ? "connector state changed" : "connector deleted", to?.disconnect_reason ? { ...fields, reason: to.disconnect_reason } : fields);
+    else
+      log.info(
+        to ? "connector state changed" : "connector deleted",
+        to?.disconnect_reason ? { ...fields, reason: to.disconnect_reason } : fields,
+      );
   }
 
   async function write(row: ConnectorRow, columns: ConnectionColumns): Promise<ConnectorRow> {
@@ -83,7 +93,12 @@ export function createTransitions(deps: TransitionDeps) {
     },
 
     /** The user must open `authorizationUrl`; `reason` says why when the connector was connected before. */
-    async authRequired(row: ConnectorRow, authorizationUrl: string, redirectUrl: string | null, reason: string | null): Promise<ConnectorRow> {
+    async authRequired(
+      row: ConnectorRow,
+      authorizationUrl: string,
+      redirectUrl: string | null,
+      reason: string | null,
+    ): Promise<ConnectorRow> {
       const written = await write(row, {
         state: "auth_required",
         disconnect_reason: reason,
@@ -112,7 +127,12 @@ export function createTransitions(deps: TransitionDeps) {
     async disconnectIfConnected(id: string, reason: string): Promise<boolean> {
       const current = await connectors.findById(id);
       if (current?.state !== "connected") return false;
-      const written = await connectors.writeConnection(id, disconnectedColumns(reason, current.redirect_url), clock(), "connected");
+      const written = await connectors.writeConnection(
+        id,
+        disconnectedColumns(reason, current.redirect_url),
+        clock(),
+        "connected",
+      );
       if (written) {
         logged(current, written);
         await deps.ended(written);

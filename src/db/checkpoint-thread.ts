@@ -36,7 +36,12 @@ const programUrl = () => (program ??= URL.createObjectURL(new Blob([checkpointTh
  * Starts checkpointing `sqlite` (open on `path`, in WAL mode) from a thread; `onFailure` hears why the connection
  * checkpoints by itself again. `close()` ends the thread (before the connection closes, which checkpoints last).
  */
-export function startCheckpointThread(sqlite: Database, path: string, busyTimeoutMs: number, onFailure: (error: string) => void = () => undefined) {
+export function startCheckpointThread(
+  sqlite: Database,
+  path: string,
+  busyTimeoutMs: number,
+  onFailure: (error: string) => void = () => undefined,
+) {
   const thread = new Worker(programUrl()) as Thread;
   thread.unref();
   let closed: (() => void) | undefined;

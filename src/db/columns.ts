@@ -19,10 +19,8 @@ export const timestampsPg = {
  * A feature defines each table twice, once per dialect (the migrations are per dialect anyway); the repositories are
  * written once, so both must give rows of one type. `SameRow<typeof a, typeof b>` fails to compile when they do not.
  */
-export type SameRow<A extends { $inferSelect: unknown; $inferInsert: unknown }, B extends { $inferSelect: unknown; $inferInsert: unknown }> = Same<
-  A["$inferSelect"],
-  B["$inferSelect"]
-> extends true
-  ? Same<A["$inferInsert"], B["$inferInsert"]>
-  : never;
+export type SameRow<
+  A extends { $inferSelect: unknown; $inferInsert: unknown },
+  B extends { $inferSelect: unknown; $inferInsert: unknown },
+> = Same<A["$inferSelect"], B["$inferSelect"]> extends true ? Same<A["$inferInsert"], B["$inferInsert"]> : never;
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;

@@ -28,7 +28,8 @@ export function storageFailure(e: unknown): string | undefined {
     return undefined;
   }
   // Bun's PostgreSQL client: its own codes for the connection, the server's SQLSTATE in errno.
-  if (/^ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|TLS)/.test(code)) return "The service cannot reach its database now";
+  if (/^ERR_POSTGRES_(CONNECTION|IDLE_TIMEOUT|LIFETIME_TIMEOUT|TLS)/.test(code))
+    return "The service cannot reach its database now";
   if (code !== "ERR_POSTGRES_SERVER_ERROR" || typeof errno !== "string") return undefined;
   // [PostgreSQL Appendix A](https://www.postgresql.org/docs/current/errcodes-appendix.html): error code classes.
   if (errno === "53100") return "The service cannot store anything now: the database's disk is full";

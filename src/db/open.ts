@@ -11,5 +11,9 @@ export async function openStore(
   checkpointsStopped?: (error: string) => void,
 ): Promise<Store> {
   if (database.url) return openPostgresStore(database.url, { maxConnections: database.maxConnections });
-  return openSqliteStore(database.path, SQLITE_MIGRATIONS, database.checkpointThread !== false && { stopped: checkpointsStopped });
+  return openSqliteStore(
+    database.path,
+    SQLITE_MIGRATIONS,
+    database.checkpointThread !== false && { stopped: checkpointsStopped },
+  );
 }

@@ -63,7 +63,8 @@ function postgresStore(client: SQL, pg: BunSQLDatabase, applied: number): Postgr
       // Statement after statement, outside a transaction (a prepared statement runs on the pool): the insert is idempotent.
       return async (rows) => {
         let offset = 0;
-        for (; offset + ROWS_PER_STATEMENT <= rows.length; offset += ROWS_PER_STATEMENT) await many.execute(namedParams(rows, offset, ROWS_PER_STATEMENT));
+        for (; offset + ROWS_PER_STATEMENT <= rows.length; offset += ROWS_PER_STATEMENT)
+          await many.execute(namedParams(rows, offset, ROWS_PER_STATEMENT));
         for (; offset < rows.length; offset++) await one.execute(namedParams(rows, offset, 1));
       };
     },
@@ -84,14 +85,14 @@ async function migrate(client: SQL, pg: BunSQLDatabase, migrations: MigrationMet
     await session`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
     try {
       const [table] = await session`SELECT to_regclass('drizzle.__drizzle_migrations') AS name`;
-      const last = table?.name ? Number((await session`SELECT max(created_at) AS at FROM drizzle.__drizzle_migrations`)[0]?.at ?? 0) : null;
+      const last = table?.name
+        ? Number((await session`SELECT max(created_at) AS at FROM drizzle.__drizzle_migrations`)[0]?.at ?? 0)
+        : null;
       const pending = migrations.filter((m) => last === null || m.folderMillis > last).length;
       if (pending) {
-        await (pg as unknown as { dialect: { migrate(m: MigrationMeta[], s: unknown, c: object): Promise<void> }; session: unknown }).dialect.migrate(
-          migrations,
-          (pg as unknown as { session: unknown }).session,
-          {},
-        );
+        await (
+          pg as unknown as { dialect: { migrate(m: MigrationMeta[], s: unknown, c: object): Promise<void> }; session: unknown }
+        ).dialect.migrate(migrations, (pg as unknown as { session: unknown }).session, {});
       }
       return pending;
     } finally {

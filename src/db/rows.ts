@@ -14,7 +14,9 @@ const name = (column: string, row: number) => `${column}.${row}`;
 
 /** `count` rows of placeholders, one per column, named for their row: the values of a RowsQuery's insert. */
 export const rowPlaceholders = <C extends string>(columns: readonly C[], count: number) =>
-  Array.from({ length: count }, (_, row) => Object.fromEntries(columns.map((column) => [column, sql.placeholder(name(column, row))])));
+  Array.from({ length: count }, (_, row) =>
+    Object.fromEntries(columns.map((column) => [column, sql.placeholder(name(column, row))])),
+  );
 
 /** Named parameters for a prepared RowsQuery of `count` rows: the rows from `offset` on, keys suffixed by row. */
 export function namedParams(rows: Record<string, unknown>[], offset: number, count: number): Record<string, unknown> {
@@ -39,7 +41,11 @@ export function positionalParams(params: unknown[]): (rows: Record<string, unkno
     const dot = placeholder.name.lastIndexOf(".");
     const column = placeholder.name.slice(0, dot);
     const encoder = is(p, Param) ? p.encoder : undefined;
-    return { column, row: Number(placeholder.name.slice(dot + 1)), ...(encoder && { encode: (value: unknown) => encoder.mapToDriverValue(value) }) };
+    return {
+      column,
+      row: Number(placeholder.name.slice(dot + 1)),
+      ...(encoder && { encode: (value: unknown) => encoder.mapToDriverValue(value) }),
+    };
   });
   return (rows, offset) =>
     slots.map((slot) => {

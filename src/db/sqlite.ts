@@ -34,7 +34,8 @@ export function openSqliteStore(
   sqlite.exec("PRAGMA foreign_keys = ON");
   const db = drizzle({ client: sqlite });
   const applied = migrate(db, sqlite, migrations);
-  const checkpointer = path === ":memory:" || !checkpoints ? undefined : startCheckpointThread(sqlite, path, BUSY_TIMEOUT_MS, checkpoints.stopped);
+  const checkpointer =
+    path === ":memory:" || !checkpoints ? undefined : startCheckpointThread(sqlite, path, BUSY_TIMEOUT_MS, checkpoints.stopped);
   return {
     dialect: "sqlite",
     db,
@@ -66,7 +67,8 @@ export function openSqliteStore(
       const [many, one] = [statement(ROWS_PER_STATEMENT), statement(1)];
       const runAll = sqlite.transaction((rows: Record<string, unknown>[]) => {
         let offset = 0;
-        for (; offset + ROWS_PER_STATEMENT <= rows.length; offset += ROWS_PER_STATEMENT) many.run.run(...(many.values(rows, offset) as never[]));
+        for (; offset + ROWS_PER_STATEMENT <= rows.length; offset += ROWS_PER_STATEMENT)
+          many.run.run(...(many.values(rows, offset) as never[]));
         for (; offset < rows.length; offset++) one.run.run(...(one.values(rows, offset) as never[]));
       });
       return async (rows) => void runAll.immediate(rows);

@@ -43,7 +43,8 @@ export function createDeployments(deps: DeploymentsDeps) {
   const stdioOf = (row: ConnectorRow) => deps.presets.match(new URL(row.url))?.stdio;
 
   /** One log line per deployment started or stopped, with the connector and its owner (never its token). */
-  const started = (row: ConnectorRow, image: string, why: string) => deps.log.info("deployment started", { connector_id: row.id, owner_id: row.owner_id, image, why });
+  const started = (row: ConnectorRow, image: string, why: string) =>
+    deps.log.info("deployment started", { connector_id: row.id, owner_id: row.owner_id, image, why });
   const stopped = async (connectorId: string, why: string) => {
     await runtime.remove(connectorId);
     deps.log.info("deployment stopped", { connector_id: connectorId, why });
@@ -58,7 +59,11 @@ export function createDeployments(deps: DeploymentsDeps) {
     } catch (e) {
       if (e instanceof TooManyRequests) {
         // The owner's (or the service's) process cap is reached for now: not the server's fault; the next run retries.
-        deps.log.warn("deployment deferred: no process place free", { connector_id: row.id, owner_id: row.owner_id, reason: e.detail });
+        deps.log.warn("deployment deferred: no process place free", {
+          connector_id: row.id,
+          owner_id: row.owner_id,
+          reason: e.detail,
+        });
         return;
       }
       deps.log.warn("deployment failed to start", { connector_id: row.id, owner_id: row.owner_id, error: (e as Error).message });
@@ -85,14 +90,20 @@ export function createDeployments(deps: DeploymentsDeps) {
       if (refused) throw new Conflict(refused);
       const stdio = stdioOf(row);
       if (!stdio) {
-        throw new Conflict(`No preset with a stdio configuration matches ${row.url} any more: the service's CONNECTOR__PRESETS changed`);
+        throw new Conflict(
+          `No preset with a stdio configuration matches ${row.url} any more: the service's CONNECTOR__PRESETS changed`,
+        );
       }
       deploying.add(row.id);
       try {
         await runtime.deploy({ connectorId: row.id, ownerId: row.owner_id, stdio, accessToken });
         started(row, stdio.image, "connect");
       } catch (e) {
-        deps.log.warn("deployment failed to start", { connector_id: row.id, owner_id: row.owner_id, error: (e as Error).message });
+        deps.log.warn("deployment failed to start", {
+          connector_id: row.id,
+          owner_id: row.owner_id,
+          error: (e as Error).message,
+        });
         throw e;
       } finally {
         deploying.delete(row.id);
@@ -104,7 +115,8 @@ export function createDeployments(deps: DeploymentsDeps) {
       const wanted = await deps.connectors.connectedManaged();
       const wantedIds = new Set(wanted.map((r) => r.id));
       const existing = await runtime.list();
-      for (const id of existing.keys()) if (!wantedIds.has(id) && !deploying.has(id)) await stopped(id, "no connected connector wants it");
+      for (const id of existing.keys())
+        if (!wantedIds.has(id) && !deploying.has(id)) await stopped(id, "no connected connector wants it");
       for (const row of wanted) {
         if (deploying.has(row.id)) continue;
         if (refused) {
@@ -121,7 +133,9 @@ export function createDeployments(deps: DeploymentsDeps) {
 
     /** A connection ended: its deployment goes (in the background; a failure is logged, reconciliation retries). */
     remove(connectorId: string): void {
-      void stopped(connectorId, "its connection ended").catch((e) => deps.log.warn("could not remove a deployment", { connector_id: connectorId, error: (e as Error).message }));
+      void stopped(connectorId, "its connection ended").catch((e) =>
+        deps.log.warn("could not remove a deployment", { connector_id: connectorId, error: (e as Error).message }),
+      );
     },
   };
 }

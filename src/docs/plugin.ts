@@ -25,7 +25,11 @@ export const OWN_BODY = { "x-own-body": true } as const;
  */
 export const PROTOCOL_ERRORS = { "x-own-body": true, "x-protocol-errors": true } as const;
 
-type Response = { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: { title?: string } }> };
+type Response = {
+  description?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema?: { title?: string } }>;
+};
 type Operation = {
   requestBody?: { required?: boolean };
   security?: unknown[];
@@ -68,7 +72,8 @@ function finishDocument(document: Document) {
     for (const operation of Object.values(item)) {
       const responses = (operation.responses ??= {});
       const add = (common: Record<number, Response>) => {
-        for (const [status, response] of Object.entries(common)) responses[status] ??= { ...response, content: { "application/json": { schema: Problem } } };
+        for (const [status, response] of Object.entries(common))
+          responses[status] ??= { ...response, content: { "application/json": { schema: Problem } } };
       };
       if (operation.security?.length) add(COMMON.authenticated);
       if (operation.requestBody && !operation["x-protocol-errors"]) {
@@ -84,60 +89,76 @@ function finishDocument(document: Document) {
         if (json && json.schema?.title === Problem.title) response.content = { [PROBLEM_CONTENT_TYPE]: json };
         // A page of HTML (a string schema that says so) is text/html, not the generator's text/plain.
         const text = response.content?.["text/plain"];
-        if (text && (text.schema as { contentMediaType?: string } | undefined)?.contentMediaType === "text/html") response.content = { "text/html": text };
+        if (text && (text.schema as { contentMediaType?: string } | undefined)?.contentMediaType === "text/html")
+          response.content = { "text/html": text };
       }
       // A query parameter checked as a string of digits is shown as the integer it means.
       for (const parameter of operation.parameters ?? []) {
         const integer = parameter.schema?.["x-integer"];
-        if (integer) parameter.schema = { type: "integer", ...integer, ...(parameter.schema!.description !== undefined && { description: parameter.schema!.description }) };
+        if (integer)
+          parameter.schema = {
+            type: "integer",
+            ...integer,
+            ...(parameter.schema!.description !== undefined && { description: parameter.schema!.description }),
+          };
       }
     }
   }
 }
 
 /** What every answer of /docs carries: its policy, and no guessing of types from content. */
-const SECURITY_HEADERS = { "content-security-policy": DOCS_CSP, "x-frame-options": "DENY", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" };
+const SECURITY_HEADERS = {
+  "content-security-policy": DOCS_CSP,
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
 
 export function docsPlugin(version: string) {
   const asset = (path: string, type: string) => () =>
     new Response(Bun.file(path), { headers: { "content-type": type, "cache-control": YEAR, ...SECURITY_HEADERS } });
-  const text = (body: string, type: string, cache = YEAR) => () => new Response(body, { headers: { "content-type": type, "cache-control": cache, ...SECURITY_HEADERS } });
-  return new Elysia({ name: "docs" })
-    .onAfterHandle({ as: "global" }, ({ path, response, set }) => {
-      if (path !== SPEC_PATH) return;
-      set.headers["x-content-type-options"] = "nosniff";
-      if (response && typeof response === "object") finishDocument(response as Document);
-    })
-    .use(
-      openapi({
-        path: "/docs",
-        specPath: SPEC_PATH,
-        // The page is docs/page.ts's: the plugin's would start Swagger UI from an inline script.
-        provider: null,
-        openapiVersion: "3.1.0",
-        // staticFile: false, or every path with a dot (the agent card's .well-known one) would be left out.
-        exclude: { paths: [/^\/docs/, SPEC_PATH], staticFile: false },
-        documentation: {
-          info: {
-            title: "connector-service",
-            version,
-            description:
-              "Stores MCP server URLs, authorizes to them (OAuth 2.1 or headers), keeps their credentials sealed and proxies MCP Streamable HTTP; runs stdio MCP servers; serves A2A agent cards. Authenticate with HTTP Basic or a Bearer API token.",
-          },
-          components: {
-            securitySchemes: {
-              basic: { type: "http", scheme: "basic" },
-              bearer: { type: "http", scheme: "bearer", description: "An API token from POST /api/v1/tokens" },
+  const text =
+    (body: string, type: string, cache = YEAR) =>
+    () =>
+      new Response(body, { headers: { "content-type": type, "cache-control": cache, ...SECURITY_HEADERS } });
+  return (
+    new Elysia({ name: "docs" })
+      .onAfterHandle({ as: "global" }, ({ path, response, set }) => {
+        if (path !== SPEC_PATH) return;
+        set.headers["x-content-type-options"] = "nosniff";
+        if (response && typeof response === "object") finishDocument(response as Document);
+      })
+      .use(
+        openapi({
+          path: "/docs",
+          specPath: SPEC_PATH,
+          // The page is docs/page.ts's: the plugin's would start Swagger UI from an inline script.
+          provider: null,
+          openapiVersion: "3.1.0",
+          // staticFile: false, or every path with a dot (the agent card's .well-known one) would be left out.
+          exclude: { paths: [/^\/docs/, SPEC_PATH], staticFile: false },
+          documentation: {
+            info: {
+              title: "connector-service",
+              version,
+              description:
+                "Stores MCP server URLs, authorizes to them (OAuth 2.1 or headers), keeps their credentials sealed and proxies MCP Streamable HTTP; runs stdio MCP servers; serves A2A agent cards. Authenticate with HTTP Basic or a Bearer API token.",
+            },
+            components: {
+              securitySchemes: {
+                basic: { type: "http", scheme: "basic" },
+                bearer: { type: "http", scheme: "bearer", description: "An API token from POST /api/v1/tokens" },
+              },
             },
           },
-        },
-      }),
-    )
-    // Revalidated, not cached for a year: a new binary's page must not be mixed with an old one's assets.
-    .get("/docs", text(DOCS_HTML, "text/html; charset=utf-8", "no-cache"), { detail: { hide: true } })
-    .get(`${ASSETS}/docs.js`, text(DOCS_JS, "text/javascript; charset=utf-8", "no-cache"), { detail: { hide: true } })
-    .get(`${ASSETS}/docs.css`, text(DOCS_CSS, "text/css; charset=utf-8", "no-cache"), { detail: { hide: true } })
-    .get(`${ASSETS}/swagger-ui-bundle.js`, asset(bundle, "text/javascript; charset=utf-8"), { detail: { hide: true } })
-    .get(`${ASSETS}/swagger-ui.css`, asset(css, "text/css; charset=utf-8"), { detail: { hide: true } })
-    .get("/favicon.ico", asset(favicon, "image/png"), { detail: { hide: true } });
+        }),
+      )
+      // Revalidated, not cached for a year: a new binary's page must not be mixed with an old one's assets.
+      .get("/docs", text(DOCS_HTML, "text/html; charset=utf-8", "no-cache"), { detail: { hide: true } })
+      .get(`${ASSETS}/docs.js`, text(DOCS_JS, "text/javascript; charset=utf-8", "no-cache"), { detail: { hide: true } })
+      .get(`${ASSETS}/docs.css`, text(DOCS_CSS, "text/css; charset=utf-8", "no-cache"), { detail: { hide: true } })
+      .get(`${ASSETS}/swagger-ui-bundle.js`, asset(bundle, "text/javascript; charset=utf-8"), { detail: { hide: true } })
+      .get(`${ASSETS}/swagger-ui.css`, asset(css, "text/css; charset=utf-8"), { detail: { hide: true } })
+      .get("/favicon.ico", asset(favicon, "image/png"), { detail: { hide: true } })
+  );
 }

@@ -13,7 +13,8 @@ export const MAX_EVENT_STREAMS_PER_USER = 20;
 
 const encoder = new TextEncoder();
 /** [HTML §9.2.6](https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation): one event, its id for Last-Event-ID. */
-const frame = (event: ConnectorEventRow) => encoder.encode(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`);
+const frame = (event: ConnectorEventRow) =>
+  encoder.encode(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`);
 
 export type EventStreamDeps = {
   feed: EventFeed;
@@ -33,7 +34,11 @@ export function createEventStreams({ feed, repository, watch, heartbeatMs = HEAR
 
   return function stream(caller: Principal, credential: StreamCredential, lastEventId: string | null): Response {
     const count = open.get(caller.id) ?? 0;
-    if (count >= MAX_EVENT_STREAMS_PER_USER) throw new TooManyRequests(`You have ${MAX_EVENT_STREAMS_PER_USER} event streams open, the most a user may have: close one`, 5);
+    if (count >= MAX_EVENT_STREAMS_PER_USER)
+      throw new TooManyRequests(
+        `You have ${MAX_EVENT_STREAMS_PER_USER} event streams open, the most a user may have: close one`,
+        5,
+      );
     open.set(caller.id, count + 1);
     const visible = (event: ConnectorEventRow) => caller.role === "admin" || event.owner_id === caller.id;
     const resumeFrom = lastEventId !== null && /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : undefined;
@@ -89,10 +94,18 @@ export function createEventStreams({ feed, repository, watch, heartbeatMs = HEAR
           const { oldest } = await repository.eventBounds();
           if (resumeFrom < oldest - 1) {
             // Older than what is kept: the client cannot catch up event by event.
-            enqueue(encoder.encode(`event: reset\ndata: {"reason":"events after ${resumeFrom} are no longer kept: reload the list"}\n\n`));
+            enqueue(
+              encoder.encode(
+                `event: reset\ndata: {"reason":"events after ${resumeFrom} are no longer kept: reload the list"}\n\n`,
+              ),
+            );
           } else {
             after = Math.min(resumeFrom, live);
-            for (let rows = await repository.eventsAfter(after, 500); rows.length > 0 && after < live; rows = await repository.eventsAfter(after, 500)) {
+            for (
+              let rows = await repository.eventsAfter(after, 500);
+              rows.length > 0 && after < live;
+              rows = await repository.eventsAfter(after, 500)
+            ) {
               for (const row of rows) if (row.id <= live) pass(row);
               if (rows.at(-1)!.id >= live) break;
             }

@@ -67,7 +67,12 @@ export function createWebhooks(deps: WebhookDeps) {
     try {
       const response = await deps.fetch(url, {
         method: "POST",
-        headers: { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(timestamp), "webhook-signature": signWebhook(deps.key, id, timestamp, body) },
+        headers: {
+          "content-type": "application/json",
+          "webhook-id": id,
+          "webhook-timestamp": String(timestamp),
+          "webhook-signature": signWebhook(deps.key, id, timestamp, body),
+        },
         body,
         redirect: "manual",
         signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
@@ -98,7 +103,12 @@ export function createWebhooks(deps: WebhookDeps) {
           Object.assign(cursor, { last_event_id: event.id, attempts: 0, next_attempt_at: 0 });
         } else {
           cursor.next_attempt_at = clock() + webhookBackoffMs(cursor.attempts);
-          log.warn("a webhook delivery failed; it will be retried", { url, event_id: event.id, attempts: cursor.attempts, error: failure });
+          log.warn("a webhook delivery failed; it will be retried", {
+            url,
+            event_id: event.id,
+            attempts: cursor.attempts,
+            error: failure,
+          });
         }
         await save(cursor);
         break;
@@ -109,15 +119,20 @@ export function createWebhooks(deps: WebhookDeps) {
   /** Runs again when the earliest retry is due (the scheduler's tick is the fallback). */
   function schedule(inMs: number) {
     if (retry) return;
-    retry = setTimeout(() => {
-      retry = undefined;
-      void deliver();
-    }, Math.max(inMs, 10));
+    retry = setTimeout(
+      () => {
+        retry = undefined;
+        void deliver();
+      },
+      Math.max(inMs, 10),
+    );
     retry.unref?.();
   }
 
   // A URL's position is fixed when the service starts with it, before anything happens that it should hear of.
-  const started = Promise.all(deps.urls.map(cursorOf)).catch((e) => log.warn("webhook positions could not be read yet", { error: (e as Error).message }));
+  const started = Promise.all(deps.urls.map(cursorOf)).catch((e) =>
+    log.warn("webhook positions could not be read yet", { error: (e as Error).message }),
+  );
 
   /** Delivers what is due to every URL; a call while delivering makes it go round once more. */
   function deliver(): Promise<void> {

@@ -54,7 +54,14 @@ export const CRASH_LOOP_STARTS = 3;
  * A new session (an `initialize` without Mcp-Session-Id) starts its own server process; later requests
  * name their session; DELETE, or the process exiting, ends it. The number of processes is bounded.
  */
-export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = IDLE_SESSION_MS, token, admit }: GatewayOptions): SessionGateway {
+export function createGateway({
+  stdio,
+  log,
+  maxSessions = 64,
+  idleSessionMs = IDLE_SESSION_MS,
+  token,
+  admit,
+}: GatewayOptions): SessionGateway {
   const sessions = new Map<string, GatewaySession>();
   const pending = new Set<GatewaySession>();
   // Consecutive sessions whose server could not start, and why the last one could not: the deployment's health.
@@ -64,10 +71,14 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = ID
     failedStarts++;
     lastFailure = why;
   };
-  const stopSweep = sweepIdleSessions(() => sessions.values(), idleSessionMs, (session) => {
-    log.info("closing an idle session", { session: session.transport.sessionId, pid: session.pid() });
-    void session.close();
-  });
+  const stopSweep = sweepIdleSessions(
+    () => sessions.values(),
+    idleSessionMs,
+    (session) => {
+      log.info("closing an idle session", { session: session.transport.sessionId, pid: session.pid() });
+      void session.close();
+    },
+  );
 
   async function mcp(request: Request): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
@@ -83,7 +94,8 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = ID
     const body = await readPostBody(request);
     if (body === undefined) return jsonRpcError(415, "Unsupported Media Type: Content-Type must be application/json");
     if ("refused" in body) return body.refused;
-    if (!startsSession(body.parsed)) return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required (only an initialize request starts a session)");
+    if (!startsSession(body.parsed))
+      return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required (only an initialize request starts a session)");
     if (sessions.size + pending.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
     let release: (() => void) | undefined;
     try {
@@ -137,7 +149,10 @@ export function createGateway({ stdio, log, maxSessions = 64, idleSessionMs = ID
     health: () =>
       failedStarts < CRASH_LOOP_STARTS
         ? { ready: true }
-        : { ready: false, reason: `the server exited before answering in ${failedStarts} sessions in a row (last: ${lastFailure})` },
+        : {
+            ready: false,
+            reason: `the server exited before answering in ${failedStarts} sessions in a row (last: ${lastFailure})`,
+          },
     async close() {
       stopSweep();
       await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()));

@@ -84,6 +84,7 @@ async function jsonExchange(
   await exchange.start();
   const response = await exchange.handleRequest(request, { parsedBody: parsed });
   // The session's transport names the session on every answer; this one does too.
-  if (sessionId !== undefined && response.headers.get("content-type")?.startsWith("application/json")) response.headers.set("mcp-session-id", sessionId);
+  if (sessionId !== undefined && response.headers.get("content-type")?.startsWith("application/json"))
+    response.headers.set("mcp-session-id", sessionId);
   return response;
 }

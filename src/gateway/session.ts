@@ -23,8 +23,9 @@ export type GatewaySession = {
 };
 
 type ProgressToken = string | number;
-const isRequest = (m: JSONRPCMessage): m is JSONRPCMessage & { id: string | number; method: string; params?: Record<string, unknown> } =>
-  "method" in m && "id" in m;
+const isRequest = (
+  m: JSONRPCMessage,
+): m is JSONRPCMessage & { id: string | number; method: string; params?: Record<string, unknown> } => "method" in m && "id" in m;
 
 /** A result or an error: the answer to a request, by its id. */
 const answerId = (m: JSONRPCMessage): string | number | undefined => ("id" in m && !("method" in m) ? m.id : undefined);
@@ -69,7 +70,8 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
   };
   /** Every request still waiting gets an error answer instead of silence (written before the transports close). */
   const answerUnanswered = (why: string) => {
-    for (const id of [...unanswered.keys()]) void toClient({ jsonrpc: "2.0", id, error: { code: GATEWAY_ERROR, message: why } }).catch(() => undefined);
+    for (const id of [...unanswered.keys()])
+      void toClient({ jsonrpc: "2.0", id, error: { code: GATEWAY_ERROR, message: why } }).catch(() => undefined);
   };
   let closing: Promise<void> | undefined;
   let answered = false;

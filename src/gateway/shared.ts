@@ -38,7 +38,14 @@ export type SharedGatewayOptions = {
   idleSessionMs?: number;
 };
 
-export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token, maxSessions = 1000, idleSessionMs = IDLE_SESSION_MS }: SharedGatewayOptions): Gateway & {
+export function createSharedGateway({
+  server,
+  log,
+  initTimeoutMs = 60_000,
+  token,
+  maxSessions = 1000,
+  idleSessionMs = IDLE_SESSION_MS,
+}: SharedGatewayOptions): Gateway & {
   /** Resolves once the server answered initialize; rejects if it does not. */
   ready(): Promise<void>;
   /** Resolves when the server's stdio is gone (the gateway is then of no use). */
@@ -68,7 +75,9 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
   function answerWaiting(which: (route: Route) => boolean, why: string) {
     for (const route of routes.values()) {
       if (!which(route) || route.via === route.session.transport) continue;
-      void route.via.send({ jsonrpc: "2.0", id: route.id, error: { code: GATEWAY_ERROR, message: why } } as JSONRPCMessage).catch(() => undefined);
+      void route.via
+        .send({ jsonrpc: "2.0", id: route.id, error: { code: GATEWAY_ERROR, message: why } } as JSONRPCMessage)
+        .catch(() => undefined);
     }
   }
 
@@ -82,7 +91,8 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
     if (message.method === "notifications/cancelled") {
       const original = (message.params as { requestId?: Id }).requestId;
       for (const [global, route] of routes) {
-        if (route.session === session && route.id === original) void server.send({ ...message, params: { ...message.params, requestId: global } } as JSONRPCMessage);
+        if (route.session === session && route.id === original)
+          void server.send({ ...message, params: { ...message.params, requestId: global } } as JSONRPCMessage);
       }
       return;
     }
@@ -122,12 +132,21 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
     }
     if (message.method === "notifications/progress") {
       const p = progress.get(String((message.params as { progressToken: Id }).progressToken));
-      if (p) void p.session.transport.send({ ...message, params: { ...message.params, progressToken: p.token } } as JSONRPCMessage, { relatedRequestId: p.request }).catch(() => undefined);
+      if (p)
+        void p.session.transport
+          .send({ ...message, params: { ...message.params, progressToken: p.token } } as JSONRPCMessage, {
+            relatedRequestId: p.request,
+          })
+          .catch(() => undefined);
       return;
     }
     if (message.method !== undefined && message.id !== undefined) {
       // A request from the server (sampling, elicitation, roots): no client capability was declared.
-      void server.send({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "The gateway serves several clients and forwards no requests to them" } } as JSONRPCMessage);
+      void server.send({
+        jsonrpc: "2.0",
+        id: message.id,
+        error: { code: -32601, message: "The gateway serves several clients and forwards no requests to them" },
+      } as JSONRPCMessage);
       return;
     }
     for (const session of sessions.values()) void session.transport.send(message).catch(() => undefined);
@@ -142,12 +161,19 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
 
   async function initialize() {
     await server.start();
-    const timer = setTimeout(() => rejectReady(new Error(`no answer to initialize within ${initTimeoutMs / 1000} s`)), initTimeoutMs);
+    const timer = setTimeout(
+      () => rejectReady(new Error(`no answer to initialize within ${initTimeoutMs / 1000} s`)),
+      initTimeoutMs,
+    );
     await server.send({
       jsonrpc: "2.0",
       id: INIT_ID,
       method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "connector-service-gateway", version: VERSION } },
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "connector-service-gateway", version: VERSION },
+      },
     });
     await readyPromise.finally(() => clearTimeout(timer));
   }
@@ -165,7 +191,11 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
       return answerInSession(request, session.transport, (message, via) => fromClient(session, message as Message, via));
     }
     if (sessions.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
-    const session: Session = { id: "", transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() }), lastActive: Date.now() };
+    const session: Session = {
+      id: "",
+      transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() }),
+      lastActive: Date.now(),
+    };
     session.transport.onmessage = (message) => fromClient(session, message as Message);
     session.transport.onclose = () => {
       sessions.delete(session.id);
@@ -174,7 +204,14 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
         if (route.session !== session) continue;
         routes.delete(global);
         // (When the server itself went away, there is no one to tell.)
-        if (!closed) void server.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: global, reason: "The client's session ended" } }).catch(() => undefined);
+        if (!closed)
+          void server
+            .send({
+              jsonrpc: "2.0",
+              method: "notifications/cancelled",
+              params: { requestId: global, reason: "The client's session ended" },
+            })
+            .catch(() => undefined);
       }
     };
     await session.transport.start();
@@ -186,10 +223,14 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
     return response;
   }
 
-  const stopSweep = sweepIdleSessions(() => sessions.values(), idleSessionMs, (session) => {
-    log.info("closing an idle session", { session: session.id });
-    void session.transport.close();
-  });
+  const stopSweep = sweepIdleSessions(
+    () => sessions.values(),
+    idleSessionMs,
+    (session) => {
+      log.info("closing an idle session", { session: session.id });
+      void session.transport.close();
+    },
+  );
 
   const shared = {
     ready: () => readyPromise,
@@ -197,7 +238,9 @@ export function createSharedGateway({ server, log, initTimeoutMs = 60_000, token
     async fetch(request: Request) {
       const { pathname } = new URL(request.url);
       if (pathname === "/healthz") {
-        return initResult && !closed ? Response.json({ status: "ok", sessions: sessions.size }) : Response.json({ status: "starting" }, { status: 503 });
+        return initResult && !closed
+          ? Response.json({ status: "ok", sessions: sessions.size })
+          : Response.json({ status: "starting" }, { status: 503 });
       }
       if (pathname === "/mcp") return refuseWithoutToken(request, token) ?? mcp(request);
       return new Response("Not Found", { status: 404 });

@@ -12,7 +12,13 @@ async function databaseAnswers(store: { ping(): Promise<void> }): Promise<boolea
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), DATABASE_PING_TIMEOUT_MS)));
   try {
-    return await Promise.race([store.ping().then(() => true, () => false), timeout]);
+    return await Promise.race([
+      store.ping().then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }

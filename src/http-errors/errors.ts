@@ -141,8 +141,7 @@ export const bodyTooLarge = (limit: number, setting: string) =>
   new PayloadTooLarge(`The request body is larger than ${limit} bytes (${setting})`);
 
 /** One field's problem as a 422. */
-export const invalidField = (field: string, detail: string) =>
-  new ValidationFailed(`${field}: ${detail}`, [{ field, detail }]);
+export const invalidField = (field: string, detail: string) => new ValidationFailed(`${field}: ${detail}`, [{ field, detail }]);
 
 /** The upstream MCP server refused the credentials the caller supplied (connect with headers). */
 export class UpstreamRejectedCredentials extends AppError {

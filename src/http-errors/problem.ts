@@ -5,7 +5,14 @@ import { AppError, Internal, StorageUnavailable, ValidationFailed, type FieldErr
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 /** [RFC 9457 §3](https://www.rfc-editor.org/rfc/rfc9457#section-3) problem details, plus `errors` naming the offending fields of a 4xx. */
-export type ProblemDocument = { type: string; title: string; status: number; detail: string; instance?: string; errors?: FieldError[] };
+export type ProblemDocument = {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance?: string;
+  errors?: FieldError[];
+};
 
 /** Problem types are relative URIs under the service ([RFC 9457 §3.1.1](https://www.rfc-editor.org/rfc/rfc9457#section-3.1.1) allows relative references). */
 export const problemType = (slug: string) => `/problems/${slug}`;
@@ -55,7 +62,13 @@ export function errorResponse(error: unknown, log: Logger, requestId?: string): 
 function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof Error) {
     const { code, errno } = error as { code?: unknown; errno?: unknown };
-    return { name: error.name, message: error.message, ...(code !== undefined && { code }), ...(errno !== undefined && { errno }), stack: error.stack };
+    return {
+      name: error.name,
+      message: error.message,
+      ...(code !== undefined && { code }),
+      ...(errno !== undefined && { errno }),
+      stack: error.stack,
+    };
   }
   return { value: String(error) };
 }

@@ -41,7 +41,9 @@ export function createCors(allowedOrigins: readonly string[]): Cors {
     preflight(request, methods) {
       const origin = allowOrigin(request);
       if (origin === undefined) {
-        const why = request.headers.has("origin") ? "This origin is not allowed (CORS__ALLOWED_ORIGINS)" : "A CORS preflight needs an Origin header";
+        const why = request.headers.has("origin")
+          ? "This origin is not allowed (CORS__ALLOWED_ORIGINS)"
+          : "A CORS preflight needs an Origin header";
         return problemResponse(new Forbidden(why));
       }
       const headers = new Headers({

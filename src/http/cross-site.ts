@@ -60,15 +60,26 @@ export function crossSiteRefusal(request: Request, publicOrigin: string, known?:
   if (kind === "cross-origin") {
     const basic = /^basic\s/i.test(request.headers.get("authorization") ?? "");
     return foreign && basic
-      ? new Forbidden("A request from another site may not use HTTP Basic credentials (a browser sends those by itself): send a Bearer token")
+      ? new Forbidden(
+          "A request from another site may not use HTTP Basic credentials (a browser sends those by itself): send a Bearer token",
+        )
       : undefined;
   }
   if (foreign) {
     const from = request.headers.get("origin")?.slice(0, 200) ?? "another site";
-    return new Forbidden(`A change from a page of ${from} is refused, whatever its credentials: make it from this service's own pages, or from a program`);
+    return new Forbidden(
+      `A change from a page of ${from} is refused, whatever its credentials: make it from this service's own pages, or from a program`,
+    );
   }
-  if (kind === "api" && WITH_BODY.has(request.method) && !provenSameOrigin(request, publicOrigin) && !JSON_TYPE.test(request.headers.get("content-type") ?? "")) {
-    return new UnsupportedMediaType(`${request.method} here needs Content-Type: application/json, even without a body (an HTML form cannot send it)`);
+  if (
+    kind === "api" &&
+    WITH_BODY.has(request.method) &&
+    !provenSameOrigin(request, publicOrigin) &&
+    !JSON_TYPE.test(request.headers.get("content-type") ?? "")
+  ) {
+    return new UnsupportedMediaType(
+      `${request.method} here needs Content-Type: application/json, even without a body (an HTML form cannot send it)`,
+    );
   }
   return undefined;
 }

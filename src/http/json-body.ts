@@ -31,7 +31,9 @@ export function apiBodyPlugin({ maxBytes, authenticate }: ApiBodyOptions) {
     const declared = request.headers.get("content-length");
     if (!JSON_TYPE.test(contentType)) {
       if (request.body === null || declared === "0") return {};
-      throw new UnsupportedMediaType(`The API takes JSON: send the body with Content-Type: application/json${contentType ? ` (not ${contentType.split(";")[0]})` : ""}`);
+      throw new UnsupportedMediaType(
+        `The API takes JSON: send the body with Content-Type: application/json${contentType ? ` (not ${contentType.split(";")[0]})` : ""}`,
+      );
     }
     const bytes = await readRequestCapped(request, maxBytes);
     if (!bytes) throw tooLarge();
@@ -53,7 +55,10 @@ export function apiBodyPlugin({ maxBytes, authenticate }: ApiBodyOptions) {
   };
   // "application/json" after the parser is for the OpenAPI document (the parser always answers, so Elysia's own
   // JSON parser never runs): it shows each route's body schema as JSON, the schema that validates it.
-  return new Elysia({ name: "api-body", seed: [maxBytes, authenticate ? "authenticated" : "anonymous"] }).guard({ as: "scoped", parse: [parse, "application/json"] });
+  return new Elysia({ name: "api-body", seed: [maxBytes, authenticate ? "authenticated" : "anonymous"] }).guard({
+    as: "scoped",
+    parse: [parse, "application/json"],
+  });
 }
 export type ApiBodyPlugin = ReturnType<typeof apiBodyPlugin>;
 
@@ -67,7 +72,8 @@ export function nestingExceeds(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: the next character is escaped
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {

@@ -14,7 +14,8 @@ export function problemPlugin(log: Logger, requestIds: RequestIds) {
     const response = errorResponse(asAppError(code, error, request), log, requestIds.get(request));
     // A browser (a page's fetch, or a navigation) gets a challenge it does not prompt for, so it never asks for and
     // caches a Basic credential (cross-site.ts; [RFC 7235 §4.1](https://www.rfc-editor.org/rfc/rfc7235#section-4.1) wants a challenge, not which).
-    if (response.status === 401 && fromBrowser(request)) response.headers.set("www-authenticate", 'Bearer realm="connector-service"');
+    if (response.status === 401 && fromBrowser(request))
+      response.headers.set("www-authenticate", 'Bearer realm="connector-service"');
     return response;
   });
 }
@@ -27,7 +28,10 @@ function asAppError(code: string | number, error: unknown, request: Request): un
   }
   if (code === "VALIDATION" && error instanceof ValidationError) {
     const errors = validationErrors(error);
-    return new ValidationFailed(errors.map((e) => `${e.field}: ${e.detail}`).join("; ") || "The request does not match the schema", errors);
+    return new ValidationFailed(
+      errors.map((e) => `${e.field}: ${e.detail}`).join("; ") || "The request does not match the schema",
+      errors,
+    );
   }
   if (code === "NOT_FOUND") {
     // [RFC 9110 §9.3.6](https://www.rfc-editor.org/rfc/rfc9110#section-9.3.6): CONNECT asks for a tunnel; its target is an authority, not a path.

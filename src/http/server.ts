@@ -7,7 +7,12 @@ import { assignRequestId, type RequestIds } from "./request-id";
 
 export type Fetch = (request: Request) => Response | Promise<Response>;
 /** Bun's native routes (`path` → method → handler) served ahead of `fetch`. */
-export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "DELETE" | "OPTIONS", (request: Request & { params: Record<string, string> }) => Promise<Response>>>>;
+export type NativeRoutes = Record<
+  string,
+  Partial<
+    Record<"GET" | "POST" | "DELETE" | "OPTIONS", (request: Request & { params: Record<string, string> }) => Promise<Response>>
+  >
+>;
 
 /** A certificate chain and its private key (PEM), read and checked by `readTlsCertificate`. */
 export type TlsCertificate = {
@@ -40,7 +45,14 @@ export function readTlsCertificate(files: { certFile: string; keyFile: string })
       return readFileSync(path, "utf8");
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      const why = code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : code === "EISDIR" ? "is a directory" : (e as Error).message;
+      const why =
+        code === "ENOENT"
+          ? "no such file"
+          : code === "EACCES"
+            ? "permission denied"
+            : code === "EISDIR"
+              ? "is a directory"
+              : (e as Error).message;
       throw new TlsFileError(file, `cannot read ${path}: ${why}`);
     }
   };
@@ -174,7 +186,10 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
         timer = setTimeout(() => resolve("forced"), timeoutMs);
       });
       const current = server;
-      const outcome = await Promise.race([Promise.all([current.stop(false), ...draining.values()]).then(() => "drained" as const), forced]);
+      const outcome = await Promise.race([
+        Promise.all([current.stop(false), ...draining.values()]).then(() => "drained" as const),
+        forced,
+      ]);
       clearTimeout(timer);
       if (outcome === "forced") {
         log.warn("shutdown timeout: closing the connections still open");

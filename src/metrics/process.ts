@@ -16,7 +16,12 @@ export function registerProcessMetrics(registry: Registry, build: { version: str
   });
   // The wall-clock time the process started (performance's origin), not the services' injectable clock.
   const started = performance.timeOrigin / 1000;
-  registry.sampled("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds", "gauge", () => started);
+  registry.sampled(
+    "process_start_time_seconds",
+    "Start time of the process since the Unix epoch, in seconds",
+    "gauge",
+    () => started,
+  );
   // Linux only; elsewhere the metric is left out rather than shown as a made-up value.
   if (existsSync(FD_DIR)) {
     registry.sampled("process_open_fds", "Open file descriptors", "gauge", () => {
@@ -28,5 +33,8 @@ export function registerProcessMetrics(registry: Registry, build: { version: str
       }
     });
   }
-  registry.info("connector_service_build_info", "The running version of connector-service and of Bun, as labels (always 1)", { version: build.version, bun: Bun.version });
+  registry.info("connector_service_build_info", "The running version of connector-service and of Bun, as labels (always 1)", {
+    version: build.version,
+    bun: Bun.version,
+  });
 }

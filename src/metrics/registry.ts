@@ -49,7 +49,13 @@ export function createRegistry() {
      * A gauge whose values are read when scraped (e.g. connectors by state, from the database). Every label value in
      * `always` is shown, at 0 when `read` has none: a series that comes and goes reads as missing data, not as zero.
      */
-    gauge(name: string, help: string, label: string, read: () => Promise<[string, number][]>, always: readonly string[] = []): void {
+    gauge(
+      name: string,
+      help: string,
+      label: string,
+      read: () => Promise<[string, number][]>,
+      always: readonly string[] = [],
+    ): void {
       metrics.push({
         name,
         help,
@@ -77,7 +83,9 @@ export function createRegistry() {
 
     /** A constant 1 whose labels say what runs (`…_build_info`, the Prometheus convention for versions). */
     info(name: string, help: string, labels: Record<string, string>): void {
-      const line = `${name}{${Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`).join(",")}} 1`;
+      const line = `${name}{${Object.entries(labels)
+        .map(([k, v]) => `${k}="${escape(v)}"`)
+        .join(",")}} 1`;
       metrics.push({ name, help, type: "gauge", render: () => [line] });
     },
 
@@ -106,7 +114,9 @@ export function createRegistry() {
     },
 
     async render(): Promise<string> {
-      const blocks = await Promise.all(metrics.map(async (m) => [`# HELP ${m.name} ${m.help}`, `# TYPE ${m.name} ${m.type}`, ...(await m.render())]));
+      const blocks = await Promise.all(
+        metrics.map(async (m) => [`# HELP ${m.name} ${m.help}`, `# TYPE ${m.name} ${m.type}`, ...(await m.render())]),
+      );
       return `${blocks.flat().join("\n")}\n`;
     },
   };

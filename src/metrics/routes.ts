@@ -21,8 +21,10 @@ export function metricsRoutes(registry: Registry, options: MetricsRouteOptions) 
     async ({ request }) => {
       // Before any work: a refused scrape reads nothing, not even the database.
       const why = refused(request.headers.get("authorization"));
-      if (why === "missing") throw options.refuse("This service's metrics need METRICS__TOKEN as a bearer token", METRICS_CHALLENGE);
-      if (why === "wrong") throw options.refuse("The bearer token is not METRICS__TOKEN", `${METRICS_CHALLENGE}, error="invalid_token"`);
+      if (why === "missing")
+        throw options.refuse("This service's metrics need METRICS__TOKEN as a bearer token", METRICS_CHALLENGE);
+      if (why === "wrong")
+        throw options.refuse("The bearer token is not METRICS__TOKEN", `${METRICS_CHALLENGE}, error="invalid_token"`);
       return new Response(await registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
     },
     {

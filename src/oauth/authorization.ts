@@ -27,7 +27,13 @@ export function createAuthorization(deps: AuthorizationDeps) {
    * The authorization code flow's first half; the connector then waits in auth_required for the user. `startedBy`:
    * the user starting it, whose signed-in browser alone may finish it (callback.ts).
    */
-  async function begin(row: ConnectorRow, challenge: Response, redirectUrl: string | null, startedBy: string, scope?: string): Promise<ConnectorRow> {
+  async function begin(
+    row: ConnectorRow,
+    challenge: Response,
+    redirectUrl: string | null,
+    startedBy: string,
+    scope?: string,
+  ): Promise<ConnectorRow> {
     let authorizationUrl: string;
     try {
       authorizationUrl = await oauth.begin({
@@ -66,7 +72,13 @@ export function createAuthorization(deps: AuthorizationDeps) {
       const row = outcome.connectorId ? await deps.connectors.findById(outcome.connectorId) : undefined;
       if (!row) {
         return outcome.ok
-          ? { ok: false, connectorId: null, redirect_url: outcome.redirect_url, error: "invalid_request", error_description: "The connector no longer exists" }
+          ? {
+              ok: false,
+              connectorId: null,
+              redirect_url: outcome.redirect_url,
+              error: "invalid_request",
+              error_description: "The connector no longer exists",
+            }
           : outcome;
       }
       if (!outcome.ok) {
@@ -74,11 +86,20 @@ export function createAuthorization(deps: AuthorizationDeps) {
         return outcome;
       }
       const token = await oauth.accessToken(row.id);
-      const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers: { authorization: `Bearer ${token}` } });
+      const result = await mcpHandshake(new URL(row.url), {
+        fetch: deps.upstreamFetch,
+        headers: { authorization: `Bearer ${token}` },
+      });
       if (!result.ok) {
         const reason = `The MCP server refused the new access token: ${describeHandshake(result)}`;
         await transitions.disconnected(row, reason);
-        return { ok: false, connectorId: row.id, redirect_url: outcome.redirect_url, error: "server_error", error_description: reason };
+        return {
+          ok: false,
+          connectorId: row.id,
+          redirect_url: outcome.redirect_url,
+          error: "server_error",
+          error_description: reason,
+        };
       }
       await transitions.connected(row, { method: "oauth" }, row.redirect_url);
       return outcome;

@@ -14,7 +14,13 @@ export type CallbackDeps = {
 };
 
 /** The page asking the person to finish: who started the authorization, for which connector, and why not yet. */
-export type Confirmation = { status: number; query: string; connector: { name: string; url: string }; startedBy: string; notice?: string };
+export type Confirmation = {
+  status: number;
+  query: string;
+  connector: { name: string; url: string };
+  startedBy: string;
+  notice?: string;
+};
 
 export type CallbackAnswer = { kind: "finished"; outcome: CallbackOutcome } | ({ kind: "confirm" } & Confirmation);
 
@@ -42,7 +48,10 @@ export function createCallback(deps: CallbackDeps) {
     return { expected, connector, startedBy: (await deps.username(expected)) ?? "a user who no longer exists" };
   }
 
-  const finished = async (params: URLSearchParams, by?: string): Promise<CallbackAnswer> => ({ kind: "finished", outcome: await deps.authorization.complete(params, by) });
+  const finished = async (params: URLSearchParams, by?: string): Promise<CallbackAnswer> => ({
+    kind: "finished",
+    outcome: await deps.authorization.complete(params, by),
+  });
 
   return {
     /** The browser lands (GET): an error from the authorization server ends the flow; a code waits for the person. */
@@ -71,13 +80,17 @@ export function createCallback(deps: CallbackDeps) {
       try {
         person = form.username ? await deps.signIn(request, form.username, form.password ?? "") : await deps.signedIn(request);
       } catch (e) {
-        if (e instanceof Unauthorized) return page(401, form.username ? "Wrong user name or password." : "Your console session has ended: sign in below.");
+        if (e instanceof Unauthorized)
+          return page(401, form.username ? "Wrong user name or password." : "Your console session has ended: sign in below.");
         if (e instanceof AppError && e.status === 429) return page(429, e.message);
         throw e;
       }
       if (!person) return page(401, `Sign in as ${about.startedBy} to finish.`);
       if (person.id !== about.expected) {
-        return page(403, `You are signed in as ${person.username}, but ${about.startedBy} started this authorization: only they can finish it. Nothing was connected.`);
+        return page(
+          403,
+          `You are signed in as ${person.username}, but ${about.startedBy} started this authorization: only they can finish it. Nothing was connected.`,
+        );
       }
       return finished(params, person.id);
     },

@@ -5,7 +5,11 @@ import { CLIENT_METADATA_PATH, type TokenEndpointAuthMethod } from "./model";
 import type { OAuthRepository } from "./repository";
 import { clientSeal } from "./sealing";
 
-export type ClientIdentity = { client_id: string; client_secret: string | null; token_endpoint_auth_method: TokenEndpointAuthMethod };
+export type ClientIdentity = {
+  client_id: string;
+  client_secret: string | null;
+  token_endpoint_auth_method: TokenEndpointAuthMethod;
+};
 
 export class NoClientIdentity extends Error {}
 
@@ -16,7 +20,6 @@ export type ClientIdentityDeps = {
   clock: () => number;
   publicUrl: () => string;
 };
-
 
 /** The client's token endpoint authentication: a secret goes the way the server prefers ([RFC 8414 §2](https://www.rfc-editor.org/rfc/rfc8414#section-2)). */
 function secretMethod(as: oauth.AuthorizationServer): TokenEndpointAuthMethod {
@@ -76,7 +79,9 @@ export async function resolveClient(
     if (!publicClient) metadata.token_endpoint_auth_method = secretMethod(as);
     const response = await oauth.dynamicClientRegistrationRequest(as, metadata, deps.http.options(as.registration_endpoint));
     const registered = await oauth.processDynamicClientRegistrationResponse(await withSecretExpiry(response));
-    const method = (registered.token_endpoint_auth_method as TokenEndpointAuthMethod | undefined) ?? (metadata.token_endpoint_auth_method as TokenEndpointAuthMethod);
+    const method =
+      (registered.token_endpoint_auth_method as TokenEndpointAuthMethod | undefined) ??
+      (metadata.token_endpoint_auth_method as TokenEndpointAuthMethod);
     const secret = typeof registered.client_secret === "string" ? registered.client_secret : null;
     await deps.repository.saveClient({
       issuer: as.issuer,
@@ -99,9 +104,15 @@ export async function resolveClient(
  */
 async function withSecretExpiry(response: Response): Promise<Response> {
   if (!response.ok) return response;
-  const body = (await response.clone().json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  const body = (await response
+    .clone()
+    .json()
+    .catch(() => undefined)) as Record<string, unknown> | undefined;
   if (!body || typeof body.client_secret !== "string" || typeof body.client_secret_expires_at === "number") return response;
-  return new Response(JSON.stringify({ ...body, client_secret_expires_at: 0 }), { status: response.status, headers: response.headers });
+  return new Response(JSON.stringify({ ...body, client_secret_expires_at: 0 }), {
+    status: response.status,
+    headers: response.headers,
+  });
 }
 
 /** application/x-www-form-urlencoded ([WHATWG URL §5.2](https://url.spec.whatwg.org/#application/x-www-form-urlencoded)): what [RFC 6749 §2.3.1](https://www.rfc-editor.org/rfc/rfc6749#section-2.3.1) asks for before Base64. */
@@ -118,7 +129,10 @@ const clientSecretBasic =
   };
 
 /** The client authentication of a token request ([RFC 6749 §2.3](https://www.rfc-editor.org/rfc/rfc6749#section-2.3)), as oauth4webapi takes it. */
-export function clientAuth(identity: { token_endpoint_auth_method: TokenEndpointAuthMethod }, secret: string | null): oauth.ClientAuth {
+export function clientAuth(
+  identity: { token_endpoint_auth_method: TokenEndpointAuthMethod },
+  secret: string | null,
+): oauth.ClientAuth {
   if (identity.token_endpoint_auth_method === "client_secret_post" && secret) return oauth.ClientSecretPost(secret);
   if (identity.token_endpoint_auth_method === "client_secret_basic" && secret) return clientSecretBasic(secret);
   return oauth.None();

@@ -82,7 +82,10 @@ const LEASE_MS = UPSTREAM_CALL_TIMEOUT_MS + 5_000;
 export const LEASE_POLL_MS = 250;
 const LEASE_WAIT_MAX_MS = LEASE_MS + 1_000;
 /** The client as oauth4webapi takes it, from what a state or grant recorded. */
-const clientOf = (context: GrantContext): oauth.Client => ({ client_id: context.client_id, token_endpoint_auth_method: context.token_endpoint_auth_method });
+const clientOf = (context: GrantContext): oauth.Client => ({
+  client_id: context.client_id,
+  token_endpoint_auth_method: context.token_endpoint_auth_method,
+});
 
 /**
  * The service as an OAuth 2.1 client of MCP servers' authorization servers (MCP authorization 2025-11-25, client
@@ -100,7 +103,13 @@ export function createOAuthClient(deps: OAuthClientDeps) {
     opened(row.secrets, () => JSON.parse(sealer.open(row.secrets, grantSeal(row.connector_id))) as GrantSecrets);
 
   /** Stores the tokens of a token response ([RFC 6749 §5.1](https://www.rfc-editor.org/rfc/rfc6749#section-5.1)) for the connector, sealed, with the next refresh time. */
-  async function storeTokens(connectorId: string, context: GrantContext, tokens: oauth.TokenEndpointResponse, previous: GrantSecrets | null, clientSecret: string | null) {
+  async function storeTokens(
+    connectorId: string,
+    context: GrantContext,
+    tokens: oauth.TokenEndpointResponse,
+    previous: GrantSecrets | null,
+    clientSecret: string | null,
+  ) {
     const now = clock();
     const expiresAt = typeof tokens.expires_in === "number" ? now + tokens.expires_in * 1000 : null;
     // [RFC 6749 §6](https://www.rfc-editor.org/rfc/rfc6749#section-6): a refresh response may omit the refresh token; the old one then stays valid.
@@ -124,7 +133,12 @@ export function createOAuthClient(deps: OAuthClientDeps) {
    * Another process holds the grant's lease and is refreshing: wait until it stored new tokens, then use them. If it
    * let go (or died: its lease ran out) without new tokens, this process tries to refresh itself.
    */
-  async function awaitOtherRefresh(connectorId: string, until: number, about: LogFields, rejected?: string): Promise<RefreshOutcome> {
+  async function awaitOtherRefresh(
+    connectorId: string,
+    until: number,
+    about: LogFields,
+    rejected?: string,
+  ): Promise<RefreshOutcome> {
     const first = await repository.findGrant(connectorId);
     // The other process may have stored new tokens already (its lease not yet given back): those are the answer.
     if (first && rejected !== undefined && (first.expires_at === null || first.expires_at > clock())) {
@@ -135,12 +149,21 @@ export function createOAuthClient(deps: OAuthClientDeps) {
     for (;;) {
       await deps.sleep(LEASE_POLL_MS);
       const row = await repository.findGrant(connectorId);
-      if (!row) return { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true };
+      if (!row)
+        return {
+          ok: false,
+          failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" },
+          expired: true,
+        };
       if (row.secrets !== before) return { ok: true, accessToken: openGrant(row).access_token };
       const letGo = row.lease_until === null || row.lease_until < clock();
       if (letGo && clock() < until) return doRefresh(connectorId, about, rejected, until);
       if (clock() >= until) {
-        return { ok: false, failure: { reason: "another process is refreshing the token", permanent: false, kind: "unreachable" }, expired: false };
+        return {
+          ok: false,
+          failure: { reason: "another process is refreshing the token", permanent: false, kind: "unreachable" },
+          expired: false,
+        };
       }
     }
   }
@@ -149,7 +172,13 @@ export function createOAuthClient(deps: OAuthClientDeps) {
    * Counts and logs one refresh attempt of this process, once (concurrent callers share it: single flight). Waiting
    * for another process's refresh is not an attempt: that process counts its own. Never a token, code or secret.
    */
-  function attempted(connectorId: string, about: LogFields, attempt: RefreshAttempt, outcome: RefreshOutcome, expiresIn?: number): RefreshOutcome {
+  function attempted(
+    connectorId: string,
+    about: LogFields,
+    attempt: RefreshAttempt,
+    outcome: RefreshOutcome,
+    expiresIn?: number,
+  ): RefreshOutcome {
     deps.refreshes?.inc(attempt);
     const fields = { connector_id: connectorId, ...about, outcome: attempt };
     if (outcome.ok) {
@@ -162,30 +191,51 @@ export function createOAuthClient(deps: OAuthClientDeps) {
     return outcome;
   }
 
-  async function doRefresh(connectorId: string, about: LogFields, rejected?: string, until = clock() + LEASE_WAIT_MAX_MS): Promise<RefreshOutcome> {
+  async function doRefresh(
+    connectorId: string,
+    about: LogFields,
+    rejected?: string,
+    until = clock() + LEASE_WAIT_MAX_MS,
+  ): Promise<RefreshOutcome> {
     const now = clock();
-    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS))) return awaitOtherRefresh(connectorId, until, about, rejected);
+    if (!(await repository.lease(connectorId, deps.processId, now, now + LEASE_MS)))
+      return awaitOtherRefresh(connectorId, until, about, rejected);
     try {
       const row = await repository.findGrant(connectorId);
       if (!row) {
-        return attempted(connectorId, about, "failed", { ok: false, failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" }, expired: true });
+        return attempted(connectorId, about, "failed", {
+          ok: false,
+          failure: { reason: "the connector has no OAuth grant", permanent: true, kind: "discovery" },
+          expired: true,
+        });
       }
       const context = row.context;
       const secrets = openGrant(row);
       const expired = row.expires_at !== null && row.expires_at <= clock();
       // Refreshed by another replica since the rejected token was sent: a second refresh would only rotate again.
-      if (rejected !== undefined && secrets.access_token !== rejected && !expired) return { ok: true, accessToken: secrets.access_token };
+      if (rejected !== undefined && secrets.access_token !== rejected && !expired)
+        return { ok: true, accessToken: secrets.access_token };
       if (!secrets.refresh_token) {
-        const failure: OAuthFailure = { reason: "the access token expired and the authorization server issued no refresh token", permanent: true, kind: "rejected" };
+        const failure: OAuthFailure = {
+          reason: "the access token expired and the authorization server issued no refresh token",
+          permanent: true,
+          kind: "rejected",
+        };
         return attempted(connectorId, about, "failed", { ok: false, failure, expired: true });
       }
       try {
         const client = clientOf(context);
         // [RFC 8707 §2.2](https://www.rfc-editor.org/rfc/rfc8707#section-2.2): the resource goes with the refresh request too, so the new token keeps its audience.
-        const response = await oauth.refreshTokenGrantRequest(context.as, client, clientAuth(context, secrets.client_secret), secrets.refresh_token, {
-          additionalParameters: { resource: context.resource },
-          ...http.options(context.as.token_endpoint!),
-        });
+        const response = await oauth.refreshTokenGrantRequest(
+          context.as,
+          client,
+          clientAuth(context, secrets.client_secret),
+          secrets.refresh_token,
+          {
+            additionalParameters: { resource: context.resource },
+            ...http.options(context.as.token_endpoint!),
+          },
+        );
         const tokens = await oauth.processRefreshTokenResponse(context.as, client, response);
         await storeTokens(connectorId, context, tokens, secrets, secrets.client_secret);
         return attempted(connectorId, about, "ok", { ok: true, accessToken: tokens.access_token }, tokens.expires_in);
@@ -217,7 +267,12 @@ export function createOAuthClient(deps: OAuthClientDeps) {
         const resource = await discoverResource(input.serverUrl, challenge.resourceMetadataUrl, http);
         as = await discoverAuthorizationServer(resource.authorizationServer, http, resource.legacy);
         const callback = redirectUri();
-        const identity = await resolveClient(as, { client_id: input.client_id, client_secret: input.client_secret }, callback, identityDeps);
+        const identity = await resolveClient(
+          as,
+          { client_id: input.client_id, client_secret: input.client_secret },
+          callback,
+          identityDeps,
+        );
         // Scope ([MCP authorization §"Scope Selection Strategy"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#scope-selection-strategy)): the challenge's, else the resource's scopes_supported, else none;
         // offline_access when the server offers it, so that a refresh token is issued.
         const scopes = new Set((input.scope ?? challenge.scope ?? resource.scopesSupported.join(" ")).split(" ").filter(Boolean));
@@ -281,7 +336,13 @@ export function createOAuthClient(deps: OAuthClientDeps) {
       const state = params.get("state");
       const found = state && finishedBy !== undefined ? await repository.findState(digest(state)) : undefined;
       if (found && found.context.started_by !== undefined && found.context.started_by !== finishedBy) {
-        return { ok: false, connectorId: null, redirect_url: null, error: "access_denied", error_description: "This authorization was started by another user" };
+        return {
+          ok: false,
+          connectorId: null,
+          redirect_url: null,
+          error: "access_denied",
+          error_description: "This authorization was started by another user",
+        };
       }
       const row = state ? await repository.takeState(digest(state)) : undefined;
       if (!row || row.expires_at <= clock()) {
@@ -317,10 +378,20 @@ export function createOAuthClient(deps: OAuthClientDeps) {
         return { ok: true, ...base };
       } catch (e) {
         if (e instanceof oauth.AuthorizationResponseError) {
-          return { ok: false, ...base, error: e.error, error_description: e.error_description ?? "The authorization server did not grant access" };
+          return {
+            ok: false,
+            ...base,
+            error: e.error,
+            error_description: e.error_description ?? "The authorization server did not grant access",
+          };
         }
         const failure = describeOAuthError(e);
-        return { ok: false, ...base, error: failure.kind === "rejected" ? "access_denied" : "server_error", error_description: failure.reason };
+        return {
+          ok: false,
+          ...base,
+          error: failure.kind === "rejected" ? "access_denied" : "server_error",
+          error_description: failure.reason,
+        };
       }
     },
 
@@ -375,7 +446,11 @@ export function createOAuthClient(deps: OAuthClientDeps) {
         } catch (e) {
           // [RFC 7009 §2.2.1](https://www.rfc-editor.org/rfc/rfc7009#section-2.2.1): unsupported_token_type is a normal answer (e.g. self-contained JWT access tokens).
           const expected = e instanceof oauth.ResponseBodyError && e.error === "unsupported_token_type";
-          deps.log?.[expected ? "debug" : "warn"]("token revocation failed", { connector_id: connectorId, kind: hint, reason: describeOAuthError(e).reason });
+          deps.log?.[expected ? "debug" : "warn"]("token revocation failed", {
+            connector_id: connectorId,
+            kind: hint,
+            reason: describeOAuthError(e).reason,
+          });
         }
       }
     },

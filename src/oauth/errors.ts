@@ -1,5 +1,11 @@
 import * as oauth from "oauth4webapi";
-import { AppError, OAuthClientRequired, OAuthDiscoveryFailed, OAuthRequestRejected, OAuthServerUnreachable } from "../http-errors/errors";
+import {
+  AppError,
+  OAuthClientRequired,
+  OAuthDiscoveryFailed,
+  OAuthRequestRejected,
+  OAuthServerUnreachable,
+} from "../http-errors/errors";
 import { classifyFetchFailure, UPSTREAM_CALL_TIMEOUT_MS } from "../http/fetch";
 import { NoClientIdentity } from "./client-identity";
 import { DiscoveryFailed } from "./discovery";
@@ -34,7 +40,11 @@ export function describeOAuthError(e: unknown): OAuthFailure {
   if (e instanceof DiscoveryFailed) return { reason: e.message, permanent: true, kind: "discovery" };
   if (e instanceof oauth.OperationProcessingError) {
     const status = (e.cause as { status?: number } | undefined)?.status;
-    return { reason: `the authorization server's answer was not valid OAuth (${e.message})`, permanent: status !== undefined && status < 500, kind: "unreachable" };
+    return {
+      reason: `the authorization server's answer was not valid OAuth (${e.message})`,
+      permanent: status !== undefined && status < 500,
+      kind: "unreachable",
+    };
   }
   const failure = classifyFetchFailure(e, UPSTREAM_CALL_TIMEOUT_MS);
   switch (failure.kind) {
@@ -43,9 +53,17 @@ export function describeOAuthError(e: unknown): OAuthFailure {
     case "unresolvable":
       return { reason: failure.detail, permanent: false, kind: "unreachable" };
     case "timeout":
-      return { reason: `the authorization server did not answer in time (${failure.detail})`, permanent: false, kind: "unreachable" };
+      return {
+        reason: `the authorization server did not answer in time (${failure.detail})`,
+        permanent: false,
+        kind: "unreachable",
+      };
     case "unreachable":
-      return { reason: `the authorization server could not be reached (${failure.detail})`, permanent: false, kind: "unreachable" };
+      return {
+        reason: `the authorization server could not be reached (${failure.detail})`,
+        permanent: false,
+        kind: "unreachable",
+      };
   }
 }
 

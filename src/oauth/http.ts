@@ -26,7 +26,11 @@ export type OAuthHttp = {
 export function createOAuthHttp(guardedFetch: FetchLike, blockPrivate: boolean): OAuthHttp {
   const fetch: FetchLike = async (input, init) => {
     assertSecureUrl(new URL(input instanceof Request ? input.url : input), blockPrivate);
-    return guardedFetch(input, { ...init, redirect: "manual", signal: init?.signal ?? AbortSignal.timeout(UPSTREAM_CALL_TIMEOUT_MS) });
+    return guardedFetch(input, {
+      ...init,
+      redirect: "manual",
+      signal: init?.signal ?? AbortSignal.timeout(UPSTREAM_CALL_TIMEOUT_MS),
+    });
   };
   return {
     fetch,

@@ -1,6 +1,13 @@
 import { and, eq, isNotNull, isNull, lt, lte, or } from "drizzle-orm";
 import type { Store } from "../db/store";
-import { oauth_clients as sqliteClients, oauth_clientsPg, oauth_grants as sqliteGrants, oauth_grantsPg, oauth_states as sqliteStates, oauth_statesPg } from "./table";
+import {
+  oauth_clients as sqliteClients,
+  oauth_clientsPg,
+  oauth_grants as sqliteGrants,
+  oauth_grantsPg,
+  oauth_states as sqliteStates,
+  oauth_statesPg,
+} from "./table";
 
 export type OAuthClientRow = typeof sqliteClients.$inferSelect;
 export type OAuthStateRow = typeof sqliteStates.$inferSelect;
@@ -38,9 +45,18 @@ export function createOAuthRepository(store: Store): OAuthRepository {
   const oauth_grants = store.table(sqliteGrants, oauth_grantsPg);
   return {
     findClient: async (issuer, redirectUri) =>
-      (await db.select().from(oauth_clients).where(and(eq(oauth_clients.issuer, issuer), eq(oauth_clients.redirect_uri, redirectUri))).limit(1))[0],
+      (
+        await db
+          .select()
+          .from(oauth_clients)
+          .where(and(eq(oauth_clients.issuer, issuer), eq(oauth_clients.redirect_uri, redirectUri)))
+          .limit(1)
+      )[0],
     async saveClient(row) {
-      await db.insert(oauth_clients).values(row).onConflictDoUpdate({ target: [oauth_clients.issuer, oauth_clients.redirect_uri], set: row });
+      await db
+        .insert(oauth_clients)
+        .values(row)
+        .onConflictDoUpdate({ target: [oauth_clients.issuer, oauth_clients.redirect_uri], set: row });
     },
     async saveState(row) {
       await store.transaction(function* (tx) {
@@ -53,7 +69,8 @@ export function createOAuthRepository(store: Store): OAuthRepository {
     deleteExpiredStates: async (now) =>
       (await db.delete(oauth_states).where(lte(oauth_states.expires_at, now)).returning({ d: oauth_states.state_digest })).length,
 
-    findGrant: async (connectorId) => (await db.select().from(oauth_grants).where(eq(oauth_grants.connector_id, connectorId)).limit(1))[0],
+    findGrant: async (connectorId) =>
+      (await db.select().from(oauth_grants).where(eq(oauth_grants.connector_id, connectorId)).limit(1))[0],
     async saveGrant(row) {
       await db.insert(oauth_grants).values(row).onConflictDoUpdate({ target: oauth_grants.connector_id, set: row });
     },
@@ -68,7 +85,13 @@ export function createOAuthRepository(store: Store): OAuthRepository {
         await db
           .select({ connector_id: oauth_grants.connector_id })
           .from(oauth_grants)
-          .where(and(isNotNull(oauth_grants.refresh_at), lte(oauth_grants.refresh_at, now), or(isNull(oauth_grants.lease_until), lt(oauth_grants.lease_until, now))))
+          .where(
+            and(
+              isNotNull(oauth_grants.refresh_at),
+              lte(oauth_grants.refresh_at, now),
+              or(isNull(oauth_grants.lease_until), lt(oauth_grants.lease_until, now)),
+            ),
+          )
           .limit(limit)
       ).map((r) => r.connector_id),
     /**
@@ -80,7 +103,12 @@ export function createOAuthRepository(store: Store): OAuthRepository {
         await db
           .update(oauth_grants)
           .set({ lease_owner: owner, lease_until: until })
-          .where(and(eq(oauth_grants.connector_id, connectorId), or(isNull(oauth_grants.lease_until), lt(oauth_grants.lease_until, now), eq(oauth_grants.lease_owner, owner))))
+          .where(
+            and(
+              eq(oauth_grants.connector_id, connectorId),
+              or(isNull(oauth_grants.lease_until), lt(oauth_grants.lease_until, now), eq(oauth_grants.lease_owner, owner)),
+            ),
+          )
           .returning({ id: oauth_grants.connector_id })
       ).length === 1,
     async release(connectorId, owner) {

@@ -19,7 +19,10 @@ async function readConfirmation(request: Request): Promise<CallbackForm | undefi
   const fields = new URLSearchParams(bytes.toString("utf8"));
   const callback = fields.get("callback");
   if (callback === null) return undefined;
-  return { callback, ...(fields.get("username") && { username: fields.get("username")!, password: fields.get("password") ?? "" }) };
+  return {
+    callback,
+    ...(fields.get("username") && { username: fields.get("username")!, password: fields.get("password") ?? "" }),
+  };
 }
 
 const Html = (description: string) => t.String({ description, contentMediaType: "text/html" });
@@ -34,17 +37,24 @@ function answer(result: CallbackAnswer): Response {
       target.searchParams.set("error", outcome.error);
       target.searchParams.set("error_description", outcome.error_description);
     }
-    return new Response(null, { status: 303, headers: { location: target.href, "cache-control": "no-store", "referrer-policy": "no-referrer" } });
+    return new Response(null, {
+      status: 303,
+      headers: { location: target.href, "cache-control": "no-store", "referrer-policy": "no-referrer" },
+    });
   }
   return outcome.ok ? successPage() : errorPage(outcome.error, outcome.error_description);
 }
 
 const outcomes = {
-  200: Html("HTML page: the connector is connected, or the confirmation asking the person who started the authorization to finish it"),
+  200: Html(
+    "HTML page: the connector is connected, or the confirmation asking the person who started the authorization to finish it",
+  ),
   303: t.Void({ description: "Redirect to the connect request's redirect_url (with error and error_description on failure)" }),
   400: Html("HTML page naming the error (RFC 6749 §4.1.2.1)"),
   401: Html("The confirmation again: sign in as the user who started the authorization"),
-  403: Html("The confirmation again: signed in as another user than the one who started the authorization; nothing was exchanged"),
+  403: Html(
+    "The confirmation again: signed in as another user than the one who started the authorization; nothing was exchanged",
+  ),
   429: Html("The confirmation again: too many wrong passwords from this client"),
 };
 
@@ -75,22 +85,30 @@ export function oauthRoutes(callback: Callback, publicUrl: () => string) {
       CALLBACK_PATH,
       async ({ request }) => {
         const form = await readConfirmation(request);
-        return form ? answer(await callback.confirm(request, form)) : errorPage("invalid_request", `The form must be ${FORM_TYPE} of at most ${MAX_FORM_BYTES} bytes with a callback field`);
+        return form
+          ? answer(await callback.confirm(request, form))
+          : errorPage(
+              "invalid_request",
+              `The form must be ${FORM_TYPE} of at most ${MAX_FORM_BYTES} bytes with a callback field`,
+            );
       },
       {
-      // The page's form, read here under its own cap: a person gets HTML pages, never the API's problem documents.
-      parse: [() => null, FORM_TYPE] as [() => null, typeof FORM_TYPE],
-      body: t.Any({ description: `${FORM_TYPE}: callback (the callback's query string, as the confirmation page carries it), and username and password when signing in on the page` }),
-      response: outcomes,
-      detail: {
-        summary: "Finish an OAuth authorization",
-        description:
-          "The confirmation page's form: exchanges the code when the browser's console session, or the user name and password sent, is the user who started the authorization. " +
-          "Another user gets 403 and nothing is exchanged.",
-        security: [],
-        ...PROTOCOL_ERRORS,
+        // The page's form, read here under its own cap: a person gets HTML pages, never the API's problem documents.
+        parse: [() => null, FORM_TYPE] as [() => null, typeof FORM_TYPE],
+        body: t.Any({
+          description: `${FORM_TYPE}: callback (the callback's query string, as the confirmation page carries it), and username and password when signing in on the page`,
+        }),
+        response: outcomes,
+        detail: {
+          summary: "Finish an OAuth authorization",
+          description:
+            "The confirmation page's form: exchanges the code when the browser's console session, or the user name and password sent, is the user who started the authorization. " +
+            "Another user gets 403 and nothing is exchanged.",
+          security: [],
+          ...PROTOCOL_ERRORS,
+        },
       },
-    })
+    )
     .get(
       CLIENT_METADATA_PATH,
       () => ({ client_id: `${publicUrl()}${CLIENT_METADATA_PATH}`, ...clientMetadata(`${publicUrl()}${CALLBACK_PATH}`) }),
@@ -98,7 +116,8 @@ export function oauthRoutes(callback: Callback, publicUrl: () => string) {
         response: { 200: t.Record(t.String(), t.Unknown()) },
         detail: {
           summary: "The service's OAuth Client ID Metadata Document",
-          description: "Used as client_id with authorization servers that support Client ID Metadata Documents (needs an https SERVER__PUBLIC_URL).",
+          description:
+            "Used as client_id with authorization servers that support Client ID Metadata Documents (needs an https SERVER__PUBLIC_URL).",
         },
       },
     );

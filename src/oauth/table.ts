@@ -1,4 +1,11 @@
-import { index as pgIndex, integer as pgInteger, jsonb, pgTable, primaryKey as pgPrimaryKey, text as pgText } from "drizzle-orm/pg-core";
+import {
+  index as pgIndex,
+  integer as pgInteger,
+  jsonb,
+  pgTable,
+  primaryKey as pgPrimaryKey,
+  text as pgText,
+} from "drizzle-orm/pg-core";
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { connectors, connectorsPg } from "../connectors/table";
 import { millis, type SameRow } from "../db/columns";

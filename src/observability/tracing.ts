@@ -1,4 +1,14 @@
-import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapGetter, type TextMapSetter } from "@opentelemetry/api";
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type TextMapGetter,
+  type TextMapSetter,
+} from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -19,7 +29,10 @@ export type TracingSettings = {
   scheduleDelayMs: number;
 };
 
-const getter: TextMapGetter<Headers> = { get: (headers, key) => headers.get(key) ?? undefined, keys: (headers) => [...headers.keys()] };
+const getter: TextMapGetter<Headers> = {
+  get: (headers, key) => headers.get(key) ?? undefined,
+  keys: (headers) => [...headers.keys()],
+};
 const setter: TextMapSetter<Headers> = { set: (headers, key, value) => headers.set(key, value) };
 // Each span's context is passed by hand (no global context manager or propagator is registered).
 const propagator = new W3CTraceContextPropagator();
@@ -45,7 +58,12 @@ export type Tracing = {
 export function createTracing(settings: TracingSettings): Tracing {
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ "service.name": settings.serviceName, "service.version": settings.serviceVersion }),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: settings.url, headers: settings.headers }), scheduledDelayMillis: settings.scheduleDelayMs })],
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: settings.url, headers: settings.headers }),
+        scheduledDelayMillis: settings.scheduleDelayMs,
+      }),
+    ],
   });
   const tracer = provider.getTracer("connector-service", settings.serviceVersion);
 
@@ -54,7 +72,14 @@ export function createTracing(settings: TracingSettings): Tracing {
     return {
       span,
       child: (name, attributes, kind = "internal") =>
-        traced(tracer.startSpan(name, { kind: kind === "client" ? SpanKind.CLIENT : SpanKind.INTERNAL, ...(attributes && { attributes }) }, own), own),
+        traced(
+          tracer.startSpan(
+            name,
+            { kind: kind === "client" ? SpanKind.CLIENT : SpanKind.INTERNAL, ...(attributes && { attributes }) },
+            own,
+          ),
+          own,
+        ),
       inject: (headers) => propagator.inject(own, headers, setter),
       end(attributes, error) {
         if (attributes) span.setAttributes(attributes);

@@ -12,7 +12,8 @@ export function presetRoutes(catalog: PresetCatalog, auth: AuthPlugin) {
       response: { 200: PresetList, 401: Problem },
       detail: {
         summary: "List presets",
-        description: "The preset catalog: URL, metadata and stdio image and command. Client secrets and env values are never shown.",
+        description:
+          "The preset catalog: URL, metadata and stdio image and command. Client secrets and env values are never shown.",
       },
     });
 }

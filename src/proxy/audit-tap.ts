@@ -24,7 +24,11 @@ export function describeRequest(message: RpcMessage | RpcMessage[] | undefined, 
   if (Array.isArray(message)) return { method: "batch", name: null };
   const params = message.params as { name?: unknown; uri?: unknown; arguments?: unknown } | undefined;
   const name = typeof params?.name === "string" ? params.name : typeof params?.uri === "string" ? params.uri : null;
-  return { method: typeof message.method === "string" ? message.method : null, name, ...(capture && params?.arguments !== undefined && { arguments: params.arguments }) };
+  return {
+    method: typeof message.method === "string" ? message.method : null,
+    name,
+    ...(capture && params?.arguments !== undefined && { arguments: params.arguments }),
+  };
 }
 
 /** The levels of an answer the audit trail reads: the message and its error. */
@@ -46,7 +50,10 @@ function outcomeOf(text: Uint8Array | string, capture: boolean): { errorCode: nu
 
 /** The JSON-RPC message of an event stream's last event in `tail` (the answer comes last). */
 function lastEventData(tail: string): string | undefined {
-  const last = tail.replace(/\r\n?/g, "\n").split("\n\n").findLast((block) => block.includes("data:"));
+  const last = tail
+    .replace(/\r\n?/g, "\n")
+    .split("\n\n")
+    .findLast((block) => block.includes("data:"));
   return last === undefined ? undefined : eventData(last);
 }
 
@@ -62,7 +69,10 @@ export type Hold = (bytes: number) => (() => void) | undefined;
  * The first chunks of a JSON answer, up to READ_WHOLE_BYTES, held against the budget: `whole` when that was all of
  * it, else what was read (to be passed on before the rest, which streams).
  */
-async function readUpTo(reader: ReadableStreamDefaultReader<Uint8Array>, hold: Hold): Promise<{ whole: boolean; chunks: Uint8Array[] }> {
+async function readUpTo(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  hold: Hold,
+): Promise<{ whole: boolean; chunks: Uint8Array[] }> {
   const chunks: Uint8Array[] = [];
   const releases: (() => void)[] = [];
   let size = 0;
@@ -87,7 +97,12 @@ async function readUpTo(reader: ReadableStreamDefaultReader<Uint8Array>, hold: H
  * READ_WHOLE_BYTES and the held-bytes budget allows; past that, and for event streams, the bytes are counted as they
  * pass and the end kept to be read.
  */
-export async function tapResponse(response: Response, capture: boolean, done: (observed: Observed) => void, hold: Hold = () => () => undefined): Promise<Response> {
+export async function tapResponse(
+  response: Response,
+  capture: boolean,
+  done: (observed: Observed) => void,
+  hold: Hold = () => () => undefined,
+): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
   const length = response.headers.get("content-length");
   const encoded = (response.headers.get("content-encoding") ?? "identity") !== "identity";

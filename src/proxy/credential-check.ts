@@ -30,11 +30,21 @@ const SAID_CHARS = 200;
  * What the server said with its refusal, fit to show the connector's owner: its challenge and the start of its body,
  * on one line, without control characters, and without the credentials themselves should the server echo them.
  */
-export function quoteRefusal(result: { wwwAuthenticate: string | null; body?: string }, credentials: Record<string, string>): string {
-  let said = [result.wwwAuthenticate && `WWW-Authenticate: ${result.wwwAuthenticate}`, result.body?.trim()].filter(Boolean).join("; ");
-  const secrets = Object.values(credentials).flatMap((value) => [value, ...value.split(/\s+/)]).filter((part) => part.length >= 8);
+export function quoteRefusal(
+  result: { wwwAuthenticate: string | null; body?: string },
+  credentials: Record<string, string>,
+): string {
+  let said = [result.wwwAuthenticate && `WWW-Authenticate: ${result.wwwAuthenticate}`, result.body?.trim()]
+    .filter(Boolean)
+    .join("; ");
+  const secrets = Object.values(credentials)
+    .flatMap((value) => [value, ...value.split(/\s+/)])
+    .filter((part) => part.length >= 8);
   for (const secret of secrets.sort((a, b) => b.length - a.length)) said = said.split(secret).join("[redacted]");
-  said = said.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").replace(/\s+/g, " ").trim();
+  said = said
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
   return said.length > SAID_CHARS ? `${said.slice(0, SAID_CHARS)}…` : said;
 }
 
@@ -49,7 +59,8 @@ export function createCredentialCheck({ handshake, clock }: CredentialCheckDeps)
   }
 
   // A proof holds for these credentials only (an OAuth refresh, a connect with new headers: checked anew).
-  const keyOf = (row: ConnectorRow, credentials: Record<string, string>) => `${row.id}:${createHash("sha256").update(JSON.stringify(credentials)).digest("base64url")}`;
+  const keyOf = (row: ConnectorRow, credentials: Record<string, string>) =>
+    `${row.id}:${createHash("sha256").update(JSON.stringify(credentials)).digest("base64url")}`;
   const isProven = (key: string) => {
     const at = proven.get(key);
     if (at !== undefined && clock() - at < PROOF_MS) return true;

@@ -23,7 +23,8 @@ export type ProxyEntryDeps = {
 const METHODS = "POST, GET, DELETE";
 
 /** Where a connector's proxy URL publishes its protected resource metadata ([RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1): path inserted after the well-known prefix). */
-export const resourceMetadataUrl = (publicUrl: string, id: string) => `${publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${encodeURIComponent(id)}/mcp`;
+export const resourceMetadataUrl = (publicUrl: string, id: string) =>
+  `${publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${encodeURIComponent(id)}/mcp`;
 
 /**
  * One MCP request at a connector's proxy URL, for Bun's native route and the Elysia routes alike: authenticated,
@@ -35,7 +36,10 @@ export function proxyEntry(deps: ProxyEntryDeps) {
     const invalid = invalidToken ? ', error="invalid_token"' : "";
     // Basic only for programs: a browser would cache what the person types and send it by itself (cross-site.ts).
     const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
-    response.headers.set("www-authenticate", `Bearer resource_metadata="${resourceMetadataUrl(deps.publicUrl(), id)}"${invalid}${basic}`);
+    response.headers.set(
+      "www-authenticate",
+      `Bearer resource_metadata="${resourceMetadataUrl(deps.publicUrl(), id)}"${invalid}${basic}`,
+    );
     return response;
   };
   const answer = async (request: Request, id: string): Promise<Response> => {
@@ -48,7 +52,9 @@ export function proxyEntry(deps: ProxyEntryDeps) {
       return response.status === 401 ? challenge(request, response, id) : response;
     } catch (error) {
       const response = errorResponse(error, deps.log, deps.requestId(request));
-      return response.status === 401 ? challenge(request, response, id, error instanceof AppError && error.type === "invalid-token") : response;
+      return response.status === 401
+        ? challenge(request, response, id, error instanceof AppError && error.type === "invalid-token")
+        : response;
     }
   };
   return {

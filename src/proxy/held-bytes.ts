@@ -32,7 +32,10 @@ export function createHeldBytes(options: HeldBytesOptions) {
   const tooLarge = () =>
     options.maxBodyBytes < options.maxMessageBytes
       ? bodyTooLarge(maxMessageBytes, "PROXY__MAX_BODY_BYTES")
-      : bodyTooLarge(maxMessageBytes, "PROXY__MAX_MESSAGE_BYTES: the proxy reads each message whole for the tool policy and the audit trail");
+      : bodyTooLarge(
+          maxMessageBytes,
+          "PROXY__MAX_MESSAGE_BYTES: the proxy reads each message whole for the tool policy and the audit trail",
+        );
   const users = new Map<string, number>();
   let all = 0;
   const give = (userId: string, bytes: number) => {
@@ -44,10 +47,16 @@ export function createHeldBytes(options: HeldBytesOptions) {
   const take = (userId: string, bytes: number) => {
     const mine = users.get(userId) ?? 0;
     if (mine + bytes > perUser) {
-      throw new TooManyRequests(`Your requests waiting at the MCP proxy hold ${perUser} bytes of bodies already (PROXY__HELD_BYTES_PER_USER): retry when they are answered`, 1);
+      throw new TooManyRequests(
+        `Your requests waiting at the MCP proxy hold ${perUser} bytes of bodies already (PROXY__HELD_BYTES_PER_USER): retry when they are answered`,
+        1,
+      );
     }
     if (all + bytes > total) {
-      throw new TooManyRequests(`The MCP proxy holds ${total} bytes of request bodies already (PROXY__HELD_BYTES_TOTAL): retry shortly`, 1);
+      throw new TooManyRequests(
+        `The MCP proxy holds ${total} bytes of request bodies already (PROXY__HELD_BYTES_TOTAL): retry shortly`,
+        1,
+      );
     }
     users.set(userId, mine + bytes);
     all += bytes;
@@ -127,7 +136,6 @@ export function createHeldBytes(options: HeldBytesOptions) {
         held = false;
       };
     },
-
   };
 }
 export type HeldBytes = ReturnType<typeof createHeldBytes>;

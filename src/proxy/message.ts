@@ -6,7 +6,14 @@ import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
  * the value that was checked.
  */
 
-export type RpcMessage = { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown };
+export type RpcMessage = {
+  jsonrpc?: unknown;
+  id?: unknown;
+  method?: unknown;
+  params?: unknown;
+  result?: unknown;
+  error?: unknown;
+};
 
 export type ReadMessage = { ok: true; message: RpcMessage | RpcMessage[] } | { ok: false; response: Response };
 
@@ -18,14 +25,22 @@ const REQUEST: Levels = { ...MESSAGE, elements: MESSAGE };
 /** The proxy's own JSON-RPC answer; its length declared, so the audit trail reads it whole at once. */
 export function rpcError(id: unknown, code: number, message: string, status = 200): Response {
   const body = new TextEncoder().encode(JSON.stringify({ jsonrpc: "2.0", id: id ?? null, error: { code, message } }));
-  return new Response(body, { status, headers: { "content-type": "application/json", "content-length": String(body.byteLength) } });
+  return new Response(body, {
+    status,
+    headers: { "content-type": "application/json", "content-length": String(body.byteLength) },
+  });
 }
 
 /** The tool, prompt or resource a method names; the one `Mcp-Name` must repeat (MCP 2026-07-28 routing headers). */
 export function namedBy(message: RpcMessage): string | undefined {
   const params = message.params as { name?: unknown; uri?: unknown } | undefined;
   if (typeof params !== "object" || params === null) return undefined;
-  const named = message.method === "resources/read" ? params.uri : message.method === "tools/call" || message.method === "prompts/get" ? params.name : undefined;
+  const named =
+    message.method === "resources/read"
+      ? params.uri
+      : message.method === "tools/call" || message.method === "prompts/get"
+        ? params.name
+        : undefined;
   return typeof named === "string" ? named : undefined;
 }
 
@@ -49,7 +64,8 @@ function invalid(message: unknown): string | undefined {
   if (typeof message !== "object" || message === null || Array.isArray(message)) return "a JSON-RPC message is an object";
   const m = message as RpcMessage;
   if (m.method !== undefined && typeof m.method !== "string") return "method must be a string";
-  if (m.params !== undefined && (typeof m.params !== "object" || m.params === null)) return "params must be an object or an array";
+  if (m.params !== undefined && (typeof m.params !== "object" || m.params === null))
+    return "params must be an object or an array";
   return undefined;
 }
 
@@ -78,10 +94,21 @@ export function readMessage(bytes: Uint8Array, headers: Headers): ReadMessage {
   if (methodHeader !== null || nameHeader !== null) {
     const m = messages[0] as RpcMessage;
     if (Array.isArray(value) || (methodHeader !== null && methodHeader !== m.method)) {
-      return { ok: false, response: rpcError(m.id, -32600, `Mcp-Method says ${methodHeader}, the body ${Array.isArray(value) ? "is a batch" : String(m.method)}`, 400) };
+      return {
+        ok: false,
+        response: rpcError(
+          m.id,
+          -32600,
+          `Mcp-Method says ${methodHeader}, the body ${Array.isArray(value) ? "is a batch" : String(m.method)}`,
+          400,
+        ),
+      };
     }
     if (nameHeader !== null && NAMING_METHODS.has(m.method as string) && headerValue(nameHeader) !== namedBy(m)) {
-      return { ok: false, response: rpcError(m.id, -32600, `Mcp-Name says ${nameHeader}, the body ${namedBy(m) ?? "names nothing"}`, 400) };
+      return {
+        ok: false,
+        response: rpcError(m.id, -32600, `Mcp-Name says ${nameHeader}, the body ${namedBy(m) ?? "names nothing"}`, 400),
+      };
     }
   }
   return { ok: true, message: value as RpcMessage | RpcMessage[] };

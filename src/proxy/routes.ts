@@ -20,11 +20,19 @@ const options = (summary: string, description: string, body = false) => ({
   params: IdParams,
   // Declared for the docs, never parsed here: the proxy reads it itself, once (message.ts), or streams it unread.
   parse: RELAYED_JSON_BODY,
-  ...(body && { body: t.Any({ description: "A JSON-RPC message (or batch): checked strictly and sent on re-serialised while the audit trail, tracing or a tool policy reads it, else streamed as sent" }) }),
+  ...(body && {
+    body: t.Any({
+      description:
+        "A JSON-RPC message (or batch): checked strictly and sent on re-serialised while the audit trail, tracing or a tool policy reads it, else streamed as sent",
+    }),
+  }),
   response: {
     200: t.Any({ description: "The MCP server's answer: application/json or a text/event-stream, streamed as it comes" }),
     202: t.Any({ description: "Accepted (a notification or response was sent)" }),
-    400: t.Any({ description: "A JSON-RPC error with a null id: -32700 for a body that is not strict JSON, -32600 for one that is not a message or disagrees with Mcp-Method/Mcp-Name" }),
+    400: t.Any({
+      description:
+        "A JSON-RPC error with a null id: -32700 for a body that is not strict JSON, -32600 for one that is not a message or disagrees with Mcp-Method/Mcp-Name",
+    }),
     401: Problem,
     403: Problem,
     404: Problem,
@@ -39,19 +47,28 @@ const options = (summary: string, description: string, body = false) => ({
 
 export function proxyRoutes(entry: ProxyEntry) {
   return new Elysia({ prefix: "/api/v1/connectors" })
-    .post("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), options(
-      "MCP: send a JSON-RPC message",
-      "MCP Streamable HTTP POST. Send `Accept: application/json, text/event-stream`.",
-      true,
-    ))
-    .get("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), options(
-      "MCP: open the server's notification stream",
-      "MCP Streamable HTTP GET (text/event-stream), resumable with Last-Event-ID.",
-    ))
-    .delete("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), options(
-      "MCP: end the session",
-      "MCP Streamable HTTP DELETE with Mcp-Session-Id.",
-    ))
+    .post(
+      "/:id/mcp",
+      ({ params, request }) => entry.handle(request, params.id),
+      options(
+        "MCP: send a JSON-RPC message",
+        "MCP Streamable HTTP POST. Send `Accept: application/json, text/event-stream`.",
+        true,
+      ),
+    )
+    .get(
+      "/:id/mcp",
+      ({ params, request }) => entry.handle(request, params.id),
+      options(
+        "MCP: open the server's notification stream",
+        "MCP Streamable HTTP GET (text/event-stream), resumable with Last-Event-ID.",
+      ),
+    )
+    .delete(
+      "/:id/mcp",
+      ({ params, request }) => entry.handle(request, params.id),
+      options("MCP: end the session", "MCP Streamable HTTP DELETE with Mcp-Session-Id."),
+    )
     .options("/:id/mcp", ({ request }) => entry.preflight(request), {
       params: IdParams,
       response: { 204: t.Void({ description: "Allowed: the CORS headers say for how long" }), 403: Problem },

@@ -5,7 +5,15 @@ import type { Transitions } from "../connectors/transitions";
 import { compileToolPolicy } from "../connectors/tool-policy";
 import type { AuditEntry } from "../audit/service";
 import type { Traced, Tracing } from "../observability/tracing";
-import { AppError, Conflict, OAuthAuthorizationRequired, OAuthScopeRequired, UpstreamCredentialsRevoked, UpstreamFailed, InvalidToken } from "../http-errors/errors";
+import {
+  AppError,
+  Conflict,
+  OAuthAuthorizationRequired,
+  OAuthScopeRequired,
+  UpstreamCredentialsRevoked,
+  UpstreamFailed,
+  InvalidToken,
+} from "../http-errors/errors";
 import type { Authorization } from "../oauth/authorization";
 import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
 import { relayedRequestHeaders } from "../relay/headers";
@@ -36,7 +44,10 @@ export type ProxyServiceDeps = {
   audit?: AuditSink;
   connectors: ConnectorService;
   /** A connector's tool pins, and where a listing's tools are recorded (off the request: it does not wait). */
-  pins: { list(connectorId: string): Promise<ToolPinRow[]>; record(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> };
+  pins: {
+    list(connectorId: string): Promise<ToolPinRow[]>;
+    record(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void>;
+  };
   transitions: Transitions;
   authorization: Authorization;
   targets: Targets;
@@ -51,7 +62,21 @@ export type ProxyServiceDeps = {
   watch?: AccessWatch;
 };
 
-export function createProxyService({ tracing, audit, connectors, pins, transitions, authorization, targets, limits, held: heldBytes, credentialCheck, forward: baseOptions, clock, watch }: ProxyServiceDeps) {
+export function createProxyService({
+  tracing,
+  audit,
+  connectors,
+  pins,
+  transitions,
+  authorization,
+  targets,
+  limits,
+  held: heldBytes,
+  credentialCheck,
+  forward: baseOptions,
+  clock,
+  watch,
+}: ProxyServiceDeps) {
   /** The stored credentials stopped working: the caller gets a 502 (a 401 would blame its own credentials). */
   async function credentialsRejected(row: ConnectorRow, why: string): Promise<never> {
     const reason = `The MCP server rejected the ${why} at ${new Date(clock()).toISOString()}`;
@@ -67,7 +92,15 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
    * said; accepted: the client gets the 401 as the server sent it. An open connector has no credentials to check: its
    * server asks for some, and the OAuth flow starts.
    */
-  async function unauthorized(row: ConnectorRow, target: Target, request: Request, headers: Headers, options: ForwardOptions, first: Forwarded, spare: Uint8Array | null): Promise<Forwarded> {
+  async function unauthorized(
+    row: ConnectorRow,
+    target: Target,
+    request: Request,
+    headers: Headers,
+    options: ForwardOptions,
+    first: Forwarded,
+    spare: Uint8Array | null,
+  ): Promise<Forwarded> {
     if (row.auth_method === "none" && !target.managed) {
       // An open server that now wants authorization (e.g. only for tools, initialize staying open — so no handshake
       // could tell): the OAuth flow, as at connect.
@@ -87,13 +120,18 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
       const refreshed = await authorization.refresh(row.id, rejected);
       if (!refreshed.ok) {
         // A refresh that cannot succeed disconnected the connector already (oauth/authorization.ts); another may next time.
-        if (refreshed.failure.permanent || refreshed.expired) return credentialsRejected(row, `access token (HTTP 401) and its refresh failed (${refreshed.failure.reason})`);
-        throw new UpstreamFailed(`The MCP server refused the connector's access token and refreshing it failed for now (${refreshed.failure.reason}): try again`);
+        if (refreshed.failure.permanent || refreshed.expired)
+          return credentialsRejected(row, `access token (HTTP 401) and its refresh failed (${refreshed.failure.reason})`);
+        throw new UpstreamFailed(
+          `The MCP server refused the connector's access token and refreshing it failed for now (${refreshed.failure.reason}): try again`,
+        );
       }
       headers.set("authorization", `Bearer ${refreshed.accessToken}`);
       credentials = { authorization: `Bearer ${refreshed.accessToken}` };
       if (spare === null && request.method === "POST" && request.body !== null) {
-        throw new UpstreamFailed("The MCP server refused the connector's access token, which has now been refreshed: send the request again (a body this large is not kept to be replayed)");
+        throw new UpstreamFailed(
+          "The MCP server refused the connector's access token, which has now been refreshed: send the request again (a body this large is not kept to be replayed)",
+        );
       }
       forwarded = await forward(request, target.url, headers, options, spare);
       if (forwarded.upstream.status !== 401) return forwarded;
@@ -102,11 +140,21 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
     if (!verdict.refused) return forwarded;
     await forwarded.upstream.body?.cancel();
     const what = row.auth_method === "oauth" ? "freshly refreshed access token" : "stored credentials";
-    return credentialsRejected(row, `${what} when they were checked again after a 401 (HTTP ${verdict.status}${verdict.said ? `: ${verdict.said}` : ""})`);
+    return credentialsRejected(
+      row,
+      `${what} when they were checked again after a 401 (HTTP ${verdict.status}${verdict.said ? `: ${verdict.said}` : ""})`,
+    );
   }
 
   /** Sends one MCP request on, recovering from a 401 (refresh) or a 403 insufficient_scope as the connector allows. */
-  async function relay(caller: Principal, row: ConnectorRow, request: Request, ended: () => void, tap?: AuditTap, traced?: Traced): Promise<Response> {
+  async function relay(
+    caller: Principal,
+    row: ConnectorRow,
+    request: Request,
+    ended: () => void,
+    tap?: AuditTap,
+    traced?: Traced,
+  ): Promise<Response> {
     const target = targets.target(row);
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
     const { url } = target;
@@ -116,7 +164,9 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
     const view: ToolView | undefined = row.tool_policy
       ? {
           ...compileToolPolicy(row.tool_policy),
-          ...(row.tool_policy.pin && { pinning: createPinning(row, await pins.list(row.id), (seen, complete) => void pins.record(row, seen, complete)) }),
+          ...(row.tool_policy.pin && {
+            pinning: createPinning(row, await pins.list(row.id), (seen, complete) => void pins.record(row, seen, complete)),
+          }),
         }
       : undefined;
     let listIds = new Set<string>();
@@ -151,7 +201,11 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
         }
         body = serialiseMessage(message);
         headers.set("content-type", "application/json");
-      } else if (body && declared !== undefined && declared <= (oauth ? heldBytes.maxMessageBytes : Math.min(WHOLE_BODY_BYTES, heldBytes.maxMessageBytes))) {
+      } else if (
+        body &&
+        declared !== undefined &&
+        declared <= (oauth ? heldBytes.maxMessageBytes : Math.min(WHOLE_BODY_BYTES, heldBytes.maxMessageBytes))
+      ) {
         // A small body of declared length is sent faster as bytes than as a stream fetch must pipe (bench/RESULTS.md,
         // "Governance"); an OAuth connector keeps one up to a message's size, to replay it after a refresh. Either
         // streams instead when the held-bytes budget has no room for it.
@@ -168,7 +222,16 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
         throw e;
       }
       upstreamSpan?.end({ "http.response.status_code": forwarded.upstream.status });
-      if (forwarded.upstream.status === 401) forwarded = await unauthorized(row, target, request, headers, options, forwarded, body instanceof Uint8Array ? body : null);
+      if (forwarded.upstream.status === 401)
+        forwarded = await unauthorized(
+          row,
+          target,
+          request,
+          headers,
+          options,
+          forwarded,
+          body instanceof Uint8Array ? body : null,
+        );
     } finally {
       held?.release();
     }
@@ -201,7 +264,8 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
      */
     async handle(caller: Principal, id: string, request: Request): Promise<Response> {
       // [RFC 8707 §2](https://www.rfc-editor.org/rfc/rfc8707#section-2): an access token of this service's authorization server is for one connector's proxy URL.
-      if (caller.connector !== undefined && caller.connector !== id) throw new InvalidToken("This access token was issued for another connector's MCP proxy URL");
+      if (caller.connector !== undefined && caller.connector !== id)
+        throw new InvalidToken("This access token was issued for another connector's MCP proxy URL");
       let row = await connectors.owned(caller, id, true);
       // The cached row may be up to a second behind a connect on another replica: a refusal is checked in the store.
       if (row.state !== "connected") row = await connectors.owned(caller, id);
@@ -210,8 +274,13 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
         throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);
       }
       const close = limits.open(caller.id, row.id);
-      const traced = tracing?.server("mcp.proxy", request, { "mcp.connector.id": row.id, "enduser.id": caller.id, "http.request.method": request.method });
-      const tap: AuditTap | undefined = (audit || traced) && request.method === "POST" ? { capture: audit?.capture ?? false, requestBytes: 0 } : undefined;
+      const traced = tracing?.server("mcp.proxy", request, {
+        "mcp.connector.id": row.id,
+        "enduser.id": caller.id,
+        "http.request.method": request.method,
+      });
+      const tap: AuditTap | undefined =
+        (audit || traced) && request.method === "POST" ? { capture: audit?.capture ?? false, requestBytes: 0 } : undefined;
       const startedAt = clock();
       const started = performance.now();
       const record = (httpStatus: number, observed: Observed) => {
@@ -220,7 +289,9 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
           {
             "http.response.status_code": httpStatus,
             ...(described.method !== null && { "mcp.method.name": described.method }),
-            ...(described.name !== null && { [described.method === "resources/read" ? "mcp.resource.uri" : "mcp.tool.name"]: described.name }),
+            ...(described.name !== null && {
+              [described.method === "resources/read" ? "mcp.resource.uri" : "mcp.tool.name"]: described.name,
+            }),
             ...(observed.errorCode !== null && { "rpc.jsonrpc.error_code": observed.errorCode }),
           },
           httpStatus >= 500 ? `HTTP ${httpStatus}` : undefined,
@@ -243,7 +314,13 @@ export function createProxyService({ tracing, audit, connectors, pins, transitio
       };
       try {
         const response = await relay(caller, row, request, close, tap, traced);
-        if (tap) return tapResponse(response, tap.capture, (observed) => record(response.status, observed), (bytes) => heldBytes.tryHold(caller.id, bytes));
+        if (tap)
+          return tapResponse(
+            response,
+            tap.capture,
+            (observed) => record(response.status, observed),
+            (bytes) => heldBytes.tryHold(caller.id, bytes),
+          );
         traced?.end({ "http.response.status_code": response.status });
         return response;
       } catch (e) {

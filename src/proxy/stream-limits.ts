@@ -24,10 +24,16 @@ export function createStreamLimits({ perUser, perConnector }: StreamLimitOptions
     /** Takes a place for one exchange; the function returned gives it back (once, however often it is called). */
     open(userId: string, connectorId: string): () => void {
       if ((users.get(userId) ?? 0) >= perUser) {
-        throw new TooManyRequests(`You have ${perUser} MCP requests and streams open through the proxy (PROXY__MAX_STREAMS_PER_USER): close some first`, 5);
+        throw new TooManyRequests(
+          `You have ${perUser} MCP requests and streams open through the proxy (PROXY__MAX_STREAMS_PER_USER): close some first`,
+          5,
+        );
       }
       if ((connectors.get(connectorId) ?? 0) >= perConnector) {
-        throw new TooManyRequests(`This connector has ${perConnector} MCP requests and streams open (PROXY__MAX_STREAMS_PER_CONNECTOR): close some first`, 5);
+        throw new TooManyRequests(
+          `This connector has ${perConnector} MCP requests and streams open (PROXY__MAX_STREAMS_PER_CONNECTOR): close some first`,
+          5,
+        );
       }
       add(users, userId, 1);
       add(connectors, connectorId, 1);
@@ -40,7 +46,10 @@ export function createStreamLimits({ perUser, perConnector }: StreamLimitOptions
       };
     },
     /** Open exchanges now, for a user and for a connector. */
-    count: (userId: string, connectorId: string) => ({ user: users.get(userId) ?? 0, connector: connectors.get(connectorId) ?? 0 }),
+    count: (userId: string, connectorId: string) => ({
+      user: users.get(userId) ?? 0,
+      connector: connectors.get(connectorId) ?? 0,
+    }),
   };
 }
 export type StreamLimits = ReturnType<typeof createStreamLimits>;

@@ -23,7 +23,9 @@ const rawJSON = (JSON as unknown as { rawJSON: RawJson }).rawJSON;
 
 /** Keeps the exact lexeme of every number that would come out changed (JSON.rawJSON, TC39 "JSON.parse source text access"). */
 function keepLexeme(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
-  return typeof value === "number" && context?.source !== undefined && String(value) !== context.source ? rawJSON(context.source) : value;
+  return typeof value === "number" && context?.source !== undefined && String(value) !== context.source
+    ? rawJSON(context.source)
+    : value;
 }
 
 /** Parses `input` (the body's bytes, or a text already decoded) fail-closed; throws MalformedJson saying why. */
@@ -101,7 +103,7 @@ function space(text: string, i: number): number {
 
 /** From an opening quote to just past its closing one. */
 function skipString(text: string, i: number): number {
-  for (let from = i + 1; ; ) {
+  for (let from = i + 1; ;) {
     const quote = text.indexOf('"', from);
     let escapes = 0;
     while (text.charCodeAt(quote - 1 - escapes) === BACKSLASH) escapes++;
@@ -128,7 +130,10 @@ function skipNumber(s: Scan, i: number): number {
     }
     break;
   }
-  if (!s.altered && (!plain || i - start >= 16 || (i - start === 2 && text.charCodeAt(start) === MINUS && text.charCodeAt(start + 1) === ZERO))) {
+  if (
+    !s.altered &&
+    (!plain || i - start >= 16 || (i - start === 2 && text.charCodeAt(start) === MINUS && text.charCodeAt(start + 1) === ZERO))
+  ) {
     const lexeme = text.slice(start, i);
     if (String(Number(lexeme)) !== lexeme) s.altered = true;
   }

@@ -27,7 +27,15 @@ const idKey = (id: unknown) => JSON.stringify(id);
 export function filterRequest(message: RpcMessage | RpcMessage[], headers: Headers, view: ToolView): FilteredRequest {
   const unchanged: FilteredRequest = { kind: "forward", message, listIds: new Set() };
   if (Array.isArray(message)) {
-    return { kind: "answer", response: rpcError(null, -32600, "Batches are not accepted by a connector with a tool policy (MCP 2025-06-18 removed JSON-RPC batching)", 400) };
+    return {
+      kind: "answer",
+      response: rpcError(
+        null,
+        -32600,
+        "Batches are not accepted by a connector with a tool policy (MCP 2025-06-18 removed JSON-RPC batching)",
+        400,
+      ),
+    };
   }
   const m = message;
   if (m.method === "tools/list" && m.id !== undefined) return { ...unchanged, listIds: new Set([idKey(m.id)]) };
@@ -41,26 +49,45 @@ export function filterRequest(message: RpcMessage | RpcMessage[], headers: Heade
   const original = view.original(params.name);
   if (original === undefined) return { kind: "answer", response: rpcError(m.id, -32602, `Unknown tool: ${params.name}`) };
   if (view.pinning?.hiddenByName(original)) {
-    return { kind: "answer", response: rpcError(m.id, -32602, `Unknown tool: ${params.name} (its definition changed since it was approved: an approval is needed)`) };
+    return {
+      kind: "answer",
+      response: rpcError(
+        m.id,
+        -32602,
+        `Unknown tool: ${params.name} (its definition changed since it was approved: an approval is needed)`,
+      ),
+    };
   }
   if (original === params.name) return unchanged;
-  return { kind: "forward", message: { ...m, params: { ...params, name: original } }, ...(headers.has("mcp-name") && { mcpName: original }), listIds: new Set() };
+  return {
+    kind: "forward",
+    message: { ...m, params: { ...params, name: original } },
+    ...(headers.has("mcp-name") && { mcpName: original }),
+    listIds: new Set(),
+  };
 }
 
 /** A tools/list result as clients may see it: hidden tools gone, names and descriptions as the policy says. */
 export function rewriteToolList(result: unknown, view: ToolView): unknown {
   if (typeof result !== "object" || result === null || !Array.isArray((result as { tools?: unknown }).tools)) return result;
-  const tools = (result as { tools: unknown[] }).tools.filter((tool): tool is { name: string } => typeof (tool as { name?: unknown })?.name === "string");
+  const tools = (result as { tools: unknown[] }).tools.filter(
+    (tool): tool is { name: string } => typeof (tool as { name?: unknown })?.name === "string",
+  );
   let hiddenByPins = (_: { name: string }) => false;
   if (view.pinning) {
     const pinning = view.pinning;
     const digests = new Map(tools.map((tool) => [tool, toolDigest(tool)]));
-    pinning.observe(tools.map((tool) => ({ name: tool.name, digest: digests.get(tool)! })), (result as { nextCursor?: unknown }).nextCursor === undefined);
+    pinning.observe(
+      tools.map((tool) => ({ name: tool.name, digest: digests.get(tool)! })),
+      (result as { nextCursor?: unknown }).nextCursor === undefined,
+    );
     hiddenByPins = (tool) => pinning.hidden(tool.name, digests.get(tool)!);
   }
   const shown = tools.filter((tool) => view.visible(tool.name) && !hiddenByPins(tool));
   // A tool renamed to another's own name takes it: the other would not be callable, so it is not listed either.
-  const takenByRename = new Set(shown.filter((tool) => view.exposed(tool.name) !== tool.name).map((tool) => view.exposed(tool.name)));
+  const takenByRename = new Set(
+    shown.filter((tool) => view.exposed(tool.name) !== tool.name).map((tool) => view.exposed(tool.name)),
+  );
   return {
     ...result,
     tools: shown
@@ -90,13 +117,21 @@ function rewriteMessage(text: Uint8Array | string, ids: Set<string>, view: ToolV
     if (e instanceof MalformedJson) return { kind: "unreadable", why: e.message };
     throw e;
   }
-  if (typeof message !== "object" || message === null || !("result" in message) || !ids.has(idKey((message as RpcMessage).id))) return { kind: "as-is" };
-  return { kind: "rewritten", text: JSON.stringify({ ...message, result: rewriteToolList((message as RpcMessage).result, view) }) };
+  if (typeof message !== "object" || message === null || !("result" in message) || !ids.has(idKey((message as RpcMessage).id)))
+    return { kind: "as-is" };
+  return {
+    kind: "rewritten",
+    text: JSON.stringify({ ...message, result: rewriteToolList((message as RpcMessage).result, view) }),
+  };
 }
 
 /** The listing's answer when the server's could not be used: a JSON-RPC error for the listing's id (JSON-RPC 2.0 §5.1: -32603). */
 const listingFailed = (ids: Set<string>, why: string) =>
-  JSON.stringify({ jsonrpc: "2.0", id: JSON.parse([...ids][0] ?? "null"), error: { code: -32603, message: `The MCP server's tools/list answer was not passed on: ${why}` } });
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id: JSON.parse([...ids][0] ?? "null"),
+    error: { code: -32603, message: `The MCP server's tools/list answer was not passed on: ${why}` },
+  });
 
 /**
  * The upstream's answer with its listings rewritten: a JSON body whole (it is one message), an event stream event by
@@ -113,7 +148,12 @@ export async function rewriteResponse(response: Response, ids: Set<string>, view
   if (type.startsWith("application/json")) {
     const bytes = await readCapped(response.body, maxBytes);
     const rewritten: Rewritten = bytes === undefined ? { kind: "unreadable", why: tooLarge } : rewriteMessage(bytes, ids, view);
-    const body = rewritten.kind === "rewritten" ? rewritten.text : rewritten.kind === "unreadable" ? listingFailed(ids, rewritten.why) : new Uint8Array(bytes!);
+    const body =
+      rewritten.kind === "rewritten"
+        ? rewritten.text
+        : rewritten.kind === "unreadable"
+          ? listingFailed(ids, rewritten.why)
+          : new Uint8Array(bytes!);
     return new Response(body, { status: response.status, statusText: response.statusText, headers });
   }
   if (!type.startsWith("text/event-stream")) return response;

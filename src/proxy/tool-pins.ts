@@ -13,7 +13,9 @@ const DEFINITION = ["name", "title", "description", "inputSchema", "outputSchema
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
   }
   return JSON.stringify(value);
@@ -33,7 +35,11 @@ export type Pinning = {
   observe(seen: { name: string; digest: string }[], complete: boolean): void;
 };
 
-export function createPinning(row: ConnectorRow, pins: ToolPinRow[], record: (seen: { name: string; digest: string }[], complete: boolean) => void): Pinning {
+export function createPinning(
+  row: ConnectorRow,
+  pins: ToolPinRow[],
+  record: (seen: { name: string; digest: string }[], complete: boolean) => void,
+): Pinning {
   const strict = row.tool_policy?.pin === "strict";
   const pinned = row.tools_pinned_at !== null;
   const byName = new Map(pins.map((pin) => [pin.name, pin]));

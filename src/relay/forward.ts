@@ -21,14 +21,28 @@ export type ForwardOptions = {
 export type RelaySettings = { fetch: FetchLike; headersTimeoutMs: number; maxBodyBytes: number };
 
 /** Forwarding options and metrics (`<prefix>_proxy_…`) for one relay: the MCP proxy ("mcp") or the A2A one ("a2a"). */
-export function relayOptions(registry: Registry, prefix: string, upstreamName: string, buckets: number[], settings: RelaySettings): ForwardOptions {
+export function relayOptions(
+  registry: Registry,
+  prefix: string,
+  upstreamName: string,
+  buckets: number[],
+  settings: RelaySettings,
+): ForwardOptions {
   return {
     ...settings,
     streams: new Set(),
     upstreamName,
     metrics: {
-      requests: registry.counter(`${prefix}_proxy_requests_total`, `${upstreamName} proxy requests by the status relayed (502/504: upstream failed)`, "status"),
-      latency: registry.histogram(`${prefix}_proxy_upstream_latency_seconds`, `Time from sending a request to the ${upstreamName} to its response headers`, buckets),
+      requests: registry.counter(
+        `${prefix}_proxy_requests_total`,
+        `${upstreamName} proxy requests by the status relayed (502/504: upstream failed)`,
+        "status",
+      ),
+      latency: registry.histogram(
+        `${prefix}_proxy_upstream_latency_seconds`,
+        `Time from sending a request to the ${upstreamName} to its response headers`,
+        buckets,
+      ),
       openStreams: registry.upDown(`${prefix}_proxy_open_streams`, `Event streams from the ${upstreamName} being relayed now`),
     },
   };
@@ -39,7 +53,8 @@ export function relayOptions(registry: Registry, prefix: string, upstreamName: s
  * `+json` suffix ([RFC 6839 §3.1](https://www.rfc-editor.org/rfc/rfc6839#section-3.1)), such as a gateway's RFC 9457
  * problem document refusing a request — and event streams. A browser shows them as text, never as a page.
  */
-const relayable = (type: string) => type === "application/json" || type === "text/event-stream" || /^application\/[a-z0-9.!#$&^_-]+\+json$/.test(type);
+const relayable = (type: string) =>
+  type === "application/json" || type === "text/event-stream" || /^application\/[a-z0-9.!#$&^_-]+\+json$/.test(type);
 
 /**
  * Why an upstream's answer is not relayed, if it is not: a redirect (never followed, and never passed to a browser as
@@ -49,7 +64,10 @@ const relayable = (type: string) => type === "application/json" || type === "tex
 function refusal(upstream: Response, name: string, hasBody: boolean): UpstreamAnswerRefused | undefined {
   const { status } = upstream;
   if (status >= 300 && status < 400) {
-    return new UpstreamAnswerRefused(502, `The ${name} answered ${status} redirecting to ${upstream.headers.get("location") ?? "nowhere"}: redirects are not relayed; if it moved, change the URL`);
+    return new UpstreamAnswerRefused(
+      502,
+      `The ${name} answered ${status} redirecting to ${upstream.headers.get("location") ?? "nowhere"}: redirects are not relayed; if it moved, change the URL`,
+    );
   }
   if (!hasBody) return undefined;
   const type = upstream.headers.get("content-type");
@@ -155,7 +173,8 @@ export async function forward(
     request.signal.removeEventListener("abort", abort);
     if (overLimit) throw tooLarge(options);
     options.metrics.requests.inc(timedOut ? "504" : "502");
-    if (timedOut) throw new UpstreamTimeout(`The ${options.upstreamName} sent no response within ${options.headersTimeoutMs / 1000} s`);
+    if (timedOut)
+      throw new UpstreamTimeout(`The ${options.upstreamName} sent no response within ${options.headersTimeoutMs / 1000} s`);
     throw new UpstreamFailed(`The ${options.upstreamName} could not be reached: ${classifyFetchFailure(e).detail}`);
   } finally {
     clearTimeout(timer);

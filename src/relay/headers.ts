@@ -39,7 +39,10 @@ const RELAYED_RESPONSE_HEADERS = new Set([
  * frame anything: a sandboxed document with no sources at all ([CSP 3 §6.3.2](https://www.w3.org/TR/CSP3/#directive-sandbox)),
  * and no type sniffing ([Fetch §X-Content-Type-Options](https://fetch.spec.whatwg.org/#x-content-type-options-header)).
  */
-export const RELAYED_ANSWER_HEADERS = { "content-security-policy": "sandbox; default-src 'none'", "x-content-type-options": "nosniff" } as const;
+export const RELAYED_ANSWER_HEADERS = {
+  "content-security-policy": "sandbox; default-src 'none'",
+  "x-content-type-options": "nosniff",
+} as const;
 
 export function clientResponseHeaders(upstream: Headers): Headers {
   const out = new Headers(RELAYED_ANSWER_HEADERS);

@@ -31,7 +31,13 @@ export type LocalRuntimeOptions = {
  * its deployment's token (another user of the machine could otherwise reach the loopback port). Each process runs in
  * the sandbox (sandbox.ts) and holds one of its owner's places (process-limits.ts) while it runs.
  */
-export function createLocalRuntime({ log, sandbox, limits, readinessTimeoutMs = READINESS_TIMEOUT_MS, which = Bun.which }: LocalRuntimeOptions): Runtime {
+export function createLocalRuntime({
+  log,
+  sandbox,
+  limits,
+  readinessTimeoutMs = READINESS_TIMEOUT_MS,
+  which = Bun.which,
+}: LocalRuntimeOptions): Runtime {
   const deployments = new Map<string, Deployment>();
   const byOrigin = new Map<string, Deployment>(); // gateway origin → its deployment (for fetch)
 
@@ -42,7 +48,8 @@ export function createLocalRuntime({ log, sandbox, limits, readinessTimeoutMs = 
   function commandFor(spec: DeploymentSpec): StdioCommand {
     const env = { ...getDefaultEnvironment(), ...serverEnv(spec) };
     const { command, args = [], image } = spec.stdio;
-    if (command && command.length > 0) return sandboxed(sandbox, { command: command[0]!, args: [...command.slice(1), ...args], env });
+    if (command && command.length > 0)
+      return sandboxed(sandbox, { command: command[0]!, args: [...command.slice(1), ...args], env });
     const engine = ["podman", "docker"].find((name) => which(name));
     if (!engine) {
       throw new DeploymentFailed(`the preset gives only the image ${image}, and neither podman nor docker is on PATH to run it`);
@@ -79,11 +86,18 @@ export function createLocalRuntime({ log, sandbox, limits, readinessTimeoutMs = 
         const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: gateway.fetch });
         const url = new URL(`http://127.0.0.1:${server.port}/mcp`);
         // Ready means a real MCP handshake with a fresh server process succeeds (its session is then ended).
-        const result = await mcpHandshake(url, { fetch, headers: { [GATEWAY_TOKEN_HEADER]: token }, timeoutMs: readinessTimeoutMs });
+        const result = await mcpHandshake(url, {
+          fetch,
+          headers: { [GATEWAY_TOKEN_HEADER]: token },
+          timeoutMs: readinessTimeoutMs,
+        });
         if (!result.ok) {
           await gateway.close();
           await server.stop(true);
-          throw new DeploymentFailed(`the stdio server (${spec.stdio.command?.[0] ?? stdio.command}) did not become ready: ${describeHandshake(result)}`, result.kind === "timeout");
+          throw new DeploymentFailed(
+            `the stdio server (${spec.stdio.command?.[0] ?? stdio.command}) did not become ready: ${describeHandshake(result)}`,
+            result.kind === "timeout",
+          );
         }
         deployments.set(spec.connectorId, { gateway, server, url, token });
         byOrigin.set(url.origin, deployments.get(spec.connectorId)!);

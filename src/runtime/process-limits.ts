@@ -30,7 +30,10 @@ export function createProcessLimits({ maxProcessesPerUser, maxProcesses }: Proce
         );
       }
       if (running >= maxProcesses) {
-        throw new TooManyRequests(`The service runs ${running} managed server processes, its limit (RUNTIME__MAX_PROCESSES): retry when other sessions have ended`, 30);
+        throw new TooManyRequests(
+          `The service runs ${running} managed server processes, its limit (RUNTIME__MAX_PROCESSES): retry when other sessions have ended`,
+          30,
+        );
       }
       byOwner.set(ownerId, owned + 1);
       running++;

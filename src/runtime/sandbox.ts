@@ -16,7 +16,8 @@ import type { Logger } from "../observability/logger";
  * (bwrap run by root keeps them otherwise, and CAP_SYS_ADMIN could unmount a mask); its own session (no TIOCSTI into
  * the service's terminal); death with the service. The network is kept: servers call their APIs.
  */
-export type Sandbox = { kind: "none" } | { kind: "bwrap"; program: string; home: string; layout: Pick<BwrapArgs, "head" | "tail" | "privateDirs"> };
+export type Sandbox =
+  { kind: "none" } | { kind: "bwrap"; program: string; home: string; layout: Pick<BwrapArgs, "head" | "tail" | "privateDirs"> };
 
 /** What the service holds that a managed server must not read, and the home a server gets instead of the service's. */
 export type ServicePaths = {
@@ -71,13 +72,21 @@ function envFiles(dir: string): string[] {
 
 /** What every sandbox has, before the masks of this service's paths (and what the trial run at start uses). */
 const BASE_ARGS = [
-  "--ro-bind", "/", "/",
-  "--dev", "/dev",
-  "--unshare-pid", "--unshare-ipc",
-  "--proc", "/proc",
-  "--die-with-parent", "--new-session",
-  "--cap-drop", "ALL",
-  "--tmpfs", "/tmp",
+  "--ro-bind",
+  "/",
+  "/",
+  "--dev",
+  "/dev",
+  "--unshare-pid",
+  "--unshare-ipc",
+  "--proc",
+  "/proc",
+  "--die-with-parent",
+  "--new-session",
+  "--cap-drop",
+  "ALL",
+  "--tmpfs",
+  "/tmp",
 ];
 
 /**
@@ -98,7 +107,10 @@ export function bwrapArgs(paths: ServicePaths) {
   const secretDirs: string[] = [];
   const database = real(paths.database);
   const keyFile = real(paths.keyFile);
-  for (const [file, companions] of [[database, databaseFiles], [keyFile, (f: string) => [f]]] as const) {
+  for (const [file, companions] of [
+    [database, databaseFiles],
+    [keyFile, (f: string) => [f]],
+  ] as const) {
     if (file === undefined) continue;
     if (dirname(file) === sep) files.push(...companions(file));
     else secretDirs.push(dirname(file));
@@ -117,17 +129,27 @@ export function bwrapArgs(paths: ServicePaths) {
   // A private directory inside a masked secret one (a home in the data's working directory) is hidden by that mask.
   const allPrivate = [...new Set(privateDirs)].filter((dir) => !secrets.some((secret) => within(dir, secret)));
   const privates = outermost(allPrivate);
-  const secretFiles = [...new Set(files.map((file) => real(file) ?? file))].filter((file) => existsSync(file) && !isDir(file) && !secrets.some((m) => within(file, m)));
+  const secretFiles = [...new Set(files.map((file) => real(file) ?? file))].filter(
+    (file) => existsSync(file) && !isDir(file) && !secrets.some((m) => within(file, m)),
+  );
   const head = [...BASE_ARGS, ...privates.filter((dir) => dir !== "/tmp").flatMap((dir) => ["--tmpfs", dir])];
   const tail = [
     ...secrets.flatMap((dir) => ["--tmpfs", dir]),
     ...secretFiles.flatMap((file) => ["--ro-bind", "/dev/null", file]),
     // The home is a mask of its own, or a directory made inside /tmp's.
     ...(privates.includes(privateHome) ? [] : ["--dir", privateHome]),
-    "--chdir", privateHome,
+    "--chdir",
+    privateHome,
   ];
   // Every private directory, nested ones too: one inside a directory bound back must be made private again.
-  return { args: [...head, ...tail], head, tail, home: privateHome, hidden: [...privates, ...secrets, ...secretFiles], privateDirs: allPrivate };
+  return {
+    args: [...head, ...tail],
+    head,
+    tail,
+    home: privateHome,
+    hidden: [...privates, ...secrets, ...secretFiles],
+    privateDirs: allPrivate,
+  };
 }
 type BwrapArgs = ReturnType<typeof bwrapArgs>;
 
@@ -175,13 +197,25 @@ export function sandboxed(sandbox: Sandbox, command: StdioCommand): StdioCommand
   // A private directory inside a directory bound back (a home inside the checkout) is made private again on top of it;
   // the secrets are masked after both (`tail`: bwrap mounts in order).
   const again = outermost(privateDirs.filter((dir) => roots.some((root) => within(dir, root) && dir !== root)));
-  const args = [...head, ...roots.flatMap((root) => ["--ro-bind", root, root]), ...again.flatMap((dir) => ["--tmpfs", dir]), ...tail, "--", command.command, ...command.args];
+  const args = [
+    ...head,
+    ...roots.flatMap((root) => ["--ro-bind", root, root]),
+    ...again.flatMap((dir) => ["--tmpfs", dir]),
+    ...tail,
+    "--",
+    command.command,
+    ...command.args,
+  ];
   return { command: sandbox.program, args, env: { ...command.env, HOME: sandbox.home } };
 }
 
 /** Runs `true` in a bare sandbox: undefined when that works, else why not (bwrap's first line of complaint). */
 export function trialRun(program: string): string | undefined {
-  const result = Bun.spawnSync([program, ...BASE_ARGS, "--", Bun.which("true") ?? "/bin/true"], { stdout: "ignore", stderr: "pipe", timeout: 10_000 });
+  const result = Bun.spawnSync([program, ...BASE_ARGS, "--", Bun.which("true") ?? "/bin/true"], {
+    stdout: "ignore",
+    stderr: "pipe",
+    timeout: 10_000,
+  });
   if (result.exitCode === 0) return undefined;
   const said = result.stderr.toString().trim().split("\n")[0];
   return said || (result.exitCode === null ? "it did not finish within 10 s" : `it exited with code ${result.exitCode}`);
@@ -191,26 +225,43 @@ export function trialRun(program: string): string | undefined {
 export class SandboxUnavailable extends Error {}
 
 /** RUNTIME__SANDBOX decided: bwrap's program, or none and why. */
-export type SandboxChoice = { kind: "bwrap"; program: string; reason: string } | { kind: "none"; reason: string; fellBack: boolean };
+export type SandboxChoice =
+  { kind: "bwrap"; program: string; reason: string } | { kind: "none"; reason: string; fellBack: boolean };
 
 /**
  * RUNTIME__SANDBOX, decided at start before anything is created. Unset: bwrap when it is on PATH and a trial run
  * works, else none (said in a warning). `bwrap` that cannot run throws SandboxUnavailable.
  */
-export function chooseSandbox(setting: "bwrap" | "none" | undefined, which: (program: string) => string | null = Bun.which, trial = trialRun): SandboxChoice {
+export function chooseSandbox(
+  setting: "bwrap" | "none" | undefined,
+  which: (program: string) => string | null = Bun.which,
+  trial = trialRun,
+): SandboxChoice {
   if (setting === "none") return { kind: "none", reason: "RUNTIME__SANDBOX=none", fellBack: false };
   const program = which("bwrap");
   const why = program === null ? "bwrap is not on PATH (Debian's bubblewrap package)" : trial(program);
-  if (why === undefined) return { kind: "bwrap", program: program!, reason: setting === "bwrap" ? "RUNTIME__SANDBOX=bwrap" : "RUNTIME__SANDBOX unset, and bwrap runs here" };
-  if (setting === "bwrap") throw new SandboxUnavailable(`is bwrap, but bwrap cannot run here: ${why} (install bubblewrap, or set RUNTIME__SANDBOX=none)`);
+  if (why === undefined)
+    return {
+      kind: "bwrap",
+      program: program!,
+      reason: setting === "bwrap" ? "RUNTIME__SANDBOX=bwrap" : "RUNTIME__SANDBOX unset, and bwrap runs here",
+    };
+  if (setting === "bwrap")
+    throw new SandboxUnavailable(
+      `is bwrap, but bwrap cannot run here: ${why} (install bubblewrap, or set RUNTIME__SANDBOX=none)`,
+    );
   return { kind: "none", reason: `RUNTIME__SANDBOX unset, and ${why}`, fellBack: true };
 }
 
 /** The sandbox for this service's paths (once its data directory and key file exist), said in one start-up line. */
 export function prepareSandbox(choice: SandboxChoice, paths: ServicePaths, log: Logger): Sandbox {
   if (choice.kind === "none") {
-    const what = "managed servers run WITHOUT a sandbox: they can read whatever the service can, its key file and database included";
-    log.warn(choice.fellBack ? `${what}; install bubblewrap, or set RUNTIME__SANDBOX=none to say this is meant` : what, { sandbox: "none", reason: choice.reason });
+    const what =
+      "managed servers run WITHOUT a sandbox: they can read whatever the service can, its key file and database included";
+    log.warn(choice.fellBack ? `${what}; install bubblewrap, or set RUNTIME__SANDBOX=none to say this is meant` : what, {
+      sandbox: "none",
+      reason: choice.reason,
+    });
     return { kind: "none" };
   }
   const layout = bwrapArgs(paths);

@@ -34,7 +34,10 @@ export function createJobLeases(store: Store): JobLeases {
           .returning({ name: leases.name })
       ).length === 1,
     async release(name, owner) {
-      await db.update(leases).set({ until: sql`0` }).where(and(eq(leases.name, name), eq(leases.owner, owner)));
+      await db
+        .update(leases)
+        .set({ until: sql`0` })
+        .where(and(eq(leases.name, name), eq(leases.owner, owner)));
     },
   };
 }

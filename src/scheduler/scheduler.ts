@@ -25,9 +25,12 @@ export function startScheduler(jobs: Job[], log: Logger, intervalMs = 5_000): Sc
   };
   const schedule = () => {
     if (stopped) return;
-    timer = setTimeout(() => {
-      current = tick().finally(schedule);
-    }, intervalMs * (0.8 + Math.random() * 0.4));
+    timer = setTimeout(
+      () => {
+        current = tick().finally(schedule);
+      },
+      intervalMs * (0.8 + Math.random() * 0.4),
+    );
   };
   schedule();
 

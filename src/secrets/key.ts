@@ -21,7 +21,11 @@ export function loadSealingKey(setting: string | undefined, keyFile: string | un
   mkdirSync(dirname(keyFile), { recursive: true, mode: 0o700 });
   const created = createKeyFile(keyFile);
   const next = nextKeyFile(keyFile);
-  return { key: readPrivateKeyFile(keyFile), previous: existsSync(next) ? [readPrivateKeyFile(next)] : [], origin: created ? "file-created" : "file" };
+  return {
+    key: readPrivateKeyFile(keyFile),
+    previous: existsSync(next) ? [readPrivateKeyFile(next)] : [],
+    origin: created ? "file-created" : "file",
+  };
 }
 
 /**

@@ -93,7 +93,8 @@ export function checkAddress(address: string, blockPrivate: boolean): AddressVer
   const v4 = family === 6 ? embeddedIpv4(bare) : undefined;
   if (v4) candidates.push([v4, "ipv4"]);
   const shown = v4 ? `${address} (${v4})` : address;
-  if (candidates.some(([ip, kind]) => ALWAYS.check(ip, kind))) return { allowed: false, reason: `${shown} is a link-local, metadata or reserved address` };
+  if (candidates.some(([ip, kind]) => ALWAYS.check(ip, kind)))
+    return { allowed: false, reason: `${shown} is a link-local, metadata or reserved address` };
   if (blockPrivate && candidates.some(([ip, kind]) => PRIVATE.check(ip, kind))) {
     return { allowed: false, reason: `${shown} is a loopback or private address (SECURITY__BLOCK_PRIVATE_NETWORKS=true)` };
   }
@@ -116,5 +117,8 @@ export function addressGroup(address: string): string {
   if (isIP(bare) !== 6) return address;
   const g = ipv6Groups(bare)!;
   if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return ipv4Of(g[6]!, g[7]!);
-  return `${g.slice(0, 4).map((x) => x.toString(16)).join(":")}::/64`;
+  return `${g
+    .slice(0, 4)
+    .map((x) => x.toString(16))
+    .join(":")}::/64`;
 }

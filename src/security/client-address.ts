@@ -16,7 +16,8 @@ export function parseTrustedProxies(entries: readonly string[]): TrustedProxies 
     const family = isIP(address);
     const max = family === 4 ? 32 : 128;
     const prefix = slash < 0 ? max : /^\d{1,3}$/.test(entry.slice(slash + 1)) ? Number(entry.slice(slash + 1)) : -1;
-    if (family === 0 || prefix < 0 || prefix > max) throw new Error(`"${entry}" is not an IPv4 or IPv6 address with an optional /prefix length`);
+    if (family === 0 || prefix < 0 || prefix > max)
+      throw new Error(`"${entry}" is not an IPv4 or IPv6 address with an optional /prefix length`);
     list.addSubnet(address, prefix, family === 4 ? "ipv4" : "ipv6");
   }
   return {
@@ -38,7 +39,8 @@ export function normalizeAddress(address: string): string | undefined {
   if (family === 4) return bare;
   if (family !== 6) return undefined;
   const g = ipv6Groups(bare);
-  if (g && g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
+  if (g && g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff)
+    return `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
   return bare;
 }
 

@@ -14,7 +14,14 @@ import { bareHost, type UrlGuard } from "./url-guard";
 export function guardedFetch(fetch: FetchLike, guard: UrlGuard): FetchLike {
   return async (input, init) => {
     if (input instanceof Request) {
-      init = { method: input.method, headers: input.headers, body: input.body, signal: input.signal, ...(input.body && { duplex: "half" }), ...init } as RequestInit;
+      init = {
+        method: input.method,
+        headers: input.headers,
+        body: input.body,
+        signal: input.signal,
+        ...(input.body && { duplex: "half" }),
+        ...init,
+      } as RequestInit;
     }
     const url = input instanceof URL ? input : new URL(input instanceof Request ? input.url : input);
     // The proxy's hot path: a host checked a moment ago needs no await.
@@ -53,5 +60,11 @@ function pinnedInit(url: URL, init: RequestInit | undefined): RequestInit {
 function notConnected(e: unknown): boolean {
   const err = e as { code?: string; cause?: { code?: string } };
   const code = err.code ?? err.cause?.code;
-  return code === "ConnectionRefused" || code === "ECONNREFUSED" || code === "FailedToOpenSocket" || code === "ENETUNREACH" || code === "EHOSTUNREACH";
+  return (
+    code === "ConnectionRefused" ||
+    code === "ECONNREFUSED" ||
+    code === "FailedToOpenSocket" ||
+    code === "ENETUNREACH" ||
+    code === "EHOSTUNREACH"
+  );
 }

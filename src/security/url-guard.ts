@@ -37,7 +37,12 @@ export const bareHost = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");
  * the resolution it judged, and a name that answers differently the next time (DNS rebinding) changes nothing
  * (under Bun an HTTP agent cannot pin DNS, so the pinning is done here).
  */
-export function createUrlGuard({ blockPrivate, resolve = systemResolve, clock = Date.now, cacheMs = 30_000 }: UrlGuardOptions): UrlGuard {
+export function createUrlGuard({
+  blockPrivate,
+  resolve = systemResolve,
+  clock = Date.now,
+  cacheMs = 30_000,
+}: UrlGuardOptions): UrlGuard {
   const cache = new Map<string, { until: number; addresses: readonly string[] } | { until: number; refused: Error }>();
 
   function checkLiteral(url: URL): void {
@@ -88,7 +93,10 @@ export function createUrlGuard({ blockPrivate, resolve = systemResolve, clock = 
       cache.delete(url.hostname);
       throw result;
     }
-    cache.set(url.hostname, result instanceof Error ? { until: now + cacheMs, refused: result } : { until: now + cacheMs, addresses: result });
+    cache.set(
+      url.hostname,
+      result instanceof Error ? { until: now + cacheMs, refused: result } : { until: now + cacheMs, addresses: result },
+    );
     if (result instanceof Error) throw result;
     return result;
   }

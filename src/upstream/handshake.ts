@@ -17,14 +17,21 @@ export type HandshakeOptions = { fetch: FetchLike; headers: Record<string, strin
  * initialized notification (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#initialization),
  * run by the SDK client, then the session is ended.
  */
-export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTREAM_CALL_TIMEOUT_MS }: HandshakeOptions): Promise<HandshakeResult> {
+export async function mcpHandshake(
+  url: URL,
+  { fetch, headers, timeoutMs = UPSTREAM_CALL_TIMEOUT_MS }: HandshakeOptions,
+): Promise<HandshakeResult> {
   let last: { status: number; wwwAuthenticate: string | null; redirect: string | null; body?: string } | undefined;
   let cause: unknown;
   const recording: FetchLike = async (input, init) => {
     try {
       const response = await fetch(input, { ...init, redirect: "manual" });
       if (!last || response.status >= 300) {
-        last = { status: response.status, wwwAuthenticate: response.headers.get("www-authenticate"), redirect: response.headers.get("location") };
+        last = {
+          status: response.status,
+          wwwAuthenticate: response.headers.get("www-authenticate"),
+          redirect: response.headers.get("location"),
+        };
         // What the server said with a refusal, for a reason to quote (the start of it: the SDK reads the rest).
         if (response.status === 401 || response.status === 403) last.body = await bodyStart(response.clone());
       }
@@ -44,9 +51,16 @@ export async function mcpHandshake(url: URL, { fetch, headers, timeoutMs = UPSTR
     if (failure?.kind === "unsafe") return { ok: false, kind: "unsafe", detail: failure.detail };
     if (failure?.kind === "unresolvable") return { ok: false, kind: "unreachable", detail: failure.detail };
     if (last && (last.status === 401 || last.status === 403)) {
-      return { ok: false, kind: "unauthorized", status: last.status, wwwAuthenticate: last.wwwAuthenticate, ...(last.body && { body: last.body }) };
+      return {
+        ok: false,
+        kind: "unauthorized",
+        status: last.status,
+        wwwAuthenticate: last.wwwAuthenticate,
+        ...(last.body && { body: last.body }),
+      };
     }
-    if (last && last.status >= 300 && last.status < 400) return { ok: false, kind: "redirect", status: last.status, location: last.redirect };
+    if (last && last.status >= 300 && last.status < 400)
+      return { ok: false, kind: "redirect", status: last.status, location: last.redirect };
     if (last && last.status >= 400) return { ok: false, kind: "http", detail: `answered HTTP ${last.status} to initialize` };
     if (failure) return { ok: false, kind: failure.kind === "timeout" ? "timeout" : "unreachable", detail: failure.detail };
     if (/timed? ?out/i.test((e as Error).message)) {
@@ -88,7 +102,10 @@ export type FailureContext = {
 };
 
 /** What a failed connect-time handshake leaves as `disconnect_reason`, and the problem connect answers with. */
-export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>, { kept = false, refused }: FailureContext = {}): { reason: string; error: AppError } {
+export function handshakeFailure(
+  result: Exclude<HandshakeResult, { ok: true }>,
+  { kept = false, refused }: FailureContext = {},
+): { reason: string; error: AppError } {
   const outcome = kept ? "; the connector keeps its current connection" : "";
   switch (result.kind) {
     case "unauthorized": {
@@ -96,11 +113,20 @@ export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>,
       return { reason, error: new UpstreamRejectedCredentials(`${reason}${kept ? outcome : "; the connector is disconnected"}`) };
     }
     case "unsafe":
-      return { reason: `The MCP server URL is refused: ${result.detail}`, error: invalidField("url", `${result.detail}${outcome}`) };
+      return {
+        reason: `The MCP server URL is refused: ${result.detail}`,
+        error: invalidField("url", `${result.detail}${outcome}`),
+      };
     case "timeout":
-      return { reason: `The MCP server did not answer: ${result.detail}`, error: new UpstreamTimeout(`The MCP server did not answer: ${result.detail}${outcome}`) };
+      return {
+        reason: `The MCP server did not answer: ${result.detail}`,
+        error: new UpstreamTimeout(`The MCP server did not answer: ${result.detail}${outcome}`),
+      };
     case "unreachable":
-      return { reason: `Could not reach the MCP server: ${result.detail}`, error: new UpstreamFailed(`Could not reach the MCP server: ${result.detail}${outcome}`) };
+      return {
+        reason: `Could not reach the MCP server: ${result.detail}`,
+        error: new UpstreamFailed(`Could not reach the MCP server: ${result.detail}${outcome}`),
+      };
     case "redirect": {
       // The handshake never follows a redirect; one to a refused address is the connector's URL's fault, a 422.
       const target = result.location && URL.canParse(result.location) ? new URL(result.location) : undefined;
@@ -113,6 +139,9 @@ export function handshakeFailure(result: Exclude<HandshakeResult, { ok: true }>,
       return { reason: `The MCP server ${detail}`, error: new UpstreamFailed(`The MCP server ${detail}${outcome}`) };
     }
     default:
-      return { reason: `The MCP server ${result.detail}`, error: new UpstreamFailed(`The MCP server ${result.detail}${outcome}`) };
+      return {
+        reason: `The MCP server ${result.detail}`,
+        error: new UpstreamFailed(`The MCP server ${result.detail}${outcome}`),
+      };
   }
 }

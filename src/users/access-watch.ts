@@ -27,12 +27,18 @@ export function createAccessWatch({ recheck, intervalMs = ACCESS_RECHECK_MS, onE
   let timer: ReturnType<typeof setInterval> | undefined;
   let sweeping: Promise<number> | undefined;
 
-  const keyOf = (c: StreamCredential, p: Principal) => JSON.stringify([c.authorization, c.cookie, p.id, p.role, p.connector ?? null]);
+  const keyOf = (c: StreamCredential, p: Principal) =>
+    JSON.stringify([c.authorization, c.cookie, p.id, p.role, p.connector ?? null]);
 
   async function check(entry: Watched): Promise<boolean> {
     try {
       const now = await recheck(entry.credential);
-      return now !== undefined && now.id === entry.principal.id && now.role === entry.principal.role && now.connector === entry.principal.connector;
+      return (
+        now !== undefined &&
+        now.id === entry.principal.id &&
+        now.role === entry.principal.role &&
+        now.connector === entry.principal.connector
+      );
     } catch (e) {
       // A refusal (401) is the answer; anything else (the store failing for a moment) is not a reason to cut a stream.
       if ((e as { status?: number }).status === 401 || (e as { status?: number }).status === 403) return false;
@@ -91,4 +97,7 @@ export function createAccessWatch({ recheck, intervalMs = ACCESS_RECHECK_MS, onE
 export type AccessWatch = ReturnType<typeof createAccessWatch>;
 
 /** The credential of a request, as the watch keeps it. */
-export const streamCredential = (request: Request): StreamCredential => ({ authorization: request.headers.get("authorization"), cookie: request.headers.get("cookie") });
+export const streamCredential = (request: Request): StreamCredential => ({
+  authorization: request.headers.get("authorization"),
+  cookie: request.headers.get("cookie"),
+});

@@ -9,7 +9,8 @@ import { sha256Hex } from "../secrets/digest";
 const USERNAME = new RegExp(USERNAME_PATTERN);
 
 /** The argon2id hash of a password nobody has, checked when a user name is unknown so both paths cost the same. */
-const DECOY_HASH = "$argon2id$v=19$m=65536,t=2,p=1$AyV+ZkrWwkPSI9kh2t+Mc6VLF7lQdKPTpHib2msItLc$7sy6hvX+4l8JucoyWHST2CkoTAoj3gE5rSUuUARJJ7s";
+const DECOY_HASH =
+  "$argon2id$v=19$m=65536,t=2,p=1$AyV+ZkrWwkPSI9kh2t+Mc6VLF7lQdKPTpHib2msItLc$7sy6hvX+4l8JucoyWHST2CkoTAoj3gE5rSUuUARJJ7s";
 
 export type Authenticator = (authorization: string | null, brake: Brake) => Promise<Principal>;
 /** The principal of a request, authenticated once however many hooks ask (the API's body parser, then its routes). */
@@ -33,7 +34,10 @@ export function authenticateRequests(
       const signedIn = await session(request);
       if (signedIn) return signedIn;
     }
-    return authenticate(authorization, limit.brake(() => clientAddress(request)));
+    return authenticate(
+      authorization,
+      limit.brake(() => clientAddress(request)),
+    );
   };
   return (request) => {
     let principal = principals.get(request);
@@ -62,7 +66,13 @@ export type AuthenticatorOptions = {
  * credential new to the process; a verified one is remembered, keyed by a digest of the header, and
  * forgotten as soon as the user's password hash changes.
  */
-export function createAuthenticator({ users, clock, rememberMs = 60_000, maxRemembered = 1000, otherBearer }: AuthenticatorOptions): Authenticator {
+export function createAuthenticator({
+  users,
+  clock,
+  rememberMs = 60_000,
+  maxRemembered = 1000,
+  otherBearer,
+}: AuthenticatorOptions): Authenticator {
   const remembered = new Map<string, Remembered>();
   // Verified against when the username is unknown, so both paths cost one argon2id verification.
   // Made once with Bun's default argon2id parameters (those of every stored hash), so checking against it costs what a

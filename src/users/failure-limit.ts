@@ -44,7 +44,13 @@ type Counter = { failures: number; pending: number; until: number };
  * Fixed windows, in memory; a counter goes when its window ends, or at once when it counted no failure, so
  * once no window is open a check looks nothing up at all.
  */
-export function createFailureLimit({ clock, maxFailures, maxAddressFailures, windowMs, maxEntries = 50_000 }: FailureLimitOptions) {
+export function createFailureLimit({
+  clock,
+  maxFailures,
+  maxAddressFailures,
+  windowMs,
+  maxEntries = 50_000,
+}: FailureLimitOptions) {
   /** In the order their windows end: a window starts when its counter is made, and every window lasts `windowMs`. */
   const counters = new Map<string, Counter>();
   const expire = (now: number) => {
@@ -138,5 +144,10 @@ export type FailureLimit = ReturnType<typeof createFailureLimit>;
 function clientKey(address: string): string {
   if (isIP(address) !== 6) return address;
   const groups = ipv6Groups(address);
-  return groups ? `${groups.slice(0, 4).map((g) => g.toString(16)).join(":")}::/64` : address;
+  return groups
+    ? `${groups
+        .slice(0, 4)
+        .map((g) => g.toString(16))
+        .join(":")}::/64`
+    : address;
 }

@@ -6,7 +6,8 @@ export const ROLES = ["admin", "user"] as const;
 export const Role = t.Union([t.Literal("admin"), t.Literal("user")], { description: "admin or user" });
 export type Role = typeof Role.static;
 
-const Password = (description: string) => t.String({ minLength: 8, maxLength: 1024, description: `${description}: 8 to 1024 characters` });
+const Password = (description: string) =>
+  t.String({ minLength: 8, maxLength: 1024, description: `${description}: 8 to 1024 characters` });
 
 export const CreateUserBody = t.Object(
   {
@@ -21,7 +22,12 @@ export type CreateUserBody = typeof CreateUserBody.static;
 export const UpdateUserBody = t.Object(
   {
     role: t.Optional(Role),
-    disabled: t.Optional(t.Boolean({ description: "true: the user can no longer sign in or use tokens or grants (their console sessions end); false: enabled again" })),
+    disabled: t.Optional(
+      t.Boolean({
+        description:
+          "true: the user can no longer sign in or use tokens or grants (their console sessions end); false: enabled again",
+      }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -30,16 +36,27 @@ export type UpdateUserBody = typeof UpdateUserBody.static;
 /** What a password change may also revoke: a password thought known to someone else leaves their tokens working otherwise. */
 const revocations = (byDefault: boolean) => ({
   revoke_tokens: t.Optional(t.Boolean({ description: `true: the user's API tokens are revoked too (default ${byDefault})` })),
-  revoke_grants: t.Optional(t.Boolean({ description: `true: the grants the user gave MCP clients (GET /api/v1/grants) are revoked too, with their access and refresh tokens (default ${byDefault})` })),
+  revoke_grants: t.Optional(
+    t.Boolean({
+      description: `true: the grants the user gave MCP clients (GET /api/v1/grants) are revoked too, with their access and refresh tokens (default ${byDefault})`,
+    }),
+  ),
 });
 
 export const ChangePasswordBody = t.Object(
-  { current_password: t.String({ minLength: 1, maxLength: 1024 }), new_password: Password("The new password"), ...revocations(false) },
+  {
+    current_password: t.String({ minLength: 1, maxLength: 1024 }),
+    new_password: Password("The new password"),
+    ...revocations(false),
+  },
   { additionalProperties: false },
 );
 export type ChangePasswordBody = typeof ChangePasswordBody.static;
 
-export const ResetPasswordBody = t.Object({ new_password: Password("The new password"), ...revocations(true) }, { additionalProperties: false });
+export const ResetPasswordBody = t.Object(
+  { new_password: Password("The new password"), ...revocations(true) },
+  { additionalProperties: false },
+);
 export type ResetPasswordBody = typeof ResetPasswordBody.static;
 
 const Credentials = (what: string) =>

@@ -1,12 +1,20 @@
 import { and, asc, eq, lte, ne, sql } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store } from "../db/store";
-import { api_tokens as sqliteTokens, api_tokensPg, sessions as sqliteSessions, sessionsPg, users as sqliteUsers, usersPg } from "./table";
+import {
+  api_tokens as sqliteTokens,
+  api_tokensPg,
+  sessions as sqliteSessions,
+  sessionsPg,
+  users as sqliteUsers,
+  usersPg,
+} from "./table";
 
 export type UserRow = typeof sqliteUsers.$inferSelect;
 export type TokenRow = typeof sqliteTokens.$inferSelect;
 export type SessionRow = typeof sqliteSessions.$inferSelect;
-export type TokenOwner = Pick<TokenRow, "token_digest" | "expires_at"> & Pick<UserRow, "id" | "username" | "role" | "disabled_at"> & { token_id: string };
+export type TokenOwner = Pick<TokenRow, "token_digest" | "expires_at"> &
+  Pick<UserRow, "id" | "username" | "role" | "disabled_at"> & { token_id: string };
 /** A console session and the user it signs in. */
 export type SessionOwner = Pick<SessionRow, "digest" | "expires_at"> & Pick<UserRow, "id" | "username" | "role" | "disabled_at">;
 
@@ -50,7 +58,13 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
   const sessions = store.table(sqliteSessions, sessionsPg);
   const tokenOwners = createTtlCache<TokenOwner>(TOKEN_CACHE_MS, 10_000, clock);
   // Prepared once: authentication runs on every request, the MCP proxy's included.
-  const byId = store.prepareFirst<UserRow>("user_by_id", db.select().from(users).where(eq(users.id, sql.placeholder("id"))));
+  const byId = store.prepareFirst<UserRow>(
+    "user_by_id",
+    db
+      .select()
+      .from(users)
+      .where(eq(users.id, sql.placeholder("id"))),
+  );
   const byDigest = store.prepareFirst<TokenOwner>(
     "token_owner_by_digest",
     db
@@ -72,12 +86,17 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
     findByUsername: async (username) => (await db.select().from(users).where(eq(users.username, username)).limit(1))[0],
     list: async () => db.select().from(users).orderBy(asc(users.created_at), asc(users.id)),
     insert: async (row) =>
-      (await db.insert(users).values(row).onConflictDoNothing({ target: users.username }).returning({ id: users.id })).length === 1,
+      (await db.insert(users).values(row).onConflictDoNothing({ target: users.username }).returning({ id: users.id })).length ===
+      1,
     async updatePassword(id, password_hash, at) {
       await db.update(users).set({ password_hash, updated_at: at }).where(eq(users.id, id));
     },
     async setDisabled(id, disabled_at, at) {
-      const changed = await db.update(users).set({ disabled_at, updated_at: at }).where(eq(users.id, id)).returning({ id: users.id });
+      const changed = await db
+        .update(users)
+        .set({ disabled_at, updated_at: at })
+        .where(eq(users.id, id))
+        .returning({ id: users.id });
       // A token's owner is remembered for a second: forget them all, so a disabled user is refused at once here.
       tokenOwners.clear();
       return changed.length === 1;
@@ -98,7 +117,14 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
     findSession: async (digest) =>
       (
         await db
-          .select({ digest: sessions.digest, expires_at: sessions.expires_at, id: users.id, username: users.username, role: users.role, disabled_at: users.disabled_at })
+          .select({
+            digest: sessions.digest,
+            expires_at: sessions.expires_at,
+            id: users.id,
+            username: users.username,
+            role: users.role,
+            disabled_at: users.disabled_at,
+          })
           .from(sessions)
           .innerJoin(users, eq(users.id, sessions.user_id))
           .where(eq(sessions.digest, digest))
@@ -114,17 +140,22 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
           .where(keep === undefined ? eq(sessions.user_id, userId) : and(eq(sessions.user_id, userId), ne(sessions.digest, keep)))
           .returning({ d: sessions.digest })
       ).length,
-    deleteExpiredSessions: async (now) => (await db.delete(sessions).where(lte(sessions.expires_at, now)).returning({ d: sessions.digest })).length,
+    deleteExpiredSessions: async (now) =>
+      (await db.delete(sessions).where(lte(sessions.expires_at, now)).returning({ d: sessions.digest })).length,
     insertToken: (row, maxPerUser) =>
       store.transaction(function* (tx, lock) {
         yield lock(`api_tokens:${row.user_id}`);
-        const [owned] = yield tx.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(api_tokens).where(eq(api_tokens.user_id, row.user_id));
+        const [owned] = yield tx
+          .select({ n: sql<number>`count(*)`.mapWith(Number) })
+          .from(api_tokens)
+          .where(eq(api_tokens.user_id, row.user_id));
         if ((owned?.n ?? 0) >= maxPerUser) return false;
         yield tx.insert(api_tokens).values(row);
         return true;
       }),
     findTokenByDigest: (digest) => tokenOwners.readThrough(digest, () => byDigest({ digest })),
-    listTokens: async (userId) => db.select().from(api_tokens).where(eq(api_tokens.user_id, userId)).orderBy(asc(api_tokens.created_at)),
+    listTokens: async (userId) =>
+      db.select().from(api_tokens).where(eq(api_tokens.user_id, userId)).orderBy(asc(api_tokens.created_at)),
     async deleteToken(userId, id) {
       const [deleted] = await db
         .delete(api_tokens)
@@ -134,7 +165,10 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
       return deleted !== undefined;
     },
     async deleteTokensOf(userId) {
-      const deleted = await db.delete(api_tokens).where(eq(api_tokens.user_id, userId)).returning({ digest: api_tokens.token_digest });
+      const deleted = await db
+        .delete(api_tokens)
+        .where(eq(api_tokens.user_id, userId))
+        .returning({ digest: api_tokens.token_digest });
       for (const { digest } of deleted) tokenOwners.delete(digest);
       return deleted.length;
     },

@@ -3,7 +3,18 @@ import { Problem } from "../http-errors/model";
 import type { ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "./auth-plugin";
-import { ChangePasswordBody, CreatedToken, CreateTokenBody, CreateUserBody, PasswordChanged, ResetPasswordBody, TokenList, UpdateUserBody, UserList, UserView } from "./model";
+import {
+  ChangePasswordBody,
+  CreatedToken,
+  CreateTokenBody,
+  CreateUserBody,
+  PasswordChanged,
+  ResetPasswordBody,
+  TokenList,
+  UpdateUserBody,
+  UserList,
+  UserView,
+} from "./model";
 import type { Brake } from "./failure-limit";
 import type { UserService } from "./service";
 
@@ -38,20 +49,16 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
       response: { 200: UserView, ...problems },
       detail: { summary: "The authenticated user" },
     })
-    .put(
-      "/users/me/password",
-      ({ principal, body, request }) => users.changeOwnPassword(principal, body, brakeFor(request)),
-      {
-        auth: true,
-        body: ChangePasswordBody,
-        response: { 200: PasswordChanged, ...problems, 429: Problem },
-        detail: {
-          summary: "Change your own password",
-          description:
-            "Needs the current one (a wrong one counts toward AUTH__MAX_FAILURES). Your other console sessions end; your API tokens and the grants you gave MCP clients keep working unless revoke_tokens or revoke_grants says otherwise. The answer counts what was revoked and what still works.",
-        },
+    .put("/users/me/password", ({ principal, body, request }) => users.changeOwnPassword(principal, body, brakeFor(request)), {
+      auth: true,
+      body: ChangePasswordBody,
+      response: { 200: PasswordChanged, ...problems, 429: Problem },
+      detail: {
+        summary: "Change your own password",
+        description:
+          "Needs the current one (a wrong one counts toward AUTH__MAX_FAILURES). Your other console sessions end; your API tokens and the grants you gave MCP clients keep working unless revoke_tokens or revoke_grants says otherwise. The answer counts what was revoked and what still works.",
       },
-    )
+    })
     .get("/users/:id", ({ principal, params }) => users.getUser(principal, params.id), {
       auth: true,
       params: IdParams,
@@ -65,7 +72,8 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
       response: { 200: UserView, ...problems },
       detail: {
         summary: "Change a user's role, or disable or enable them (administrators only)",
-        description: "A disabled user cannot sign in, and their passwords, API tokens, console sessions and OAuth grants stop working (within 1 s on every replica). Not for yourself (409).",
+        description:
+          "A disabled user cannot sign in, and their passwords, API tokens, console sessions and OAuth grants stop working (within 1 s on every replica). Not for yourself (409).",
       },
     })
     .delete(
@@ -80,25 +88,22 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
         response: { 204: t.Void(), ...problems },
         detail: {
           summary: "Delete a user and everything they own (administrators only)",
-          description: "Their connectors are deleted as DELETE /api/v1/connectors/{id} would (deployments removed, upstream grants revoked); their tokens, sessions and the grants they gave go too. Not yourself (409).",
-        },
-      },
-    )
-    .post(
-      "/users/:id/password",
-      ({ principal, params, body }) => users.resetPassword(principal, params.id, body),
-      {
-        auth: true,
-        params: IdParams,
-        body: ResetPasswordBody,
-        response: { 200: PasswordChanged, ...problems },
-        detail: {
-          summary: "Set a user's password (administrators only)",
           description:
-            "The user's console sessions end, and so do their API tokens and the grants they gave MCP clients unless revoke_tokens or revoke_grants is false. The answer counts what was revoked and what still works.",
+            "Their connectors are deleted as DELETE /api/v1/connectors/{id} would (deployments removed, upstream grants revoked); their tokens, sessions and the grants they gave go too. Not yourself (409).",
         },
       },
     )
+    .post("/users/:id/password", ({ principal, params, body }) => users.resetPassword(principal, params.id, body), {
+      auth: true,
+      params: IdParams,
+      body: ResetPasswordBody,
+      response: { 200: PasswordChanged, ...problems },
+      detail: {
+        summary: "Set a user's password (administrators only)",
+        description:
+          "The user's console sessions end, and so do their API tokens and the grants they gave MCP clients unless revoke_tokens or revoke_grants is false. The answer counts what was revoked and what still works.",
+      },
+    })
     .post(
       "/tokens",
       async ({ principal, body, set }) => {

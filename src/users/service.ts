@@ -1,6 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { Conflict, Forbidden, invalidField, NotFound } from "../http-errors/errors";
-import type { ChangePasswordBody, CreateTokenBody, CreatedToken, CreateUserBody, PasswordChanged, Principal, ResetPasswordBody, TokenView, UpdateUserBody, UserView } from "./model";
+import type {
+  ChangePasswordBody,
+  CreateTokenBody,
+  CreatedToken,
+  CreateUserBody,
+  PasswordChanged,
+  Principal,
+  ResetPasswordBody,
+  TokenView,
+  UpdateUserBody,
+  UserView,
+} from "./model";
 import type { Brake } from "./failure-limit";
 import type { TokenRow, UserRepository, UserRow } from "./repository";
 import { sha256Hex } from "../secrets/digest";
@@ -40,7 +51,11 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
   });
 
   /** What a new password ends: the user's console sessions but `keep`, and the tokens and grants asked for; and what is left. */
-  async function endWithPassword(userId: string, keep: string | undefined, revoke: { tokens: boolean; grants: boolean }): Promise<PasswordChanged> {
+  async function endWithPassword(
+    userId: string,
+    keep: string | undefined,
+    revoke: { tokens: boolean; grants: boolean },
+  ): Promise<PasswordChanged> {
     const revoked = {
       console_sessions: await users.deleteSessionsOf(userId, keep),
       api_tokens: revoke.tokens ? await users.deleteTokensOf(userId) : 0,
@@ -125,7 +140,11 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
      * tokens and grants too if they ask. The current password is verified under `brake` (AUTH__MAX_FAILURES): a stolen
      * session or token must not become a way to guess the password.
      */
-    async changeOwnPassword(caller: Principal & { session?: string }, body: ChangePasswordBody, brake: Brake): Promise<PasswordChanged> {
+    async changeOwnPassword(
+      caller: Principal & { session?: string },
+      body: ChangePasswordBody,
+      brake: Brake,
+    ): Promise<PasswordChanged> {
       const row = await users.findById(caller.id);
       if (!row) throw new NotFound("The authenticated user no longer exists");
       const attempt = brake.attempt(row.username);
@@ -139,7 +158,10 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
       }
       attempt.succeeded();
       await users.updatePassword(row.id, await Bun.password.hash(body.new_password, "argon2id"), clock());
-      return endWithPassword(row.id, caller.session, { tokens: body.revoke_tokens ?? false, grants: body.revoke_grants ?? false });
+      return endWithPassword(row.id, caller.session, {
+        tokens: body.revoke_tokens ?? false,
+        grants: body.revoke_grants ?? false,
+      });
     },
 
     /**
@@ -190,7 +212,9 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
         created_at: now,
       };
       if (!(await users.insertToken(row, maxTokensPerUser))) {
-        throw new Conflict(`You have ${maxTokensPerUser} API tokens, the most a user may have (AUTH__MAX_TOKENS_PER_USER): revoke one first`);
+        throw new Conflict(
+          `You have ${maxTokensPerUser} API tokens, the most a user may have (AUTH__MAX_TOKENS_PER_USER): revoke one first`,
+        );
       }
       return { ...tokenView(row), token };
     },

@@ -15,8 +15,11 @@ import { sha256Hex } from "../secrets/digest";
 export function sessionCookie(publicUrl: string): { name: string; secure: boolean } {
   const url = new URL(publicUrl);
   const host = url.hostname.toLowerCase();
-  const loopback = host === "localhost" || host.endsWith(".localhost") || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-  return url.protocol === "https:" || loopback ? { name: "__Host-cs_session", secure: true } : { name: "cs_session", secure: false };
+  const loopback =
+    host === "localhost" || host.endsWith(".localhost") || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  return url.protocol === "https:" || loopback
+    ? { name: "__Host-cs_session", secure: true }
+    : { name: "cs_session", secure: false };
 }
 /** How long a console sign-in lasts; signing in again starts a new one. */
 export const SESSION_TTL_MS = 12 * 3_600_000;
@@ -80,18 +83,32 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
      * The person a request's session cookie signs in, undefined without one. A cookie that is unknown or expired is a
      * 401; a change without the session's CSRF token, or from another origin, a 403.
      */
-    async principal(request: Request): Promise<(Principal & { csrf_token: string; session: string; expires_at: number }) | undefined> {
+    async principal(
+      request: Request,
+    ): Promise<(Principal & { csrf_token: string; session: string; expires_at: number }) | undefined> {
       const secret = secretOf(request);
       if (secret === undefined) return undefined;
       const row = await signedIn(secret);
       const csrf = csrfOf(secret);
       if (UNSAFE.has(request.method)) {
         const origin = request.headers.get("origin");
-        if (origin !== null && origin !== new URL(publicUrl()).origin) throw new Forbidden(`A change with a console session must come from ${new URL(publicUrl()).origin}, not ${origin.slice(0, 200)}`);
+        if (origin !== null && origin !== new URL(publicUrl()).origin)
+          throw new Forbidden(
+            `A change with a console session must come from ${new URL(publicUrl()).origin}, not ${origin.slice(0, 200)}`,
+          );
         const sent = request.headers.get(CSRF_HEADER);
-        if (sent === null || !same(sent, csrf)) throw new Forbidden(`A change with a console session needs the session's ${CSRF_HEADER} header`);
+        if (sent === null || !same(sent, csrf))
+          throw new Forbidden(`A change with a console session needs the session's ${CSRF_HEADER} header`);
       }
-      return { id: row.id, username: row.username, role: row.role, credential: "session", csrf_token: csrf, session: row.digest, expires_at: row.expires_at };
+      return {
+        id: row.id,
+        username: row.username,
+        role: row.role,
+        credential: "session",
+        csrf_token: csrf,
+        session: row.digest,
+        expires_at: row.expires_at,
+      };
     },
 
     /**

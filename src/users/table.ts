@@ -82,4 +82,6 @@ export const sessionsPg = pgTable(
   (table) => [pgIndex("sessions_user_idx").on(table.user_id)],
 );
 
-export const USERS_ROWS_MATCH: SameRow<typeof users, typeof usersPg> & SameRow<typeof api_tokens, typeof api_tokensPg> & SameRow<typeof sessions, typeof sessionsPg> = true;
+export const USERS_ROWS_MATCH: SameRow<typeof users, typeof usersPg> &
+  SameRow<typeof api_tokens, typeof api_tokensPg> &
+  SameRow<typeof sessions, typeof sessionsPg> = true;

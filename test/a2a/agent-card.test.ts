@@ -53,7 +53,12 @@ describe("registering providers", () => {
     const res = await register({ agent_card_url: agent.cardUrl });
     expect(res.status).toBe(201);
     expect(res.headers.get("location")).toBe(`/api/v1/providers/${res.body.id}`);
-    expect(res.body).toMatchObject({ name: "Echo agent", agent_card_url: agent.cardUrl, agent_url: agent.url, refresh_error: null });
+    expect(res.body).toMatchObject({
+      name: "Echo agent",
+      agent_card_url: agent.cardUrl,
+      agent_url: agent.url,
+      refresh_error: null,
+    });
     const card = await (await getCard(res.body.id)).json();
     assertServable(card);
     expect(card.url).toBe(`${service.publicUrl}/api/v1/a2a/${res.body.id}/`);
@@ -78,7 +83,8 @@ describe("registering providers", () => {
     expect(res.status).toBe(201);
     const card = await (await getCard(res.body.id)).json();
     assertServable(card);
-    for (const absent of ["documentationUrl", "iconUrl", "provider", "signatures", "supportsAuthenticatedExtendedCard"]) expect(card).not.toHaveProperty(absent);
+    for (const absent of ["documentationUrl", "iconUrl", "provider", "signatures", "supportsAuthenticatedExtendedCard"])
+      expect(card).not.toHaveProperty(absent);
   });
 
   test("only administrators register, refresh or remove providers; users list and read them", async () => {
@@ -96,9 +102,17 @@ describe("registering providers", () => {
   test.each([
     ["a card without skills", { agent_card: agentCardWithout("skills") }, "body.agent_card.skills"],
     ["a card without a name", { agent_card: agentCardWithout("name") }, "body.agent_card.name"],
-    ["a skill without tags", { agent_card: { ...validCard(), skills: [{ id: "x", name: "X", description: "d" }] } }, "body.agent_card.skills.0.tags"],
+    [
+      "a skill without tags",
+      { agent_card: { ...validCard(), skills: [{ id: "x", name: "X", description: "d" }] } },
+      "body.agent_card.skills.0.tags",
+    ],
     ["a card whose url is not a URL", { agent_card: { ...validCard(), url: "not a url" } }, "body.agent_card.url"],
-    ["a capability of the wrong type", { agent_card: { ...validCard(), capabilities: { streaming: "yes" } } }, "body.agent_card.capabilities.streaming"],
+    [
+      "a capability of the wrong type",
+      { agent_card: { ...validCard(), capabilities: { streaming: "yes" } } },
+      "body.agent_card.capabilities.streaming",
+    ],
     ["neither a URL nor a card", {}, "body"],
     ["both a URL and a card", { agent_card_url: "https://a.example/card", agent_card: validCard() }, "body"],
     ["a card URL that is not http(s)", { agent_card_url: "ftp://a.example/card" }, "body.agent_card_url"],
@@ -112,7 +126,9 @@ describe("registering providers", () => {
 
   test("an oversized card and a card that is not A2A are refused with a 422 that says why", async () => {
     service.network.serve("https://cards.example", (r) =>
-      r.url.endsWith("/big") ? Response.json({ ...validCard(), description: "x".repeat(300_000) }) : Response.json({ hello: "world" }),
+      r.url.endsWith("/big")
+        ? Response.json({ ...validCard(), description: "x".repeat(300_000) })
+        : Response.json({ hello: "world" }),
     );
     const tooBig = await register({ agent_card_url: "https://cards.example/big" });
     expectProblem(tooBig, 422);
@@ -201,7 +217,12 @@ describe("A2A clients through the service", () => {
     return factory.createFromUrl(`${service.publicUrl}/api/v1/a2a/${id}/`);
   }
 
-  const message = (text: string): Message => ({ kind: "message", role: "user", messageId: crypto.randomUUID(), parts: [{ kind: "text", text }] });
+  const message = (text: string): Message => ({
+    kind: "message",
+    role: "user",
+    messageId: crypto.randomUUID(),
+    parts: [{ kind: "text", text }],
+  });
 
   test("message/send reaches the agent through the proxy, without the caller's credentials", async () => {
     const client = await sdkClient();

@@ -99,8 +99,12 @@ describe("one place per rule", () => {
     // and pins: no state, no credential). Key rotation re-seals (never changes) every table's sealed columns in
     // cli/rotate-key.ts, and copy writes whole rows, both through cli/tables.ts.
     expect(sources["connectors/repository.ts"]!.match(/\.update\(connectors\)/g)).toHaveLength(2);
-    expect(sources["connectors/repository.ts"]!).toContain(".update(connectors).set({ ...settings, updated_at: at })");
-    expect(sources["connectors/repository.ts"]!).toContain('ConnectorSettings = Partial<Pick<ConnectorRow, "metadata" | "tool_policy" | "tools_pinned_at" | "tool_changes">>');
+    expect(sources["connectors/repository.ts"]!).toMatch(
+      /\.update\(connectors\)\s*\.set\(\{ \.\.\.settings, updated_at: at \}\)/,
+    );
+    expect(sources["connectors/repository.ts"]!).toContain(
+      'ConnectorSettings = Partial<Pick<ConnectorRow, "metadata" | "tool_policy" | "tools_pinned_at" | "tool_changes">>',
+    );
     expect(using(/\.update\(connectors\)/)).toEqual(["connectors/repository.ts"]);
   });
 
@@ -122,7 +126,8 @@ describe("one place per rule", () => {
     const repositories = files.filter((file) => file.endsWith("/repository.ts"));
     expect(repositories.length).toBeGreaterThanOrEqual(4);
     // SQLite's synchronous executors do not exist on PostgreSQL: a query is awaited (or yielded in a transaction).
-    for (const file of repositories) expect({ file, sqliteOnly: sources[file]!.match(/\.(get|all|run)\(/g) ?? [] }).toEqual({ file, sqliteOnly: [] });
+    for (const file of repositories)
+      expect({ file, sqliteOnly: sources[file]!.match(/\.(get|all|run)\(/g) ?? [] }).toEqual({ file, sqliteOnly: [] });
     // Drivers and dialect packages: db/ opens them, tables define them.
     const dialects = using(/from "(bun:sqlite|drizzle-orm\/(bun-sqlite|bun-sql|sqlite-core|pg-core))"/);
     expect(dialects.filter((file) => !file.startsWith("db/") && !file.endsWith("/table.ts"))).toEqual([]);

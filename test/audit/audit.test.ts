@@ -57,7 +57,16 @@ describe("with audit on (the default)", () => {
     expect(page.status).toBe(200);
     expect(page.body.items).toHaveLength(3);
     for (const record of page.body.items) {
-      expect(record).toMatchObject({ user_id: alice.principal.id, connector_id: tools, method: "tools/call", name: "lookup", outcome: "result", error_code: null, http_status: 200, captured: null });
+      expect(record).toMatchObject({
+        user_id: alice.principal.id,
+        connector_id: tools,
+        method: "tools/call",
+        name: "lookup",
+        outcome: "result",
+        error_code: null,
+        http_status: 200,
+        captured: null,
+      });
       expect(record.credential).toStartWith("token:");
       expect(record.request_bytes).toBeGreaterThan(0);
       expect(record.response_bytes).toBeGreaterThan(0);
@@ -66,7 +75,9 @@ describe("with audit on (the default)", () => {
     expect(failed).toMatchObject([{ name: "missing", outcome: "error" }]);
     expect(typeof failed[0].error_code).toBe("number");
     // Every message of the session is there (initialize, the initialized notification, the calls …).
-    const methods = (await alice.api("GET", `/api/v1/audit?connector_id=${tools}&limit=100`)).body.items.map((r: { method: string }) => r.method);
+    const methods = (await alice.api("GET", `/api/v1/audit?connector_id=${tools}&limit=100`)).body.items.map(
+      (r: { method: string }) => r.method,
+    );
     expect(methods).toContain("initialize");
     expect(methods).toContain("notifications/initialized");
     expect(JSON.stringify(await rawRows(t))).not.toContain(SECRET_ARGUMENT);
@@ -79,7 +90,10 @@ describe("with audit on (the default)", () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page = await alice.api("GET", `/api/v1/audit?method=tools/call&connector_id=${tools}&limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+      const page = await alice.api(
+        "GET",
+        `/api/v1/audit?method=tools/call&connector_id=${tools}&limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+      );
       expect(page.body.items.length).toBeLessThanOrEqual(2);
       seen.push(...page.body.items.map((r: { id: string }) => r.id));
       cursor = page.body.next_cursor;
@@ -109,7 +123,12 @@ describe("with audit on (the default)", () => {
           "mcp-method": "tools/call",
           "mcp-name": "lookup",
         },
-        body: JSON.stringify({ jsonrpc: "2.0", id: "h-1", method: "tools/call", params: { name: "lookup", arguments: { query: SECRET_ARGUMENT } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: "h-1",
+          method: "tools/call",
+          params: { name: "lookup", arguments: { query: SECRET_ARGUMENT } },
+        }),
       }),
     );
     expect(res.status).toBe(200);
@@ -123,7 +142,11 @@ describe("with audit on (the default)", () => {
     const res = await t.handle(
       new Request(`${t.publicUrl}/api/v1/connectors/${bare}/mcp`, {
         method: "POST",
-        headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        headers: {
+          authorization: `Bearer ${alice.token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" }),
       }),
     );
@@ -134,18 +157,28 @@ describe("with audit on (the default)", () => {
   });
 
   test("a burst of 10,000 messages: 10,000 records", async () => {
-    const before = Number((await queryRows<{ n: number }>(t.deps, sql`SELECT count(*) AS n FROM audit_records WHERE method = 'ping'`))[0]!.n);
+    const before = Number(
+      (await queryRows<{ n: number }>(t.deps, sql`SELECT count(*) AS n FROM audit_records WHERE method = 'ping'`))[0]!.n,
+    );
     const ping = (i: number) =>
-      t.handle(
-        new Request(`${t.publicUrl}/api/v1/connectors/${tools}/mcp`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-          body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "ping" }),
-        }),
-      ).then((r) => r.text());
+      t
+        .handle(
+          new Request(`${t.publicUrl}/api/v1/connectors/${tools}/mcp`, {
+            method: "POST",
+            headers: {
+              authorization: `Bearer ${alice.token}`,
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+            },
+            body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "ping" }),
+          }),
+        )
+        .then((r) => r.text());
     for (let batch = 0; batch < 100; batch++) await Promise.all(Array.from({ length: 100 }, (_, i) => ping(batch * 100 + i)));
     await t.services.audit.flush();
-    const after = Number((await queryRows<{ n: number }>(t.deps, sql`SELECT count(*) AS n FROM audit_records WHERE method = 'ping'`))[0]!.n);
+    const after = Number(
+      (await queryRows<{ n: number }>(t.deps, sql`SELECT count(*) AS n FROM audit_records WHERE method = 'ping'`))[0]!.n,
+    );
     expect(after - before).toBe(10_000);
   }, 60_000);
 
@@ -165,7 +198,7 @@ describe("with audit on (the default)", () => {
       duration_ms: 1,
       request_bytes: 1,
       response_bytes: 1,
-    captured: null,
+      captured: null,
     });
     await repository.insertMany(Array.from({ length: 10 }, (_, n) => row(n)));
     await t.runJobs();
@@ -201,7 +234,13 @@ describe("with audit on (the default)", () => {
     await repository.insertMany(rows.slice(150)); // a retried batch
     const stored = (await rawRows(t)).filter((r) => r.method === "bulk/method");
     // A raw read: PostgreSQL's bigint columns come back as strings.
-    const numbers = (r: AuditRow) => ({ ...r, at: Number(r.at), request_bytes: Number(r.request_bytes), response_bytes: Number(r.response_bytes), duration_ms: Number(r.duration_ms) });
+    const numbers = (r: AuditRow) => ({
+      ...r,
+      at: Number(r.at),
+      request_bytes: Number(r.request_bytes),
+      response_bytes: Number(r.response_bytes),
+      duration_ms: Number(r.duration_ms),
+    });
     expect(stored.map(numbers)).toEqual(rows);
   });
 });
@@ -217,7 +256,10 @@ describe("with AUDIT__CAPTURE=arguments", () => {
       await mcp.callTool({ name: "lookup", arguments: { query: SECRET_ARGUMENT } });
       await mcp.close();
       const [record] = (await carol.api("GET", "/api/v1/audit?method=tools/call")).body.items;
-      expect(record.captured).toEqual({ arguments: { query: SECRET_ARGUMENT }, result: { content: [{ type: "text", text: "called lookup" }] } });
+      expect(record.captured).toEqual({
+        arguments: { query: SECRET_ARGUMENT },
+        result: { content: [{ type: "text", text: "called lookup" }] },
+      });
       const raw = await rawRows(t);
       expect(raw.some((r) => r.captured !== null)).toBe(true);
       expect(JSON.stringify(raw)).not.toContain(SECRET_ARGUMENT);

@@ -39,7 +39,9 @@ function startCallback() {
       const url = new URL(request.url);
       if (url.pathname !== "/callback") return new Response("not found", { status: 404 });
       waiting.get(url.searchParams.get("state") ?? "")?.(url.searchParams);
-      return new Response("<!doctype html><title>Done</title><h1>Done</h1><p>You can go back to the application.</p>", { headers: { "content-type": "text/html; charset=utf-8" } });
+      return new Response("<!doctype html><title>Done</title><h1>Done</h1><p>You can go back to the application.</p>", {
+        headers: { "content-type": "text/html; charset=utf-8" },
+      });
     },
   });
   return {
@@ -50,11 +52,7 @@ function startCallback() {
 }
 
 beforeAll(async () => {
-  [upstream, service, browser] = await Promise.all([
-    startEverything(),
-    startTestService(),
-    launchChromium(),
-  ]);
+  [upstream, service, browser] = await Promise.all([startEverything(), startTestService(), launchChromium()]);
   callback = startCallback();
   alice = await createUser(service.api, "alice");
   asAlice = (method, path, options = {}) => service.api(method, path, { as: alice, ...options });
@@ -148,19 +146,29 @@ describe("an MCP client given only the proxy URL, with a person in a real browse
     expect(toolText(await mcp.client.callTool({ name: "echo", arguments: { message: "hi" } }))).toBe("Echo: hi");
 
     // The person revokes the grant: the token is refused at once, and the client cannot go on.
-    const grants = (await asAlice("GET", "/api/v1/grants")).body.items as { id: string; client_id: string; connector_id: string }[];
+    const grants = (await asAlice("GET", "/api/v1/grants")).body.items as {
+      id: string;
+      client_id: string;
+      connector_id: string;
+    }[];
     const grant = grants.find((g) => g.client_id === mcp.provider.saved.client!.client_id);
     expect(grant).toMatchObject({ connector_id: connectorId });
     expect((await asAlice("DELETE", `/api/v1/grants/${grant!.id}`)).status).toBe(204);
     const refused = await fetch(proxy, {
       method: "POST",
-      headers: { authorization: `Bearer ${mcp.provider.saved.tokens!.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      headers: {
+        authorization: `Bearer ${mcp.provider.saved.tokens!.access_token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
     });
     expect(refused.status).toBe(401);
     // Its refresh token is refused (invalid_grant): it drops its tokens and must send the person to sign in again.
     const askedBefore = mcp.provider.saved.authorizationUrl;
-    await expect(mcp.client.callTool({ name: "echo", arguments: { message: "again" } })).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(mcp.client.callTool({ name: "echo", arguments: { message: "again" } })).rejects.toBeInstanceOf(
+      UnauthorizedError,
+    );
     expect(mcp.provider.saved.tokens).toBeUndefined();
     expect(mcp.provider.saved.authorizationUrl).not.toBe(askedBefore);
     await mcp.client.close();
@@ -195,7 +203,11 @@ test("another origin cannot frame the sign-in page (clickjacking the person into
 test("a CORS preflight at the proxy URL over the socket (Bun's native route) is answered 204 without credentials", async () => {
   const res = await fetch(proxy, {
     method: "OPTIONS",
-    headers: { origin: "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type, mcp-protocol-version" },
+    headers: {
+      origin: "https://app.example",
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "authorization, content-type, mcp-protocol-version",
+    },
   });
   expect(res.status).toBe(204);
   expect(res.headers.get("access-control-allow-origin")).toBe("*");

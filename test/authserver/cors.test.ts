@@ -26,7 +26,10 @@ async function setUp(env: Record<string, string> = {}) {
 }
 
 const preflight = (url: string, origin: string, method = "POST", headers = "authorization, content-type, mcp-protocol-version") =>
-  new Request(url, { method: "OPTIONS", headers: { origin, "access-control-request-method": method, "access-control-request-headers": headers } });
+  new Request(url, {
+    method: "OPTIONS",
+    headers: { origin, "access-control-request-method": method, "access-control-request-headers": headers },
+  });
 
 describe("with any origin allowed (the default)", () => {
   let s: Awaited<ReturnType<typeof setUp>>;
@@ -43,14 +46,22 @@ describe("with any origin allowed (the default)", () => {
   });
 
   test("a browser can read the 401's challenge and, once authorized, the session id; the upstream's CORS headers are not relayed", async () => {
-    const challenged = await s.t.handle(new Request(s.proxy, { method: "POST", headers: { origin: APP, ...MCP_HEADERS }, body: PING }));
+    const challenged = await s.t.handle(
+      new Request(s.proxy, { method: "POST", headers: { origin: APP, ...MCP_HEADERS }, body: PING }),
+    );
     expect(challenged.status).toBe(401);
     expect(challenged.headers.get("access-control-allow-origin")).toBe("*");
     const exposed = challenged.headers.get("access-control-expose-headers")!.toLowerCase();
     expect(exposed).toContain("www-authenticate");
     expect(exposed).toContain("mcp-session-id");
 
-    const relayed = await s.t.handle(new Request(s.proxy, { method: "POST", headers: { origin: APP, authorization: `Bearer ${s.alice.token}`, ...MCP_HEADERS }, body: PING }));
+    const relayed = await s.t.handle(
+      new Request(s.proxy, {
+        method: "POST",
+        headers: { origin: APP, authorization: `Bearer ${s.alice.token}`, ...MCP_HEADERS },
+        body: PING,
+      }),
+    );
     expect(relayed.status).toBe(200);
     expect(relayed.headers.get("access-control-allow-origin")).toBe("*");
     expect(relayed.headers.get("access-control-allow-credentials")).toBeNull();
@@ -59,11 +70,19 @@ describe("with any origin allowed (the default)", () => {
 
   test("the metadata documents and the token, registration and revocation endpoints are open to other origins", async () => {
     const id = s.proxy.split("/").at(-2)!;
-    for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource", `/.well-known/oauth-protected-resource/api/v1/connectors/${id}/mcp`]) {
+    for (const path of [
+      "/.well-known/oauth-authorization-server",
+      "/.well-known/oauth-protected-resource",
+      `/.well-known/oauth-protected-resource/api/v1/connectors/${id}/mcp`,
+    ]) {
       const res = await s.t.handle(new Request(`${s.t.publicUrl}${path}`, { headers: { origin: APP } }));
       expect(res.status).toBe(200);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
-      expect((await s.t.handle(preflight(`${s.t.publicUrl}${path}`, APP, "GET", "mcp-protocol-version"))).headers.get("access-control-allow-methods")).toBe("GET");
+      expect(
+        (await s.t.handle(preflight(`${s.t.publicUrl}${path}`, APP, "GET", "mcp-protocol-version"))).headers.get(
+          "access-control-allow-methods",
+        ),
+      ).toBe("GET");
     }
     for (const path of ["/oauth/token", "/oauth/register", "/oauth/revoke"]) {
       const allowed = await s.t.handle(preflight(`${s.t.publicUrl}${path}`, APP, "POST", "content-type"));
@@ -71,19 +90,29 @@ describe("with any origin allowed (the default)", () => {
       expect(allowed.headers.get("access-control-allow-methods")).toBe("POST");
     }
     // An error answer is readable too: the client must see why.
-    const refused = await s.t.handle(new Request(`${s.t.publicUrl}/oauth/token`, { method: "POST", headers: { origin: APP, "content-type": "application/x-www-form-urlencoded" }, body: "grant_type=authorization_code&code=nope" }));
+    const refused = await s.t.handle(
+      new Request(`${s.t.publicUrl}/oauth/token`, {
+        method: "POST",
+        headers: { origin: APP, "content-type": "application/x-www-form-urlencoded" },
+        body: "grant_type=authorization_code&code=nope",
+      }),
+    );
     expect(refused.status).toBe(400);
     expect(refused.headers.get("access-control-allow-origin")).toBe("*");
     expect((await refused.json()).error).toBe("invalid_request");
   });
 
   test("the REST API and the authorization page stay same-origin", async () => {
-    const api = await s.t.handle(new Request(`${s.t.publicUrl}/api/v1/connectors`, { headers: { origin: APP, authorization: `Bearer ${s.alice.token}` } }));
+    const api = await s.t.handle(
+      new Request(`${s.t.publicUrl}/api/v1/connectors`, { headers: { origin: APP, authorization: `Bearer ${s.alice.token}` } }),
+    );
     expect(api.status).toBe(200);
     expect(api.headers.get("access-control-allow-origin")).toBeNull();
     const page = await s.t.handle(new Request(`${s.t.publicUrl}/oauth/authorize`, { headers: { origin: APP } }));
     expect(page.headers.get("access-control-allow-origin")).toBeNull();
-    expect((await s.t.handle(preflight(`${s.t.publicUrl}/api/v1/connectors`, APP))).headers.get("access-control-allow-origin")).toBeNull();
+    expect(
+      (await s.t.handle(preflight(`${s.t.publicUrl}/api/v1/connectors`, APP))).headers.get("access-control-allow-origin"),
+    ).toBeNull();
   });
 });
 
@@ -104,11 +133,23 @@ describe("with CORS__ALLOWED_ORIGINS naming origins", () => {
     expect((await other.json()).detail).toContain("CORS__ALLOWED_ORIGINS");
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
 
-    const relayed = await s.t.handle(new Request(s.proxy, { method: "POST", headers: { origin: "https://evil.example", authorization: `Bearer ${s.alice.token}`, ...MCP_HEADERS }, body: PING }));
+    const relayed = await s.t.handle(
+      new Request(s.proxy, {
+        method: "POST",
+        headers: { origin: "https://evil.example", authorization: `Bearer ${s.alice.token}`, ...MCP_HEADERS },
+        body: PING,
+      }),
+    );
     expect(relayed.status).toBe(200);
     expect(relayed.headers.get("access-control-allow-origin")).toBeNull();
 
-    const listed = await s.t.handle(new Request(s.proxy, { method: "POST", headers: { origin: APP, authorization: `Bearer ${s.alice.token}`, ...MCP_HEADERS }, body: PING }));
+    const listed = await s.t.handle(
+      new Request(s.proxy, {
+        method: "POST",
+        headers: { origin: APP, authorization: `Bearer ${s.alice.token}`, ...MCP_HEADERS },
+        body: PING,
+      }),
+    );
     expect(listed.headers.get("access-control-allow-origin")).toBe(APP);
     expect(listed.headers.get("vary")).toContain("Origin");
   });

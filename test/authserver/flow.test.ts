@@ -18,14 +18,20 @@ let alice: Awaited<ReturnType<TestApp["user"]>>;
 let connectorId: string;
 let proxy: string;
 const CLIENT_DOCUMENT = "https://client.example/mcp-client.json";
-const registrations = async () => Number((await queryRows<{ n: number }>(t.deps, sql`SELECT count(*) AS n FROM as_clients WHERE kind = 'registered'`))[0]!.n);
+const registrations = async () =>
+  Number((await queryRows<{ n: number }>(t.deps, sql`SELECT count(*) AS n FROM as_clients WHERE kind = 'registered'`))[0]!.n);
 const fetchFn = (input: string | URL | Request, init?: RequestInit) => t.handle(new Request(input, init));
 
 beforeAll(async () => {
   t = await createTestApp();
   t.network.serve("https://mcp.example", scriptedServer().handler);
   t.network.serve("https://client.example", () =>
-    Response.json({ client_id: CLIENT_DOCUMENT, client_name: "A client with a metadata document", redirect_uris: ["http://127.0.0.1:33418/callback"], token_endpoint_auth_method: "none" }),
+    Response.json({
+      client_id: CLIENT_DOCUMENT,
+      client_name: "A client with a metadata document",
+      redirect_uris: ["http://127.0.0.1:33418/callback"],
+      token_endpoint_auth_method: "none",
+    }),
   );
   alice = await t.user("alice");
   connectorId = await connectedConnector(alice.api, "https://mcp.example/mcp");
@@ -90,7 +96,15 @@ describe("an MCP client given only the proxy URL", () => {
     // Revoked: the client's next request fails, at once.
     expect((await alice.api("DELETE", `/api/v1/grants/${grants[0].id}`)).status).toBe(204);
     const refused = await t.handle(
-      new Request(proxy, { method: "POST", headers: { authorization: `Bearer ${provider.saved.tokens!.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{}" }),
+      new Request(proxy, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${provider.saved.tokens!.access_token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: "{}",
+      }),
     );
     expect(refused.status).toBe(401);
     expect((await alice.api("GET", "/api/v1/grants")).body.items).toHaveLength(0);
@@ -108,26 +122,54 @@ describe("an MCP client given only the proxy URL", () => {
     expect(await registrations()).toBe(registrationsBefore);
     expect(seen[1]).toContain("A client with a metadata document");
     expect(seen[1]).toContain("Known by its metadata document at client.example");
-    expect((await alice.api("GET", "/api/v1/grants")).body.items.map((g: { client_id: string }) => g.client_id)).toContain(CLIENT_DOCUMENT);
+    expect((await alice.api("GET", "/api/v1/grants")).body.items.map((g: { client_id: string }) => g.client_id)).toContain(
+      CLIENT_DOCUMENT,
+    );
   });
 });
 
 describe("the proxy URL as a protected resource", () => {
   test("a request without credentials is a 401 naming the resource metadata; the metadata names this service", async () => {
-    const res = await t.handle(new Request(proxy, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }));
+    const res = await t.handle(
+      new Request(proxy, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }),
+    );
     expect(res.status).toBe(401);
     const challenge = res.headers.get("www-authenticate")!;
-    expect(challenge).toStartWith(`Bearer resource_metadata="${t.publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${connectorId}/mcp"`);
+    expect(challenge).toStartWith(
+      `Bearer resource_metadata="${t.publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${connectorId}/mcp"`,
+    );
     expect(challenge).toContain("Basic");
-    const metadata = await (await t.handle(new Request(`${t.publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${connectorId}/mcp`))).json();
+    const metadata = await (
+      await t.handle(new Request(`${t.publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${connectorId}/mcp`))
+    ).json();
     expect(metadata).toMatchObject({ resource: proxy, authorization_servers: [t.publicUrl] });
     const as = await (await t.handle(new Request(`${t.publicUrl}/.well-known/oauth-authorization-server`))).json();
-    expect(as).toMatchObject({ issuer: t.publicUrl, code_challenge_methods_supported: ["S256"], client_id_metadata_document_supported: true });
+    expect(as).toMatchObject({
+      issuer: t.publicUrl,
+      code_challenge_methods_supported: ["S256"],
+      client_id_metadata_document_supported: true,
+    });
     // Whatever the path holds, the challenge is a valid header (the id is percent-encoded in it).
-    const odd = await t.handle(new Request(`${t.publicUrl}/api/v1/connectors/${encodeURIComponent("よ👣")}/mcp`, { method: "POST", body: "{}" }));
+    const odd = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors/${encodeURIComponent("よ👣")}/mcp`, { method: "POST", body: "{}" }),
+    );
     expect(odd.status).toBe(401);
     expect(odd.headers.get("www-authenticate")).toContain("/api/v1/connectors/%E3%82%88%F0%9F%91%A3/mcp");
     // Basic and API tokens keep working as before.
-    expect((await t.handle(new Request(proxy, { method: "POST", headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) }))).status).toBe(200);
+    expect(
+      (
+        await t.handle(
+          new Request(proxy, {
+            method: "POST",
+            headers: {
+              authorization: `Bearer ${alice.token}`,
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+            },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+          }),
+        )
+      ).status,
+    ).toBe(200);
   });
 });

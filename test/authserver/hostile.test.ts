@@ -32,7 +32,17 @@ afterAll(() => t.close());
 
 /** A ping at a proxy URL with a bearer token: the response. */
 const ping = (proxy: string, token: string) =>
-  t.handle(new Request(proxy, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: PING }));
+  t.handle(
+    new Request(proxy, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: PING,
+    }),
+  );
 
 /** Alice authorizes a fresh client for `resource`: its id, verifier and code. */
 async function authorized(resource = proxyA) {
@@ -45,7 +55,15 @@ async function authorized(resource = proxyA) {
 }
 
 const exchange = (a: { client_id: string; verifier: string; code: string }, overrides: Record<string, string> = {}) =>
-  oauth.token({ grant_type: "authorization_code", client_id: a.client_id, code: a.code, code_verifier: a.verifier, redirect_uri: REDIRECT_URI, resource: proxyA, ...overrides });
+  oauth.token({
+    grant_type: "authorization_code",
+    client_id: a.client_id,
+    code: a.code,
+    code_verifier: a.verifier,
+    redirect_uri: REDIRECT_URI,
+    resource: proxyA,
+    ...overrides,
+  });
 
 async function expectOAuthError(res: Response, status: number, error: string) {
   expect(res.headers.get("content-type")).toBe("application/json");
@@ -78,7 +96,11 @@ describe("the token endpoint", () => {
     expect((await ping(proxyA, first.access_token)).status).toBe(200);
     await expectOAuthError(await exchange(a), 400, "invalid_grant");
     expect((await ping(proxyA, first.access_token)).status).toBe(401);
-    await expectOAuthError(await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: first.refresh_token }), 400, "invalid_grant");
+    await expectOAuthError(
+      await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: first.refresh_token }),
+      400,
+      "invalid_grant",
+    );
   });
 
   test("an expired code, an unknown grant type, a form repeated or sent as JSON: clear errors", async () => {
@@ -86,15 +108,24 @@ describe("the token endpoint", () => {
     t.clock.advance(61_000);
     await expectOAuthError(await exchange(a), 400, "invalid_grant");
     await expectOAuthError(await oauth.token({ grant_type: "password", client_id: a.client_id }), 400, "unsupported_grant_type");
-    const repeated = await t.handle(new Request(`${t.publicUrl}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "grant_type=refresh_token&grant_type=authorization_code" }));
+    const repeated = await t.handle(
+      new Request(`${t.publicUrl}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "grant_type=refresh_token&grant_type=authorization_code",
+      }),
+    );
     expect((await expectOAuthError(repeated, 400, "invalid_request")).error_description).toContain("grant_type is repeated");
-    const json = await t.handle(new Request(`${t.publicUrl}/oauth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }));
+    const json = await t.handle(
+      new Request(`${t.publicUrl}/oauth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }),
+    );
     await expectOAuthError(json, 400, "invalid_request");
   });
 
   test("a code never exchanged leaves no grant behind once it expires", async () => {
     const a = await authorized();
-    const clients = async () => (await alice.api("GET", "/api/v1/grants")).body.items.map((g: { client_id: string }) => g.client_id);
+    const clients = async () =>
+      (await alice.api("GET", "/api/v1/grants")).body.items.map((g: { client_id: string }) => g.client_id);
     expect(await clients()).toContain(a.client_id);
     t.clock.advance(2 * 60_000);
     await t.runJobs();
@@ -151,13 +182,19 @@ describe("the authorization endpoint", () => {
   test("another user's connector as the resource: the consent page does not show it, and allowing gives invalid_target, no code", async () => {
     const client_id = await oauth.register();
     const { challenge } = pkce();
-    const { location, pages } = await approveInForms(t.handle, oauth.authorizeUrl({ client_id, challenge, resource: proxyOfBob }), alice.basic);
+    const { location, pages } = await approveInForms(
+      t.handle,
+      oauth.authorizeUrl({ client_id, challenge, resource: proxyOfBob }),
+      alice.basic,
+    );
     expect(pages[1]).toContain("not yours");
     expect(pages[1]).not.toContain("https://mcp.example/bob");
     const back = new URL(location).searchParams;
     expect(back.get("error")).toBe("invalid_target");
     expect(back.get("code")).toBeNull();
-    expect((await alice.api("GET", "/api/v1/grants")).body.items.map((g: { client_id: string }) => g.client_id)).not.toContain(client_id);
+    expect((await alice.api("GET", "/api/v1/grants")).body.items.map((g: { client_id: string }) => g.client_id)).not.toContain(
+      client_id,
+    );
   });
 
   test("deny sends access_denied back with state and iss; the page cannot be answered twice", async () => {
@@ -165,7 +202,13 @@ describe("the authorization endpoint", () => {
     const { challenge } = pkce();
     const url = oauth.authorizeUrl({ client_id, challenge, resource: proxyA, state: "s-deny" });
     const post = (fields: Record<string, string>) =>
-      t.handle(new Request(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() }));
+      t.handle(
+        new Request(url, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams(fields).toString(),
+        }),
+      );
     // Consent before sign-in is not consent.
     expect((await post({ step: "consent", decision: "allow" })).status).toBe(400);
     const consent = await post({ step: "sign-in", username: "alice", password: alice.basic.password });
@@ -173,7 +216,11 @@ describe("the authorization endpoint", () => {
     const handle = /name="handle" value="([^"]+)"/.exec(await consent.text())![1]!;
     const denied = await post({ handle, step: "consent", decision: "deny" });
     expect(denied.status).toBe(303);
-    expect(Object.fromEntries(new URL(denied.headers.get("location")!).searchParams)).toMatchObject({ error: "access_denied", state: "s-deny", iss: t.publicUrl });
+    expect(Object.fromEntries(new URL(denied.headers.get("location")!).searchParams)).toMatchObject({
+      error: "access_denied",
+      state: "s-deny",
+      iss: t.publicUrl,
+    });
     const twice = await post({ handle, step: "consent", decision: "allow" });
     expect(twice.status).toBe(400);
     expect(twice.headers.get("location")).toBeNull();
@@ -185,7 +232,13 @@ describe("the authorization endpoint", () => {
     const { challenge } = pkce();
     const url = oauth.authorizeUrl({ client_id, challenge, resource: proxyA });
     const signIn = (password: string) =>
-      t.handle(new Request(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-test-client": "guesser" }, body: new URLSearchParams({ step: "sign-in", username: "alice", password }).toString() }));
+      t.handle(
+        new Request(url, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", "x-test-client": "guesser" },
+          body: new URLSearchParams({ step: "sign-in", username: "alice", password }).toString(),
+        }),
+      );
     for (let i = 0; i < t.config.auth.maxFailures; i++) {
       const wrong = await signIn(`guess-${i}`);
       expect(wrong.status).toBe(401);
@@ -205,10 +258,18 @@ describe("access tokens", () => {
     expect(elsewhere.status).toBe(401);
     expect(elsewhere.headers.get("www-authenticate")).toContain('error="invalid_token"');
     expect((await elsewhere.json()).type).toBe("/problems/invalid-token");
-    const api = await t.handle(new Request(`${t.publicUrl}/api/v1/connectors`, { headers: { authorization: `Bearer ${tokens.access_token}` } }));
+    const api = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors`, { headers: { authorization: `Bearer ${tokens.access_token}` } }),
+    );
     expect(api.status).toBe(401);
     expect(api.headers.get("content-type")).toBe("application/problem+json");
-    expect((await t.handle(new Request(`${t.publicUrl}/api/v1/grants`, { headers: { authorization: `Bearer ${tokens.access_token}` } }))).status).toBe(401);
+    expect(
+      (
+        await t.handle(
+          new Request(`${t.publicUrl}/api/v1/grants`, { headers: { authorization: `Bearer ${tokens.access_token}` } }),
+        )
+      ).status,
+    ).toBe(401);
   });
 
   test("expired: 401 invalid_token (the client's cue to refresh), and the refresh gives a working one", async () => {
@@ -218,7 +279,9 @@ describe("access tokens", () => {
     const expired = await ping(proxyA, tokens.access_token);
     expect(expired.status).toBe(401);
     expect(expired.headers.get("www-authenticate")).toContain('error="invalid_token"');
-    const refreshed = await (await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: tokens.refresh_token })).json();
+    const refreshed = await (
+      await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: tokens.refresh_token })
+    ).json();
     expect((await ping(proxyA, refreshed.access_token)).status).toBe(200);
   });
 
@@ -231,12 +294,18 @@ describe("access tokens", () => {
 
     expect((await oauth.revoke({ client_id: a.client_id, token: tokens.access_token })).status).toBe(200);
     expect((await ping(proxyA, tokens.access_token)).status).toBe(401);
-    const again = await (await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: tokens.refresh_token })).json();
+    const again = await (
+      await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: tokens.refresh_token })
+    ).json();
     expect((await ping(proxyA, again.access_token)).status).toBe(200);
 
     expect((await oauth.revoke({ client_id: a.client_id, token: again.refresh_token })).status).toBe(200);
     expect((await ping(proxyA, again.access_token)).status).toBe(401);
-    await expectOAuthError(await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: again.refresh_token }), 400, "invalid_grant");
+    await expectOAuthError(
+      await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: again.refresh_token }),
+      400,
+      "invalid_grant",
+    );
     // Unknown tokens are not an error (RFC 7009 §2.2).
     expect((await oauth.revoke({ client_id: a.client_id, token: "csr_never-issued" })).status).toBe(200);
   });
@@ -246,19 +315,27 @@ describe("access tokens", () => {
     const tokens = await (await exchange(a)).json();
     t.clock.advance(ACCESS_TOKEN_TTL_MS + 1_000);
     for (let i = 0; i < t.config.auth.maxFailures + 2; i++) expect((await ping(proxyA, tokens.access_token)).status).toBe(401);
-    const refreshed = await (await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: tokens.refresh_token })).json();
+    const refreshed = await (
+      await oauth.token({ grant_type: "refresh_token", client_id: a.client_id, refresh_token: tokens.refresh_token })
+    ).json();
     expect((await ping(proxyA, refreshed.access_token)).status).toBe(200);
   });
 });
 
 describe("client registration", () => {
   test("bad metadata is a 400 naming what is wrong, in RFC 7591 §3.2.2 terms", async () => {
-    const register = (body: string) => t.handle(new Request(`${t.publicUrl}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body }));
+    const register = (body: string) =>
+      t.handle(
+        new Request(`${t.publicUrl}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body }),
+      );
     for (const [body, error] of [
       [JSON.stringify({ redirect_uris: ["http://app.example/cb"] }), "invalid_redirect_uri"],
       [JSON.stringify({ redirect_uris: ["https://app.example/cb#frag"] }), "invalid_redirect_uri"],
       [JSON.stringify({ redirect_uris: [] }), "invalid_client_metadata"],
-      [JSON.stringify({ redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: "client_secret_basic" }), "invalid_client_metadata"],
+      [
+        JSON.stringify({ redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: "client_secret_basic" }),
+        "invalid_client_metadata",
+      ],
       ["{not json", "invalid_client_metadata"],
       [JSON.stringify({ redirect_uris: [REDIRECT_URI], client_name: "x".repeat(20_000) }), "invalid_client_metadata"],
     ] as const) {
@@ -271,7 +348,13 @@ describe("client registration", () => {
     try {
       const oauthSmall = byHand(small.handle, small.publicUrl);
       for (let i = 0; i < 3; i++) await oauthSmall.register();
-      const refused = await small.handle(new Request(`${small.publicUrl}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: [REDIRECT_URI] }) }));
+      const refused = await small.handle(
+        new Request(`${small.publicUrl}/oauth/register`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ redirect_uris: [REDIRECT_URI] }),
+        }),
+      );
       expect(refused.status).toBe(429);
       expect(refused.headers.get("retry-after")).not.toBeNull();
       expect((await refused.json()).error).toBe("temporarily_unavailable");
@@ -287,7 +370,9 @@ describe("client registration", () => {
 describe("Client ID Metadata Documents", () => {
   /** The error page a client with this metadata document URL gets at the authorization endpoint. */
   async function refusedPage(clientId: string): Promise<string> {
-    const res = await t.handle(new Request(oauth.authorizeUrl({ client_id: clientId, challenge: pkce().challenge, resource: proxyA })));
+    const res = await t.handle(
+      new Request(oauth.authorizeUrl({ client_id: clientId, challenge: pkce().challenge, resource: proxyA })),
+    );
     expect(res.status).toBe(400);
     expect(res.headers.get("location")).toBeNull();
     return res.text();
@@ -308,7 +393,8 @@ describe("Client ID Metadata Documents", () => {
     const documents: Record<string, (id: string) => Response> = {
       "/huge.json": (id) => Response.json({ client_id: id, redirect_uris: [REDIRECT_URI], client_name: "x".repeat(20_000) }),
       "/garbage.json": () => new Response("<html>not json</html>", { headers: { "content-type": "text/html" } }),
-      "/impostor.json": () => Response.json({ client_id: "https://someone-else.example/client.json", redirect_uris: [REDIRECT_URI] }),
+      "/impostor.json": () =>
+        Response.json({ client_id: "https://someone-else.example/client.json", redirect_uris: [REDIRECT_URI] }),
       "/no-redirects.json": (id) => Response.json({ client_id: id }),
       "/plain-http.json": (id) => Response.json({ client_id: id, redirect_uris: ["http://app.example/cb"] }),
       "/moved.json": () => new Response(null, { status: 302, headers: { location: "https://docs.example/other.json" } }),
@@ -322,7 +408,8 @@ describe("Client ID Metadata Documents", () => {
       "/plain-http.json": "redirect URI this server does not accept",
       "/moved.json": "HTTP 302",
     };
-    for (const [path, reason] of Object.entries(reasons)) expect(await refusedPage(`https://docs.example${path}`)).toContain(reason);
+    for (const [path, reason] of Object.entries(reasons))
+      expect(await refusedPage(`https://docs.example${path}`)).toContain(reason);
     // Not a metadata document URL at all (http, no path): an unknown client.
     expect(await refusedPage("http://docs.example/client.json")).toContain("there is no client");
   });

@@ -14,18 +14,25 @@ import { queryRows } from "../support/store";
 let t: TestApp;
 let alice: Awaited<ReturnType<TestApp["user"]>>;
 let proxy: string;
-const count = async (table: "as_requests" | "as_clients") => Number((await queryRows<{ n: number }>(t.deps, sql.raw(`SELECT count(*) AS n FROM ${table}`)))[0]!.n);
+const count = async (table: "as_requests" | "as_clients") =>
+  Number((await queryRows<{ n: number }>(t.deps, sql.raw(`SELECT count(*) AS n FROM ${table}`)))[0]!.n);
 
 /** A registration from `address`: the response. */
 const registerFrom = (app: TestApp, address: string) =>
   app.handle(
-    new Request(`${app.publicUrl}/oauth/register`, { method: "POST", headers: { "content-type": "application/json", "x-test-client": address }, body: JSON.stringify({ redirect_uris: [REDIRECT_URI] }) }),
+    new Request(`${app.publicUrl}/oauth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-test-client": address },
+      body: JSON.stringify({ redirect_uris: [REDIRECT_URI] }),
+    }),
   );
 
 beforeAll(async () => {
   t = await createTestApp({ env: { AUTHSERVER__MAX_REGISTRATIONS_PER_ADDRESS: "3" } });
   t.network.serve("https://mcp.example", scriptedServer().handler);
-  t.network.serve("https://client.example", (request) => Response.json({ client_id: request.url, redirect_uris: [REDIRECT_URI] }));
+  t.network.serve("https://client.example", (request) =>
+    Response.json({ client_id: request.url, redirect_uris: [REDIRECT_URI] }),
+  );
   alice = await t.user("alice");
   proxy = `${t.publicUrl}/api/v1/connectors/${await connectedConnector(alice.api, "https://mcp.example/mcp")}/mcp`;
 });
@@ -38,7 +45,11 @@ describe("pending authorization requests", () => {
     const [requests, clients] = [await count("as_requests"), await count("as_clients")];
     for (let i = 0; i < 40; i++) {
       const client_id = i % 2 ? registered : `https://client.example/client-${i}.json`;
-      const res = await t.handle(new Request(oauth.authorizeUrl({ client_id, challenge: pkce().challenge, resource: proxy, state: "x".repeat(2000) }), { headers: { "x-test-client": "198.51.100.1" } }));
+      const res = await t.handle(
+        new Request(oauth.authorizeUrl({ client_id, challenge: pkce().challenge, resource: proxy, state: "x".repeat(2000) }), {
+          headers: { "x-test-client": "198.51.100.1" },
+        }),
+      );
       expect(res.status).toBe(200);
       expect(await res.text()).toContain('value="sign-in"');
     }
@@ -50,7 +61,14 @@ describe("pending authorization requests", () => {
     const oauth = byHand(t.handle, t.publicUrl);
     const client_id = await oauth.register();
     const url = oauth.authorizeUrl({ client_id, challenge: pkce().challenge, resource: proxy });
-    const post = (fields: Record<string, string>) => t.handle(new Request(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() }));
+    const post = (fields: Record<string, string>) =>
+      t.handle(
+        new Request(url, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams(fields).toString(),
+        }),
+      );
     const handles: string[] = [];
     for (let i = 0; i < 12; i++) {
       t.clock.advance(1_000);
@@ -84,7 +102,8 @@ describe("registrations", () => {
   });
 
   test("IPv6 addresses count by their /64: one host's network cannot rotate its way past the bound", async () => {
-    for (const address of ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff:ffff:ffff:fffe"]) expect((await registerFrom(t, address)).status).toBe(201);
+    for (const address of ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff:ffff:ffff:fffe"])
+      expect((await registerFrom(t, address)).status).toBe(201);
     expect((await registerFrom(t, "2001:db8:1:2:abcd::9")).status).toBe(429);
     expect((await registerFrom(t, "2001:db8:1:3::1")).status).toBe(201);
   });
@@ -98,12 +117,18 @@ describe("registrations", () => {
     await oauth.register();
     await oauth.register();
     expect((await registerFrom(t, "192.0.2.55")).status).toBe(429);
-    await approveInForms(t.handle, oauth.authorizeUrl({ client_id: used, challenge: pkce().challenge, resource: proxy }), alice.basic);
+    await approveInForms(
+      t.handle,
+      oauth.authorizeUrl({ client_id: used, challenge: pkce().challenge, resource: proxy }),
+      alice.basic,
+    );
     expect((await registerFrom(t, "192.0.2.55")).status).toBe(201);
   });
 
   test("the service-wide ceiling still holds across addresses; unused registrations expire and make room", async () => {
-    const small = await createTestApp({ env: { AUTHSERVER__MAX_REGISTRATIONS_PER_ADDRESS: "3", AUTHSERVER__MAX_REGISTRATIONS: "4" } });
+    const small = await createTestApp({
+      env: { AUTHSERVER__MAX_REGISTRATIONS_PER_ADDRESS: "3", AUTHSERVER__MAX_REGISTRATIONS: "4" },
+    });
     try {
       for (let i = 0; i < 3; i++) expect((await registerFrom(small, "203.0.113.7")).status).toBe(201);
       expect((await registerFrom(small, "198.51.100.9")).status).toBe(201);

@@ -27,7 +27,9 @@ afterAll(() => t.close());
 
 /** The attacker's authorization URL with `change` applied to a well-formed one. */
 function crafted(change: (params: URLSearchParams) => void): string {
-  const url = new URL(oauth.authorizeUrl({ client_id: attacker, challenge: pkce().challenge, resource: proxy, redirect_uri: PHISH }));
+  const url = new URL(
+    oauth.authorizeUrl({ client_id: attacker, challenge: pkce().challenge, resource: proxy, redirect_uri: PHISH }),
+  );
   change(url.searchParams);
   return url.href;
 }
@@ -50,7 +52,11 @@ test("no request to /oauth/authorize sends the browser to a self-registered clie
   for (const [what, change] of Object.entries(CRAFTED)) {
     const res = await t.handle(new Request(crafted(change)));
     const location = res.headers.get("location");
-    expect({ what, redirected: res.status >= 300 && res.status < 400, location }).toEqual({ what, redirected: false, location: null });
+    expect({ what, redirected: res.status >= 300 && res.status < 400, location }).toEqual({
+      what,
+      redirected: false,
+      location: null,
+    });
     expect({ what, type: res.headers.get("content-type") }).toEqual({ what, type: "text/html; charset=utf-8" });
     expect(await res.text()).not.toContain("evil.example/phish?");
   }
@@ -67,7 +73,13 @@ test("the refusal page says what the application got wrong, with the OAuth error
 test("posting the forms without signing in sends the browser nowhere either", async () => {
   const url = crafted(() => {});
   const post = (fields: Record<string, string>) =>
-    t.handle(new Request(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() }));
+    t.handle(
+      new Request(url, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(fields).toString(),
+      }),
+    );
   const attempts: Record<string, string>[] = [
     { step: "consent", decision: "deny" },
     { step: "consent", decision: "deny", handle: "made-up" },
@@ -83,7 +95,12 @@ test("posting the forms without signing in sends the browser nowhere either", as
 });
 
 test("once the person signed in and answered the page that names the destination, the answer goes there", async () => {
-  const { location, pages } = await approveInForms(t.handle, crafted(() => {}), alice.basic, "deny");
+  const { location, pages } = await approveInForms(
+    t.handle,
+    crafted(() => {}),
+    alice.basic,
+    "deny",
+  );
   expect(pages[1]).toContain("evil.example");
   expect(pages[1]).toContain("Unverified");
   expect(location).toStartWith(`${PHISH}?`);

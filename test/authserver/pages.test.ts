@@ -20,12 +20,24 @@ beforeAll(async () => {
   const proxy = `${t.publicUrl}/api/v1/connectors/${await connectedConnector(alice.api, "https://mcp.example/mcp")}/mcp`;
   oauth = byHand(t.handle, t.publicUrl);
   const client_id = await oauth.register({ redirect_uris: ["https://app.example:8443/cb"] });
-  url = oauth.authorizeUrl({ client_id, challenge: pkce().challenge, resource: proxy, redirect_uri: "https://app.example:8443/cb" });
+  url = oauth.authorizeUrl({
+    client_id,
+    challenge: pkce().challenge,
+    resource: proxy,
+    redirect_uri: "https://app.example:8443/cb",
+  });
 });
 afterAll(() => t.close());
 
 /** The policy's directives by name. */
-const directives = (csp: string | null) => Object.fromEntries((csp ?? "").split(";").map((d) => d.trim().split(/\s+/)).filter((d) => d[0]).map(([name, ...values]) => [name, values.join(" ")]));
+const directives = (csp: string | null) =>
+  Object.fromEntries(
+    (csp ?? "")
+      .split(";")
+      .map((d) => d.trim().split(/\s+/))
+      .filter((d) => d[0])
+      .map(([name, ...values]) => [name, values.join(" ")]),
+  );
 
 async function expectLockedDown(res: Response, formAction: string) {
   expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
@@ -49,7 +61,11 @@ async function expectLockedDown(res: Response, formAction: string) {
 test("sign-in, consent and error pages: no framing, no sniffing, no script; forms post to this page, consent also to the client's origin", async () => {
   await expectLockedDown(await t.handle(new Request(url)), "'self'");
   const consent = await t.handle(
-    new Request(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ step: "sign-in", username: "alice", password: alice.basic.password }).toString() }),
+    new Request(url, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ step: "sign-in", username: "alice", password: alice.basic.password }).toString(),
+    }),
   );
   // Allow or Deny is answered with a redirect to the client: the browser checks that against form-action too.
   expect(await expectLockedDown(consent, "'self' https://app.example:8443")).toContain('name="decision"');
@@ -62,7 +78,11 @@ test("a native app's redirect URI (its own scheme) is allowed as the consent for
   page.searchParams.set("client_id", client_id);
   page.searchParams.set("redirect_uri", "com.example.app:/oauth/cb");
   const consent = await t.handle(
-    new Request(page, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ step: "sign-in", username: "alice", password: alice.basic.password }).toString() }),
+    new Request(page, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ step: "sign-in", username: "alice", password: alice.basic.password }).toString(),
+    }),
   );
   await expectLockedDown(consent, "'self' com.example.app:");
 });
@@ -71,7 +91,13 @@ test("OAuth JSON answers are not sniffed either", async () => {
   for (const res of [
     await t.handle(new Request(`${t.publicUrl}/.well-known/oauth-authorization-server`)),
     await oauth.token({ grant_type: "authorization_code", client_id: "nobody", code: "x" }),
-    await t.handle(new Request(`${t.publicUrl}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })),
+    await t.handle(
+      new Request(`${t.publicUrl}/oauth/register`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      }),
+    ),
   ]) {
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
   }

@@ -29,13 +29,26 @@ afterAll(() => t.close());
 async function tokensFor(scope: string | undefined) {
   const client_id = await oauth.register();
   const { verifier, challenge } = pkce();
-  const { location } = await approveInForms(t.handle, oauth.authorizeUrl({ client_id, challenge, resource: proxy, scope }), alice.basic);
+  const { location } = await approveInForms(
+    t.handle,
+    oauth.authorizeUrl({ client_id, challenge, resource: proxy, scope }),
+    alice.basic,
+  );
   const code = new URL(location).searchParams.get("code")!;
-  const res = await oauth.token({ grant_type: "authorization_code", client_id, code, code_verifier: verifier, redirect_uri: REDIRECT_URI, resource: proxy });
+  const res = await oauth.token({
+    grant_type: "authorization_code",
+    client_id,
+    code,
+    code_verifier: verifier,
+    redirect_uri: REDIRECT_URI,
+    resource: proxy,
+  });
   expect(res.status).toBe(200);
   const tokens = await res.json();
   const grants = (await alice.api("GET", "/api/v1/grants")).body.items as { client_id: string; scope: string | null }[];
-  const refreshed = await (await oauth.token({ grant_type: "refresh_token", client_id, refresh_token: tokens.refresh_token })).json();
+  const refreshed = await (
+    await oauth.token({ grant_type: "refresh_token", client_id, refresh_token: tokens.refresh_token })
+  ).json();
   return { tokens, refreshed, grant: grants.find((g) => g.client_id === client_id)! };
 }
 
@@ -74,7 +87,11 @@ describe("granted scope", () => {
 
   test("a registration that asks for scopes is answered with the scope it may have", async () => {
     const res = await t.handle(
-      new Request(`${t.publicUrl}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: [REDIRECT_URI], scope: "openid profile" }) }),
+      new Request(`${t.publicUrl}/oauth/register`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ redirect_uris: [REDIRECT_URI], scope: "openid profile" }),
+      }),
     );
     expect(res.status).toBe(201);
     expect((await res.json()).scope).toBe("mcp");

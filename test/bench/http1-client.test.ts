@@ -32,13 +32,30 @@ beforeAll(() => {
     async fetch(request) {
       const { pathname } = new URL(request.url);
       if (pathname === "/echo") {
-        return Response.json({ method: request.method, body: await request.text(), type: request.headers.get("content-type"), test: request.headers.get("x-test") }, { headers: { "x-echo": "1" } });
+        return Response.json(
+          {
+            method: request.method,
+            body: await request.text(),
+            type: request.headers.get("content-type"),
+            test: request.headers.get("x-test"),
+          },
+          { headers: { "x-echo": "1" } },
+        );
       }
       if (pathname === "/length") return new Response("hello", { headers: { "content-type": "text/plain" } });
       if (pathname === "/large") return new Response(large, { headers: { "content-type": "application/octet-stream" } });
       if (pathname === "/chunked") {
         const parts = ["one ", "two ", "three"];
-        return new Response(new ReadableStream({ async pull(c) { const part = parts.shift(); if (part === undefined) return c.close(); await Bun.sleep(5); c.enqueue(new TextEncoder().encode(part)); } }));
+        return new Response(
+          new ReadableStream({
+            async pull(c) {
+              const part = parts.shift();
+              if (part === undefined) return c.close();
+              await Bun.sleep(5);
+              c.enqueue(new TextEncoder().encode(part));
+            },
+          }),
+        );
       }
       if (pathname === "/sse") {
         let n = 0;
@@ -55,7 +72,10 @@ beforeAll(() => {
         );
       }
       if (pathname === "/empty") return new Response(null, { status: 204, headers: { "x-empty": "yes" } });
-      if (pathname === "/gzip") return new Response(gzipSync("compressed body"), { headers: { "content-encoding": "gzip", "content-type": "text/plain" } });
+      if (pathname === "/gzip")
+        return new Response(gzipSync("compressed body"), {
+          headers: { "content-encoding": "gzip", "content-type": "text/plain" },
+        });
       if (pathname === "/missing") return new Response("not here", { status: 404, headers: { "set-cookie": "a=b" } });
       if (pathname === "/never") {
         request.signal.addEventListener("abort", () => serverAborts.push("never"));
@@ -79,7 +99,12 @@ async function seen(response: Response): Promise<Seen> {
   response.headers.forEach((value, name) => {
     if (!["date", "connection", "keep-alive", "transfer-encoding"].includes(name)) headers[name] = value;
   });
-  return { status: response.status, statusText: response.statusText, headers, body: Buffer.from(await response.arrayBuffer()).toString("base64") };
+  return {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+    body: Buffer.from(await response.arrayBuffer()).toString("base64"),
+  };
 }
 async function expectSame(url: string, init: RequestInit = {}, extra: RequestInit = {}) {
   const viaFetch = await seen(await fetch(url, { ...init, ...extra, decompress: false } as RequestInit));
@@ -89,8 +114,17 @@ async function expectSame(url: string, init: RequestInit = {}, extra: RequestIni
 }
 
 test("the same answers as fetch: a JSON POST, lengths small and large, chunked, 204, 404 with its cookie, HEAD, gzip passed as it came", async () => {
-  const echo = await expectSame(`${base}/echo?q=1`, { method: "POST", headers: { "content-type": "application/json", "x-test": "t" }, body: new TextEncoder().encode('{"a":1}') });
-  expect(JSON.parse(Buffer.from(echo.body, "base64").toString())).toEqual({ method: "POST", body: '{"a":1}', type: "application/json", test: "t" });
+  const echo = await expectSame(`${base}/echo?q=1`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-test": "t" },
+    body: new TextEncoder().encode('{"a":1}'),
+  });
+  expect(JSON.parse(Buffer.from(echo.body, "base64").toString())).toEqual({
+    method: "POST",
+    body: '{"a":1}',
+    type: "application/json",
+    test: "t",
+  });
   expect((await expectSame(`${base}/length`)).body).toBe(Buffer.from("hello").toString("base64"));
   expect(Buffer.from((await expectSame(`${base}/large`)).body, "base64").equals(large)).toBe(true);
   expect(Buffer.from((await expectSame(`${base}/chunked`)).body, "base64").toString()).toBe("one two three");
@@ -134,13 +168,18 @@ test("an abort ends a request still waiting for its answer at once, and the serv
 
 test("nobody listening: refused, in the words fetch's failure gets", async () => {
   const port = await freePort();
-  const [viaFetch, viaHttp1] = await Promise.all([fetch(`http://127.0.0.1:${port}/`).catch((e) => e), http1(`http://127.0.0.1:${port}/`).catch((e) => e)]);
+  const [viaFetch, viaHttp1] = await Promise.all([
+    fetch(`http://127.0.0.1:${port}/`).catch((e) => e),
+    http1(`http://127.0.0.1:${port}/`).catch((e) => e),
+  ]);
   expect(classifyFetchFailure(viaHttp1)).toEqual(classifyFetchFailure(viaFetch));
   expect(classifyFetchFailure(viaHttp1).detail).toBe("connection refused");
 });
 
 /** A raw HTTP/1.1 server on node:net: `answer` writes the response to each request (by its number on the connection). */
-async function rawServer(answer: (socket: Socket, nth: number, connection: number) => void): Promise<{ url: string; server: TcpServer; connections: () => number }> {
+async function rawServer(
+  answer: (socket: Socket, nth: number, connection: number) => void,
+): Promise<{ url: string; server: TcpServer; connections: () => number }> {
   let connections = 0;
   const server = createTcpServer((socket) => {
     const connection = ++connections;
@@ -186,10 +225,20 @@ test("keep-alive: connections are reused; one the server closed while idle costs
     for (let i = 0; i < 3; i++) expect(await (await client(`${raw.url}/`)).text()).toBe("ok");
     expect(raw.connections()).toBe(3);
     // A POST may have been acted on: it fails as with fetch (RFC 9112 §9.3.1.1), and the next one gets a new connection.
-    const post = () => client(`${raw.url}/`, { method: "POST", body: new Uint8Array([1]) }).then((r) => r.text()).catch((e) => classifyFetchFailure(e).detail);
+    const post = () =>
+      client(`${raw.url}/`, { method: "POST", body: new Uint8Array([1]) })
+        .then((r) => r.text())
+        .catch((e) => classifyFetchFailure(e).detail);
     // (The first goes on the connection the last GET left idle.)
-    expect([await post(), await post(), await post()]).toEqual(["connection closed by the server", "ok", "connection closed by the server"]);
-    const viaFetch = () => fetch(`${raw.url}/`, { method: "POST", body: "x" }).then((r) => r.text()).catch((e) => classifyFetchFailure(e).detail);
+    expect([await post(), await post(), await post()]).toEqual([
+      "connection closed by the server",
+      "ok",
+      "connection closed by the server",
+    ]);
+    const viaFetch = () =>
+      fetch(`${raw.url}/`, { method: "POST", body: "x" })
+        .then((r) => r.text())
+        .catch((e) => classifyFetchFailure(e).detail);
     expect([await viaFetch(), await viaFetch()]).toEqual(["ok", "connection closed by the server"]);
   } finally {
     client.close();
@@ -221,7 +270,9 @@ test("bad answers are errors, not guesses: a broken status line, conflicting len
   for (const answer of answers) {
     const raw = await rawServer((socket) => socket.write(answer));
     try {
-      const result = await http1(`${raw.url}/`).then((r) => r.text()).catch((e) => e);
+      const result = await http1(`${raw.url}/`)
+        .then((r) => r.text())
+        .catch((e) => e);
       expect(result).toBeInstanceOf(Error);
     } finally {
       raw.server.close();
@@ -254,13 +305,36 @@ test("https with a CA made here: the same answers as fetch trusting it; without 
   const keyFile = join(work, "tls.key");
   const certFile = join(work, "tls.crt");
   const openssl = Bun.spawn(
-    ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=http1.test",
-      "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", keyFile, "-out", certFile],
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=http1.test",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      keyFile,
+      "-out",
+      certFile,
+    ],
     { stdin: "ignore", stdout: "ignore", stderr: "ignore" },
   );
   expect(await openssl.exited).toBe(0);
   const [cert, key] = [readFileSync(certFile, "utf8"), readFileSync(keyFile, "utf8")];
-  const secure = Bun.serve({ hostname: "127.0.0.1", port: 0, tls: { cert, key }, fetch: (r) => Response.json({ over: "tls", method: r.method }) });
+  const secure = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert, key },
+    fetch: (r) => Response.json({ over: "tls", method: r.method }),
+  });
   const trusting = createHttp1Fetch({ fallback: fetch, ca: cert });
   try {
     const url = `https://127.0.0.1:${secure.port}/x`;

@@ -54,7 +54,8 @@ test("serves from another directory, keeps data across a restart, and stops grac
 
   expect((await admin("POST", "/api/v1/users", { body: { username: "alice", password: "alice-password" } })).status).toBe(201);
   const alice = apiClient(first.url, { username: "alice", password: "alice-password" });
-  const connector = (await alice("POST", "/api/v1/connectors", { body: { url: upstream.url, metadata: { name: "Bearer" } } })).body;
+  const connector = (await alice("POST", "/api/v1/connectors", { body: { url: upstream.url, metadata: { name: "Bearer" } } }))
+    .body;
   const connected = await alice("POST", `/api/v1/connectors/${connector.id}/connect`, {
     body: { headers: { Authorization: "Bearer persisted-secret" } },
   });
@@ -63,7 +64,10 @@ test("serves from another directory, keeps data across a restart, and stops grac
   expect(first.lines.at(-1)).toContain('"msg":"stopped"');
   expect(Bun.spawnSync([BINARY, "healthcheck", first.url], { cwd: work }).exitCode).toBe(1);
 
-  const migrate = Bun.spawnSync([BINARY, "migrate"], { cwd: work, env: { PATH: process.env.PATH!, DATABASE__PATH: join(dataDir, "cs.db") } });
+  const migrate = Bun.spawnSync([BINARY, "migrate"], {
+    cwd: work,
+    env: { PATH: process.env.PATH!, DATABASE__PATH: join(dataDir, "cs.db") },
+  });
   expect(JSON.parse(migrate.stdout.toString()).migrations_applied).toBe(0);
 
   const second = await start();
@@ -71,12 +75,23 @@ test("serves from another directory, keeps data across a restart, and stops grac
   expect(second.lines.map((l) => JSON.parse(l)).find((l) => l.msg === "database ready").migrations_applied).toBe(0);
   const again = apiClient(second.url, { username: "alice", password: "alice-password" });
   const got = await again("GET", `/api/v1/connectors/${connector.id}`);
-  expect(got.body).toMatchObject({ id: connector.id, state: "connected", header_names: ["Authorization"], metadata: { name: "Bearer" } });
+  expect(got.body).toMatchObject({
+    id: connector.id,
+    state: "connected",
+    header_names: ["Authorization"],
+    metadata: { name: "Bearer" },
+  });
 
   // The sealed headers still work after the restart: a tool call through the proxy reaches the upstream with them.
-  const { client, close } = await mcpClient(`${second.url}/api/v1/connectors/${connector.id}/mcp`, { username: "alice", password: "alice-password" });
+  const { client, close } = await mcpClient(`${second.url}/api/v1/connectors/${connector.id}/mcp`, {
+    username: "alice",
+    password: "alice-password",
+  });
   const result = await client.callTool({ name: "whoami", arguments: { name: "after-restart" } });
-  expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toMatchObject({ name: "after-restart", authorization: "Bearer persisted-secret" });
+  expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toMatchObject({
+    name: "after-restart",
+    authorization: "Bearer persisted-secret",
+  });
   await close();
   // Its audit record was written (by the binary's database thread, an entry point of its own) and is listed.
   const records = (await again("GET", `/api/v1/audit?connector_id=${connector.id}&method=tools/call`)).body.items;

@@ -7,6 +7,7 @@ import { SQLITE_MIGRATIONS } from "../../src/db/sqlite";
 import { scriptedOAuth, type ScriptedOAuth } from "../peers/scripted-oauth";
 import { apiOver, type Api } from "../support/api";
 import { buildBinary, startBinary } from "../support/binary";
+import { waitFor } from "../support/wait";
 
 /**
  * Crash safety of the compiled binary: killed with SIGKILL at random moments while it acknowledges writes of every
@@ -28,7 +29,9 @@ beforeAll(async () => {
     port: 0,
     fetch: (request) => {
       const { pathname } = new URL(request.url);
-      return pathname === "/mcp" || pathname.startsWith("/.well-known/oauth-protected-resource") ? oauth!.mcpServer(request) : oauth!.authorizationServer(request);
+      return pathname === "/mcp" || pathname.startsWith("/.well-known/oauth-protected-resource")
+        ? oauth!.mcpServer(request)
+        : oauth!.authorizationServer(request);
     },
   });
   const origin = `http://127.0.0.1:${oauthServer.port}`;
@@ -44,7 +47,16 @@ type Acknowledged = { connectors: string[]; tokens: string[]; providers: string[
 
 /** Writes of every kind, as fast as the service acknowledges them, until it dies; returns what it acknowledged. */
 async function writeUntilKilled(api: Api, mcpUrl: string, ack: Acknowledged, stop: () => boolean): Promise<void> {
-  const card = { name: "Crash", description: "d", url: "https://agent.example/a2a", version: "1", capabilities: {}, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: [] };
+  const card = {
+    name: "Crash",
+    description: "d",
+    url: "https://agent.example/a2a",
+    version: "1",
+    capabilities: {},
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: [],
+  };
   const writers = [
     async () => {
       const res = await api("POST", "/api/v1/connectors", { body: { url: `https://w${ack.connectors.length}.example/mcp` } });
@@ -86,10 +98,19 @@ test(`SIGKILL at random moments during acknowledged writes (${ROUNDS} rounds): n
   for (let round = 0; round < ROUNDS; round++) {
     const started = await startBinary(work, env);
     // An API token (made once, kept across the kills): Basic would spend each round's first moments in argon2id.
-    token ??= (await apiOver((request) => fetch(request), started.url, { username: "admin", password: PASSWORD })("POST", "/api/v1/tokens", { body: { name: "crash-test" } })).body.token as string;
+    token ??= (
+      await apiOver((request) => fetch(request), started.url, { username: "admin", password: PASSWORD })(
+        "POST",
+        "/api/v1/tokens",
+        { body: { name: "crash-test" } },
+      )
+    ).body.token as string;
     const api = apiOver((request) => fetch(request), started.url, { token });
     let dead = false;
     const writing = writeUntilKilled(api, mcpUrl, ack, () => dead);
+    // The first round lives until a write of every kind was acknowledged (a user costs an argon2id hash: on a loaded
+    // machine a short round may hold none), so the check at the end never hangs on luck; later rounds die at random.
+    if (round === 0) await waitFor("a write of every kind", () => Object.values(ack).every((ids) => ids.length > 0), 30_000);
     await Bun.sleep(100 + Math.floor(Math.random() * 400));
     started.proc.kill("SIGKILL");
     await started.proc.exited;
@@ -114,8 +135,16 @@ test(`SIGKILL at random moments during acknowledged writes (${ROUNDS} rounds): n
     }
   }
   // Writes of every kind were acknowledged, and some were surely cut off by a kill.
-  expect(Object.fromEntries(Object.entries(ack).map(([kind, ids]) => [kind, ids.length > 0]))).toEqual({ connectors: true, tokens: true, providers: true, users: true, pending: true });
-  console.log(`SIGKILLs: ${ROUNDS}; acknowledged writes checked after them: ${Object.values(ack).reduce((n, k) => n + k.length, 0)}; lost: 0`);
+  expect(Object.fromEntries(Object.entries(ack).map(([kind, ids]) => [kind, ids.length > 0]))).toEqual({
+    connectors: true,
+    tokens: true,
+    providers: true,
+    users: true,
+    pending: true,
+  });
+  console.log(
+    `SIGKILLs: ${ROUNDS}; acknowledged writes checked after them: ${Object.values(ack).reduce((n, k) => n + k.length, 0)}; lost: 0`,
+  );
 }, 180_000);
 
 test("a migration killed half-way leaves the old schema whole, and the next start applies it", async () => {
@@ -123,19 +152,33 @@ test("a migration killed half-way leaves the old schema whole, and the next star
   const migrations = SQLITE_MIGRATIONS;
   const older = migrations.slice(0, -1);
   // The database at the schema before the last migration, with a row in it.
-  const seed = Bun.spawnSync([process.execPath, "-e", `
+  const seed = Bun.spawnSync([
+    process.execPath,
+    "-e",
+    `
     const { openSqliteStore, SQLITE_MIGRATIONS } = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/db/sqlite.ts"))});
     const db = openSqliteStore(${JSON.stringify(file)}, SQLITE_MIGRATIONS.slice(0, -1));
     db.sqlite.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u1', 'kept', 'h', 'user', 1, 1)").run();
     db.close();
-  `]);
+  `,
+  ]);
   expect(seed.exitCode).toBe(0);
   // The last migration, and a slow statement after it, killed while the statement runs.
-  const slow = { ...migrations.at(-1)!, sql: [...migrations.at(-1)!.sql, "CREATE TABLE slow AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000000) SELECT sum(i) AS s FROM n"] };
-  const proc = Bun.spawn([process.execPath, "-e", `
+  const slow = {
+    ...migrations.at(-1)!,
+    sql: [
+      ...migrations.at(-1)!.sql,
+      "CREATE TABLE slow AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000000) SELECT sum(i) AS s FROM n",
+    ],
+  };
+  const proc = Bun.spawn([
+    process.execPath,
+    "-e",
+    `
     const { openSqliteStore, SQLITE_MIGRATIONS } = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/db/sqlite.ts"))});
     openSqliteStore(${JSON.stringify(file)}, [...SQLITE_MIGRATIONS.slice(0, -1), ${JSON.stringify(slow)}]);
-  `]);
+  `,
+  ]);
   await Bun.sleep(400);
   proc.kill("SIGKILL");
   await proc.exited;

@@ -16,7 +16,12 @@ test("first start of the binary: /healthz answers before the administrator exist
   const password = "binary-startup-admin-password";
   const proc = Bun.spawn([BINARY, "serve"], {
     cwd: work,
-    env: { PATH: process.env.PATH!, SERVER__PORT: String(port), DATABASE__PATH: join(work, "data", "cs.db"), AUTH__ADMIN_PASSWORD: password },
+    env: {
+      PATH: process.env.PATH!,
+      SERVER__PORT: String(port),
+      DATABASE__PATH: join(work, "data", "cs.db"),
+      AUTH__ADMIN_PASSWORD: password,
+    },
     stdin: "ignore",
     stdout: "ignore",
     stderr: "inherit",

@@ -37,7 +37,10 @@ async function runCopy(from: string, to: string): Promise<Record<string, number>
 }
 
 /** Runs `connector-service copy` and reads its report. */
-async function runCopyReport(from: string, to: string): Promise<{ rows: Record<string, number>; not_copied: Record<string, string> }> {
+async function runCopyReport(
+  from: string,
+  to: string,
+): Promise<{ rows: Record<string, number>; not_copied: Record<string, string> }> {
   const { code, text } = await captured("stdout", () => copy(["--from", from, "--to", to]));
   expect(code).toBe(0);
   return JSON.parse(text);
@@ -45,7 +48,11 @@ async function runCopyReport(from: string, to: string): Promise<{ rows: Record<s
 
 /** What a user of the service sees of its data. */
 async function contents(service: TestService) {
-  const connectors = (await service.api("GET", "/api/v1/connectors?limit=100")).body.items.map((c: Record<string, unknown>) => [c.url, c.state, c.header_names]);
+  const connectors = (await service.api("GET", "/api/v1/connectors?limit=100")).body.items.map((c: Record<string, unknown>) => [
+    c.url,
+    c.state,
+    c.header_names,
+  ]);
   const users = (await service.api("GET", "/api/v1/users")).body.items.map((u: Record<string, unknown>) => u.username);
   const providers = (await service.api("GET", "/api/v1/providers")).body.items.map((p: Record<string, unknown>) => p.name);
   return { connectors, users, providers };
@@ -59,10 +66,27 @@ test("SQLite → PostgreSQL → SQLite: the same data, tokens and sealed headers
   try {
     await source.api("POST", "/api/v1/users", { body: { username: "lee", password: "lee-password-1", role: "user" } });
     token = (await source.api("POST", "/api/v1/tokens", { body: { name: "agent" } })).body.token;
-    connectorId = (await source.api("POST", "/api/v1/connectors", { body: { url: everything.url, metadata: { name: "Everything" } } })).body.id;
-    expect((await source.api("POST", `/api/v1/connectors/${connectorId}/connect`, { body: { headers: { "x-api-key": "sealed-at-rest" } } })).body.state).toBe("connected");
+    connectorId = (
+      await source.api("POST", "/api/v1/connectors", { body: { url: everything.url, metadata: { name: "Everything" } } })
+    ).body.id;
+    expect(
+      (
+        await source.api("POST", `/api/v1/connectors/${connectorId}/connect`, {
+          body: { headers: { "x-api-key": "sealed-at-rest" } },
+        })
+      ).body.state,
+    ).toBe("connected");
     await source.api("POST", "/api/v1/connectors", { body: { url: "https://never-connected.example/mcp" } });
-    const card = { name: "Copied agent", description: "d", url: "https://agent.example/a2a", version: "1", capabilities: {}, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: [] };
+    const card = {
+      name: "Copied agent",
+      description: "d",
+      url: "https://agent.example/a2a",
+      version: "1",
+      capabilities: {},
+      defaultInputModes: ["text/plain"],
+      defaultOutputModes: ["text/plain"],
+      skills: [],
+    };
     expect((await source.api("POST", "/api/v1/providers", { body: { agent_card: card } })).status).toBe(201);
   } finally {
     await source.stop();
@@ -70,7 +94,15 @@ test("SQLite → PostgreSQL → SQLite: the same data, tokens and sealed headers
 
   const postgres = await (await sharedPostgres()).createDatabase();
   const rows = await runCopy(sqliteFile, postgres);
-  expect(rows).toMatchObject({ users: 2, api_tokens: 1, connectors: 2, oauth_clients: 0, oauth_states: 0, oauth_grants: 0, providers: 1 });
+  expect(rows).toMatchObject({
+    users: 2,
+    api_tokens: 1,
+    connectors: 2,
+    oauth_clients: 0,
+    oauth_states: 0,
+    oauth_grants: 0,
+    providers: 1,
+  });
   expect(Object.keys(rows).sort()).toEqual(COPIED.toSorted());
   // Idempotent: the same counts again, and nothing doubled.
   expect(await runCopy(sqliteFile, postgres)).toEqual(rows);
@@ -84,12 +116,16 @@ test("SQLite → PostgreSQL → SQLite: the same data, tokens and sealed headers
     expect(before.providers).toEqual(["Copied agent"]);
     // The API token and the sealed headers work on PostgreSQL under the same key.
     expect((await moved.api("GET", "/api/v1/connectors", { as: { token } })).status).toBe(200);
-    expect((await moved.api("GET", "/api/v1/users/me", { as: { username: "lee", password: "lee-password-1" } })).status).toBe(200);
+    expect((await moved.api("GET", "/api/v1/users/me", { as: { username: "lee", password: "lee-password-1" } })).status).toBe(
+      200,
+    );
     const { client, close } = await mcpClient(`${moved.url}/api/v1/connectors/${connectorId}/mcp`, ADMIN);
     expect(toolText(await client.callTool({ name: "echo", arguments: { message: "moved" } }))).toBe("Echo: moved");
     await close();
     // Its events were copied with their ids: the next one gets a new id, not one of theirs (a 500 if it did).
-    expect((await moved.api("POST", "/api/v1/connectors", { body: { url: "https://after-the-move.example/mcp" } })).status).toBe(201);
+    expect((await moved.api("POST", "/api/v1/connectors", { body: { url: "https://after-the-move.example/mcp" } })).status).toBe(
+      201,
+    );
     before = await contents(moved);
   } finally {
     await moved.stop();
@@ -101,7 +137,9 @@ test("SQLite → PostgreSQL → SQLite: the same data, tokens and sealed headers
   const restored = await startTestService({ DATABASE__PATH: back, SECRETS__KEY: KEY });
   try {
     expect(await contents(restored)).toEqual(before);
-    expect((await restored.api("POST", "/api/v1/connectors", { body: { url: "https://after-the-back.example/mcp" } })).status).toBe(201);
+    expect(
+      (await restored.api("POST", "/api/v1/connectors", { body: { url: "https://after-the-back.example/mcp" } })).status,
+    ).toBe(201);
   } finally {
     await restored.stop();
   }
@@ -111,7 +149,11 @@ const COPIED = TABLES.filter((entry) => entry.copied).map((entry) => entry.name)
 
 /** Runs `body` on the store at `location` (a SQLite file or a PostgreSQL URL), then closes it. */
 async function withStore<T>(location: string, body: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(location.startsWith("postgres") ? { path: "", url: location, maxConnections: 2 } : { path: location, checkpointThread: false });
+  const store = await openStore(
+    location.startsWith("postgres")
+      ? { path: "", url: location, maxConnections: 2 }
+      : { path: location, checkpointThread: false },
+  );
   try {
     return await body(store);
   } finally {
@@ -154,7 +196,11 @@ test("every table, row for row: SQLite → PostgreSQL → PostgreSQL → SQLite 
   for (const target of [postgres, postgresAgain, sqlite, sqliteAgain]) {
     const copied = await snapshot(target);
     for (const entry of TABLES) {
-      expect({ target, table: entry.name, rows: copied[entry.name] }).toEqual({ target, table: entry.name, rows: entry.copied ? source[entry.name]! : [] });
+      expect({ target, table: entry.name, rows: copied[entry.name] }).toEqual({
+        target,
+        table: entry.name,
+        rows: entry.copied ? source[entry.name]! : [],
+      });
     }
   }
 
@@ -171,7 +217,9 @@ test("every table, row for row: SQLite → PostgreSQL → PostgreSQL → SQLite 
       }
     }
   }
-  expect(Object.keys(opened).sort()).toEqual(TABLES.flatMap((entry) => Object.keys(entry.sealed).map((field) => `${entry.name}.${field}`)).sort());
+  expect(Object.keys(opened).sort()).toEqual(
+    TABLES.flatMap((entry) => Object.keys(entry.sealed).map((field) => `${entry.name}.${field}`)).sort(),
+  );
 
   // The service goes on writing on each copy: a new event takes a new id after the copied ones.
   const newest = Math.max(...source.connector_events!.map((row) => row.id as number));
@@ -193,9 +241,20 @@ test("copy says how to use it when its arguments are wrong", async () => {
 
 test("a target the service already started on (its own administrator) stops the copy with a clear message, no stack", async () => {
   const [from, to] = [join(dir, "conflict-source.db"), join(dir, "conflict-target.db")];
-  for (const [file, id] of [[from, "00000000-0000-7000-8000-000000000001"], [to, "00000000-0000-7000-8000-000000000002"]] as const) {
+  for (const [file, id] of [
+    [from, "00000000-0000-7000-8000-000000000001"],
+    [to, "00000000-0000-7000-8000-000000000002"],
+  ] as const) {
     const store = openSqliteStore(file, undefined, false);
-    await createUserRepository(store).insert({ id, username: "admin", password_hash: "x", role: "admin", disabled_at: null, created_at: 1, updated_at: 1 });
+    await createUserRepository(store).insert({
+      id,
+      username: "admin",
+      password_hash: "x",
+      role: "admin",
+      disabled_at: null,
+      created_at: 1,
+      updated_at: 1,
+    });
     await store.close();
   }
   const postgres = await (await sharedPostgres()).createDatabase();

@@ -49,7 +49,9 @@ async function env(extra: Record<string, string> = {}): Promise<Record<string, s
   };
 }
 
-const basic = (username: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}` });
+const basic = (username: string, password: string) => ({
+  authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`,
+});
 
 /** Polls until the port answers /healthz 200 (the listener is up), at most 10 s. */
 async function healthy(base: string): Promise<void> {
@@ -61,7 +63,8 @@ async function healthy(base: string): Promise<void> {
 }
 
 /** Whether `promise` is still pending after `ms`. */
-const pendingAfter = async (promise: Promise<unknown>, ms: number) => (await Promise.race([promise.then(() => false), Bun.sleep(ms).then(() => true)])) === true;
+const pendingAfter = async (promise: Promise<unknown>, ms: number) =>
+  (await Promise.race([promise.then(() => false), Bun.sleep(ms).then(() => true)])) === true;
 
 test("while the administrator is hashed: /healthz 200, /readyz 503, and a request with its credentials waits, then succeeds", async () => {
   const hold = holdAdminHash();
@@ -79,7 +82,10 @@ test("while the administrator is hashed: /healthz 200, /readyz 503, and a reques
 
     const me = fetch(`${base}/api/v1/users/me`, { headers: basic("admin", ADMIN_PASSWORD) });
     const wrong = fetch(`${base}/api/v1/users/me`, { headers: basic("admin", "not-the-password") });
-    const proxied = fetch(`${base}/api/v1/connectors/01940000-0000-7000-8000-000000000000/mcp`, { method: "POST", headers: basic("admin", ADMIN_PASSWORD) });
+    const proxied = fetch(`${base}/api/v1/connectors/01940000-0000-7000-8000-000000000000/mcp`, {
+      method: "POST",
+      headers: basic("admin", ADMIN_PASSWORD),
+    });
     // Neither refused nor let in while the administrator's row is not there yet: they wait for it.
     expect(await pendingAfter(me, 150)).toBe(true);
     expect(await pendingAfter(wrong, 0)).toBe(true);
@@ -111,8 +117,14 @@ test("a request that waits longer than the start allows is a 503 with Retry-Afte
     const early = await fetch(`${base}/api/v1/users/me`, { headers: basic("admin", ADMIN_PASSWORD) });
     expect(early.status).toBe(503);
     expect(early.headers.get("retry-after")).toBe("1");
-    expect(await early.json()).toMatchObject({ type: "/problems/not-ready", detail: "The service is starting: try again in a moment" });
-    const preflight = await fetch(`${base}/api/v1/connectors/x/mcp`, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "POST" } });
+    expect(await early.json()).toMatchObject({
+      type: "/problems/not-ready",
+      detail: "The service is starting: try again in a moment",
+    });
+    const preflight = await fetch(`${base}/api/v1/connectors/x/mcp`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "POST" },
+    });
     expect(preflight.status).toBe(503);
 
     hold.release();
@@ -143,7 +155,12 @@ test("a start that fails after listening answers what waited with 503, stops lis
     const answer = await waiting;
     expect(answer.status).toBe(503);
     expect(await answer.json()).toMatchObject({ type: "/problems/not-ready", detail: "The service could not start" });
-    expect(await fetch(`${base}/healthz`).then(() => "answered", () => "refused")).toBe("refused");
+    expect(
+      await fetch(`${base}/healthz`).then(
+        () => "answered",
+        () => "refused",
+      ),
+    ).toBe("refused");
   } finally {
     hold.restore();
   }
@@ -170,10 +187,17 @@ test("two processes creating the administrator at once on one database: only the
     const key = randomBytes(32).toString("base64");
     const logs: string[][] = [[], []];
     const started = await Promise.all(
-      logs.map(async (lines) => startService({ ...(await env()), ...database, SECRETS__KEY: key }, { writeLog: (line) => lines.push(line) })),
+      logs.map(async (lines) =>
+        startService({ ...(await env()), ...database, SECRETS__KEY: key }, { writeLog: (line) => lines.push(line) }),
+      ),
     );
     running.push(...started);
-    const shown = logs.map((lines) => lines.map((l) => JSON.parse(l)).filter((l) => l.generated).map((l) => l.generated as string));
+    const shown = logs.map((lines) =>
+      lines
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.generated)
+        .map((l) => l.generated as string),
+    );
     expect(shown.flat()).toHaveLength(1);
     const password = shown.flat()[0]!;
     for (const service of started) {

@@ -68,7 +68,11 @@ describe("CONNECTOR__PRESETS", () => {
 });
 
 test("the effective configuration masks secrets", () => {
-  const env = { SECRETS__KEY: Buffer.alloc(32, 7).toString("base64"), AUTH__ADMIN_PASSWORD: "hunter2hunter2", SERVER__PORT: "9000" };
+  const env = {
+    SECRETS__KEY: Buffer.alloc(32, 7).toString("base64"),
+    AUTH__ADMIN_PASSWORD: "hunter2hunter2",
+    SERVER__PORT: "9000",
+  };
   const described = describeConfig(env, loadConfig(env));
   expect(described).toEqual({ SERVER__PORT: "9000", SECRETS__KEY: "********", AUTH__ADMIN_PASSWORD: "********" });
 });

@@ -16,7 +16,10 @@ const authorization = process.env.CS_AUTHORIZATION!;
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}") as { client_id?: string; client_secret?: string };
 /** The user of CS_AUTHORIZATION (Basic), who finishes the authorization on the callback's confirmation page. */
 const credentials = Buffer.from(authorization.replace(/^Basic /, ""), "base64").toString();
-const person = { username: credentials.slice(0, credentials.indexOf(":")), password: credentials.slice(credentials.indexOf(":") + 1) };
+const person = {
+  username: credentials.slice(0, credentials.indexOf(":")),
+  password: credentials.slice(credentials.indexOf(":") + 1),
+};
 
 async function api(method: string, path: string, body?: unknown) {
   const res = await fetch(`${service}${path}`, {
@@ -38,7 +41,11 @@ async function approve(authorizationUrl: string): Promise<void> {
     next = new URL(location, next).href;
   }
   // What the TLS-terminating proxy in front of the service would do: public URL → the service.
-  const landed = await finishCallback((request) => fetch(new Request(service + request.url.slice(publicUrl.length), request)), next, person);
+  const landed = await finishCallback(
+    (request) => fetch(new Request(service + request.url.slice(publicUrl.length), request)),
+    next,
+    person,
+  );
   if (landed.status !== 200) throw new Error(`callback failed: ${landed.status} ${landed.text}`);
 }
 

@@ -52,11 +52,14 @@ type Check = { id: string; status: string; details?: Record<string, unknown> };
 
 /** Runs the kit with the adapter as its client and reads every scenario's checks.json. */
 async function runKit(selection: string[], dir: string): Promise<Map<string, Check[]>> {
-  const proc = Bun.spawn([process.execPath, CONFORMANCE, "client", "--command", `${process.execPath} ${ADAPTER}`, ...selection, "-o", dir], {
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { ...process.env, CS_URL: service.url, CS_PUBLIC_URL: PUBLIC_URL, CS_AUTHORIZATION: authHeader(ADMIN) },
-  });
+  const proc = Bun.spawn(
+    [process.execPath, CONFORMANCE, "client", "--command", `${process.execPath} ${ADAPTER}`, ...selection, "-o", dir],
+    {
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, CS_URL: service.url, CS_PUBLIC_URL: PUBLIC_URL, CS_AUTHORIZATION: authHeader(ADMIN) },
+    },
+  );
   await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   const results = new Map<string, Check[]>();
   for (const entry of readdirSync(join(dir, "auth"))) {

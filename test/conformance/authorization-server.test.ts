@@ -29,23 +29,47 @@ type Check = { id: string; status: string; errorMessage?: string };
 
 test("every authorization-server scenario of the conformance kit passes", async () => {
   const alice = await createUser(service.api, "alice");
-  const created = await service.api("POST", "/api/v1/connectors", { as: alice, body: { url: "https://mcp.example/mcp", metadata: { name: "for the kit" } } });
+  const created = await service.api("POST", "/api/v1/connectors", {
+    as: alice,
+    body: { url: "https://mcp.example/mcp", metadata: { name: "for the kit" } },
+  });
   expect(created.status).toBe(201);
   const resource = `${service.url}/api/v1/connectors/${created.body.id}/mcp`;
   const port = await freePort();
-  const clientId = await byHand((request) => fetch(request), service.url).register({ redirect_uris: [`http://127.0.0.1:${port}/callback`], client_name: "MCP conformance kit" });
-
-  const kit = Bun.spawn([process.execPath, KIT, "authorization", "--url", service.url, "--client-id", clientId, "--resource", resource, "--port", String(port), "-o", out], {
-    stdout: "pipe",
-    stderr: "pipe",
+  const clientId = await byHand((request) => fetch(request), service.url).register({
+    redirect_uris: [`http://127.0.0.1:${port}/callback`],
+    client_name: "MCP conformance kit",
   });
+
+  const kit = Bun.spawn(
+    [
+      process.execPath,
+      KIT,
+      "authorization",
+      "--url",
+      service.url,
+      "--client-id",
+      clientId,
+      "--resource",
+      resource,
+      "--port",
+      String(port),
+      "-o",
+      out,
+    ],
+    {
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   // The kit prints the URL a person should open, then waits for its callback.
   let printed = "";
   const reader = kit.stdout.getReader();
   let authorizationUrl: string | undefined;
   while (!authorizationUrl) {
     const { value, done } = await reader.read();
-    if (done) throw new Error(`the kit ended without an authorization URL:\n${printed}\n${await new Response(kit.stderr).text()}`);
+    if (done)
+      throw new Error(`the kit ended without an authorization URL:\n${printed}\n${await new Response(kit.stderr).text()}`);
     printed += new TextDecoder().decode(value);
     authorizationUrl = printed.split("\n").find((line) => line.startsWith(`${service.url}/oauth/authorize?`));
   }
@@ -60,14 +84,24 @@ test("every authorization-server scenario of the conformance kit passes", async 
   await drain;
 
   const results = new Map<string, Check[]>();
-  for (const entry of readdirSync(out, { recursive: true }).map(String).filter((p) => p.endsWith("checks.json"))) {
+  for (const entry of readdirSync(out, { recursive: true })
+    .map(String)
+    .filter((p) => p.endsWith("checks.json"))) {
     const scenario = SCENARIOS.find((s) => entry.includes(s));
     if (scenario) results.set(scenario, JSON.parse(readFileSync(join(out, entry), "utf8")));
   }
   expect([...results.keys()].sort()).toEqual([...SCENARIOS].sort());
-  const outcome = Object.fromEntries([...results].map(([scenario, checks]) => [scenario, checks.map((c) => `${c.id}: ${c.status}${c.errorMessage ? ` (${c.errorMessage})` : ""}`)]));
+  const outcome = Object.fromEntries(
+    [...results].map(([scenario, checks]) => [
+      scenario,
+      checks.map((c) => `${c.id}: ${c.status}${c.errorMessage ? ` (${c.errorMessage})` : ""}`),
+    ]),
+  );
   expect(outcome).toEqual({
-    "authorization-server-metadata-endpoint": ["authorization-server-metadata: SUCCESS", "authorization-server-metadata-cimd: SUCCESS"],
+    "authorization-server-metadata-endpoint": [
+      "authorization-server-metadata: SUCCESS",
+      "authorization-server-metadata-cimd: SUCCESS",
+    ],
     "authorization-code-grant": ["authorization-code-grant: SUCCESS"],
   });
 }, 60_000);

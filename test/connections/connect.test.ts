@@ -61,7 +61,9 @@ describe("connect verifies credentials with an MCP handshake", () => {
 
   test("refused headers: 422, nothing stored, the connector disconnected with the upstream's answer", async () => {
     const created = await t.api("POST", "/api/v1/connectors", { body: { url: BEARER } });
-    const res = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: { headers: { Authorization: "Bearer wrong" } } });
+    const res = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`, {
+      body: { headers: { Authorization: "Bearer wrong" } },
+    });
     expectProblem(res, 422);
     expect(res.body.type).toBe("/problems/upstream-rejected-credentials");
     const after = await t.api("GET", `/api/v1/connectors/${created.body.id}`);
@@ -125,16 +127,22 @@ describe("connect verifies credentials with an MCP handshake", () => {
     const id = await connectedConnector(t.api, BEARER, { Authorization: "Bearer upstream-key-1" });
     t.network.remove(BEARER);
     try {
-      const during = await t.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers: { Authorization: "Bearer upstream-key-2" } } });
+      const during = await t.api("POST", `/api/v1/connectors/${id}/connect`, {
+        body: { headers: { Authorization: "Bearer upstream-key-2" } },
+      });
       expectProblem(during, 502);
       expect(during.body.detail).toContain("keeps its current connection");
     } finally {
       t.network.serve(BEARER, upstream.handler);
     }
-    const refused = await t.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers: { Authorization: "Bearer wrong" } } });
+    const refused = await t.api("POST", `/api/v1/connectors/${id}/connect`, {
+      body: { headers: { Authorization: "Bearer wrong" } },
+    });
     expectProblem(refused, 422);
     expect(refused.body.detail).toContain("keeps its current connection");
-    expect(await t.api("GET", `/api/v1/connectors/${id}`)).toMatchObject({ body: { state: "connected", disconnect_reason: null, header_names: ["Authorization"] } });
+    expect(await t.api("GET", `/api/v1/connectors/${id}`)).toMatchObject({
+      body: { state: "connected", disconnect_reason: null, header_names: ["Authorization"] },
+    });
     // The old headers still work through the proxy.
     expect(await whoami(id)).toEqual({ name: "n", cookie: null, authorization: "Bearer upstream-key-1" });
   });

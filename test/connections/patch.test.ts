@@ -21,24 +21,43 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const ping = (id: string) =>
-  t.handle(new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, { method: "POST", headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: PING }));
+  t.handle(
+    new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${alice.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: PING,
+    }),
+  );
 
 describe("PATCH a connector", () => {
   test("metadata: the fields given replace the stored ones, the others stay", async () => {
-    const created = await alice.api("POST", "/api/v1/connectors", { body: { url: "https://open.example/mcp", metadata: { name: "Old name", description: "Kept" } } });
-    const patched = await alice.api("PATCH", `/api/v1/connectors/${created.body.id}`, { body: { metadata: { name: "New name" } } });
+    const created = await alice.api("POST", "/api/v1/connectors", {
+      body: { url: "https://open.example/mcp", metadata: { name: "Old name", description: "Kept" } },
+    });
+    const patched = await alice.api("PATCH", `/api/v1/connectors/${created.body.id}`, {
+      body: { metadata: { name: "New name" } },
+    });
     expect(patched.status).toBe(200);
     expect(patched.body.metadata).toEqual({ name: "New name", description: "Kept" });
     expect((await alice.api("GET", `/api/v1/connectors/${created.body.id}`)).body.metadata.name).toBe("New name");
     expectProblem(await alice.api("PATCH", `/api/v1/connectors/${created.body.id}`, { body: {} }), 422);
     expectProblem(await alice.api("PATCH", `/api/v1/connectors/${created.body.id}`, { body: { state: "connected" } }), 422);
     const bob = await t.user("bob");
-    expectProblem(await bob.api("PATCH", `/api/v1/connectors/${created.body.id}`, { body: { metadata: { name: "Mine now" } } }), 404);
+    expectProblem(
+      await bob.api("PATCH", `/api/v1/connectors/${created.body.id}`, { body: { metadata: { name: "Mine now" } } }),
+      404,
+    );
   });
 
   test("headers: wrong new ones are refused (422) and the old ones keep working; right ones replace them", async () => {
     const id = await connectedConnector(alice.api, "https://keyed.example/mcp", { Authorization: "Bearer old-key" });
-    const refused = await alice.api("PATCH", `/api/v1/connectors/${id}`, { body: { headers: { Authorization: "Bearer typo-key" } } });
+    const refused = await alice.api("PATCH", `/api/v1/connectors/${id}`, {
+      body: { headers: { Authorization: "Bearer typo-key" } },
+    });
     expectProblem(refused, 422);
     expect(refused.body.type).toBe("/problems/upstream-rejected-credentials");
     const still = await alice.api("GET", `/api/v1/connectors/${id}`);
@@ -48,7 +67,9 @@ describe("PATCH a connector", () => {
 
     // The server's owner rotates the key; the connector follows.
     keyed.setToken("new-key");
-    const rotated = await alice.api("PATCH", `/api/v1/connectors/${id}`, { body: { headers: { Authorization: "Bearer new-key" }, metadata: { name: "Rotated" } } });
+    const rotated = await alice.api("PATCH", `/api/v1/connectors/${id}`, {
+      body: { headers: { Authorization: "Bearer new-key" }, metadata: { name: "Rotated" } },
+    });
     expect(rotated.status).toBe(200);
     expect(rotated.body).toMatchObject({ state: "connected", metadata: { name: "Rotated" } });
     expect((await ping(id)).status).toBe(200);
@@ -59,9 +80,15 @@ describe("PATCH a connector", () => {
 
   test("headers only for a connector connected with headers (409), never hop-by-hop ones (422)", async () => {
     const open = await connectedConnector(alice.api, "https://open.example/other");
-    expectProblem(await alice.api("PATCH", `/api/v1/connectors/${open}`, { body: { headers: { Authorization: "Bearer x" } } }), 409);
+    expectProblem(
+      await alice.api("PATCH", `/api/v1/connectors/${open}`, { body: { headers: { Authorization: "Bearer x" } } }),
+      409,
+    );
     const created = (await alice.api("POST", "/api/v1/connectors", { body: { url: "https://keyed.example/never" } })).body.id;
-    expectProblem(await alice.api("PATCH", `/api/v1/connectors/${created}`, { body: { headers: { Authorization: "Bearer x" } } }), 409);
+    expectProblem(
+      await alice.api("PATCH", `/api/v1/connectors/${created}`, { body: { headers: { Authorization: "Bearer x" } } }),
+      409,
+    );
     keyed.setToken("k3");
     const id = await connectedConnector(alice.api, "https://keyed.example/third", { Authorization: "Bearer k3" });
     expectProblem(await alice.api("PATCH", `/api/v1/connectors/${id}`, { body: { headers: { Connection: "close" } } }), 422);

@@ -95,12 +95,18 @@ describe("create", () => {
     expect(streamed.status).toBe(413);
     expect((await streamed.json()).detail).toContain("API__MAX_BODY_BYTES");
   });
-
 });
 
 describe("authentication", () => {
   test("no credentials, a wrong password, an unknown user and a garbled header are 401 with a Basic challenge", async () => {
-    for (const authorization of [undefined, "Basic " + btoa("alice:wrong"), "Basic " + btoa("nobody:x"), "Basic !!!", "Digest abc", "Bearer not-a-token"]) {
+    for (const authorization of [
+      undefined,
+      "Basic " + btoa("alice:wrong"),
+      "Basic " + btoa("nobody:x"),
+      "Basic !!!",
+      "Digest abc",
+      "Bearer not-a-token",
+    ]) {
       const res = await alice("GET", "/api/v1/connectors", { as: null, headers: authorization ? { authorization } : {} });
       expectProblem(res, 401);
       expect(res.headers.get("www-authenticate")).toContain('Basic realm="connector-service"');

@@ -31,7 +31,12 @@ const BLOCKED = [
   "Set-Cookie",
 ];
 
-const casings = (name: string) => [name, name.toLowerCase(), name.toUpperCase(), name.replace(/[a-z]/g, (c, i) => (i % 2 ? c.toUpperCase() : c))];
+const casings = (name: string) => [
+  name,
+  name.toLowerCase(),
+  name.toUpperCase(),
+  name.replace(/[a-z]/g, (c, i) => (i % 2 ? c.toUpperCase() : c)),
+];
 
 test.each(BLOCKED)("%s is refused in every casing with a 422 naming it", async (header) => {
   for (const name of casings(header)) {

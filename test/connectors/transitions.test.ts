@@ -18,7 +18,9 @@ const log = createLogger({ level: "debug", write: (line) => logs.push(line) });
 
 beforeAll(() => {
   database = openSqliteStore(":memory:");
-  database.sqlite.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)").run();
+  database.sqlite
+    .query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)")
+    .run();
 });
 afterAll(() => database.close());
 
@@ -106,7 +108,12 @@ describe("each transition sets the columns of its state and clears every other",
   test("auth_required: the authorization URL and redirect; the headers of an earlier connection are gone", async () => {
     const { transitions, row } = await fresh();
     const connected = await transitions.connected(row, { method: "headers", headers: { "X-Key": "v" }, accessToken: "t" }, null);
-    const pending = await transitions.authRequired(connected, "https://as.example/authorize?y", "http://cs.test/back", "wider scope");
+    const pending = await transitions.authRequired(
+      connected,
+      "https://as.example/authorize?y",
+      "http://cs.test/back",
+      "wider scope",
+    );
     expect(connection(pending)).toEqual({
       state: "auth_required",
       auth_method: "none",
@@ -123,7 +130,13 @@ describe("each transition sets the columns of its state and clears every other",
     const { transitions, row } = await fresh();
     const pending = await transitions.authRequired(row, "https://as.example/a", "http://cs.test/r", null);
     const connected = await transitions.connected(pending, { method: "oauth" }, pending.redirect_url);
-    expect(connection(connected)).toMatchObject({ state: "connected", auth_method: "oauth", authorization_url: null, redirect_url: "http://cs.test/r", headers: null });
+    expect(connection(connected)).toMatchObject({
+      state: "connected",
+      auth_method: "oauth",
+      authorization_url: null,
+      redirect_url: "http://cs.test/r",
+      headers: null,
+    });
   });
 
   test("a managed connector keeps its access token sealed, to start its server again after a restart", async () => {
@@ -135,7 +148,11 @@ describe("each transition sets the columns of its state and clears every other",
 
   test("disconnected: the reason; every credential gone", async () => {
     const { transitions, row } = await fresh();
-    const connected = await transitions.connected(row, { method: "headers", headers: { "X-Key": "v" }, accessToken: "t" }, "http://cs.test/r");
+    const connected = await transitions.connected(
+      row,
+      { method: "headers", headers: { "X-Key": "v" }, accessToken: "t" },
+      "http://cs.test/r",
+    );
     const off = await transitions.disconnected(connected, DISCONNECT_REQUESTED);
     expect(connection(off)).toEqual({
       state: "disconnected",

@@ -11,7 +11,8 @@ import { ADMIN, createUser, startTestService, type TestService } from "../suppor
 // Plain http to any other host keeps the old cookie, and the start says the console is not protected there. Setting a
 // user's password (an administrator) and one's own offer to revoke API tokens and MCP clients' grants with it.
 const available = existsSync(CHROMIUM);
-if (!available) console.warn(`SKIPPED: the session cookie browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
+if (!available)
+  console.warn(`SKIPPED: the session cookie browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
 
 const WARNING = "the console is served over plain http";
 const warned = (service: TestService) => service.logs.some((line) => line.includes(WARNING));
@@ -57,16 +58,20 @@ describe.skipIf(!available)("in Chromium", () => {
         await signIn(page, ADMIN);
 
         const cookies = await context.cookies(url);
-        expect(cookies.map((c) => ({ name: c.name, secure: c.secure, httpOnly: c.httpOnly, sameSite: c.sameSite, path: c.path }))).toEqual([
-          { name: "__Host-cs_session", secure: true, httpOnly: true, sameSite: "Strict", path: "/" },
-        ]);
+        expect(
+          cookies.map((c) => ({ name: c.name, secure: c.secure, httpOnly: c.httpOnly, sameSite: c.sameSite, path: c.path })),
+        ).toEqual([{ name: "__Host-cs_session", secure: true, httpOnly: true, sameSite: "Strict", path: "/" }]);
         // The browser sends it back: a new page load finds the session.
         await page.reload();
         await page.waitForSelector("#view-connectors:not([hidden])");
         // A change made with the session (the CSRF token and the origin included) goes through.
         const created = await page.evaluate(async () => {
           const session = await (await fetch("/api/v1/session")).json();
-          const res = await fetch("/api/v1/tokens", { method: "POST", headers: { "content-type": "application/json", "x-csrf-token": session.csrf_token }, body: JSON.stringify({ name: "from the browser" }) });
+          const res = await fetch("/api/v1/tokens", {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-csrf-token": session.csrf_token },
+            body: JSON.stringify({ name: "from the browser" }),
+          });
           return res.status;
         });
         expect(created).toBe(201);
@@ -85,7 +90,8 @@ describe.skipIf(!available)("passwords in Chromium", () => {
   test("an administrator sets a user's password: their API tokens end with it unless unticked, and the console says what ended", async () => {
     const { api, url } = atLoopback;
     const kim = await createUser(api, "kim");
-    const token = async (password: string) => (await api("POST", "/api/v1/tokens", { as: { username: "kim", password }, body: { name: "agent" } })).body.token as string;
+    const token = async (password: string) =>
+      (await api("POST", "/api/v1/tokens", { as: { username: "kim", password }, body: { name: "agent" } })).body.token as string;
     const first = await token(kim.password);
     await token(kim.password);
     const context = await browser!.newContext();
@@ -106,7 +112,9 @@ describe.skipIf(!available)("passwords in Chromium", () => {
         await page.waitForSelector("dialog", { state: "detached" });
         return page.textContent("#toast");
       };
-      expect(await setPassword("kim-password-2", false)).toBe("kim's password was set. Ended: 2 API tokens. No API token or MCP client access still works.");
+      expect(await setPassword("kim-password-2", false)).toBe(
+        "kim's password was set. Ended: 2 API tokens. No API token or MCP client access still works.",
+      );
       expect((await api("GET", "/api/v1/users/me", { as: { token: first } })).status).toBe(401);
       const third = await token("kim-password-2");
       expect(await setPassword("kim-password-3", true)).toBe("kim's password was set. Still working: 1 API token.");
@@ -140,7 +148,9 @@ describe.skipIf(!available)("passwords in Chromium", () => {
       expect(await change(lou.password, "lou-password-2", false)).toBe("Your password was changed. Still working: 1 API token.");
       expect((await api("GET", "/api/v1/users/me", { as: { token } })).status).toBe(200);
       expect(await page.isChecked("#password-revoke-tokens")).toBe(false);
-      expect(await change("lou-password-2", "lou-password-3", true)).toBe("Your password was changed. Ended: 1 API token. No API token or MCP client access still works.");
+      expect(await change("lou-password-2", "lou-password-3", true)).toBe(
+        "Your password was changed. Ended: 1 API token. No API token or MCP client access still works.",
+      );
       expect((await api("GET", "/api/v1/users/me", { as: { token } })).status).toBe(401);
     } finally {
       await context.close();

@@ -18,14 +18,17 @@ import { CHROMIUM, chromiumAvailable, launchChromium } from "../support/chromium
 // says so), against the compiled binary — the console's files as the binary embeds them — and real peers: an MCP
 // server that wants a bearer header, an OAuth-protected MCP server and oidc-provider as its authorization server.
 const available = chromiumAvailable;
-if (!available) console.warn(`SKIPPED: the console browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
+if (!available)
+  console.warn(`SKIPPED: the console browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
 
 const ADMIN = { username: "admin", password: "console-admin-password" };
 const BEARER_SECRET = `sk_console_${randomBytes(12).toString("hex")}`;
 const AXE = readFileSync(Bun.resolveSync("axe-core/axe.min.js", import.meta.dir), "utf8");
 
 /** Screenshots of each step: TEST_ARTIFACTS_DIR, else a fresh folder under the OS temp dir (printed). */
-const ARTIFACTS = process.env.TEST_ARTIFACTS_DIR ? join(process.env.TEST_ARTIFACTS_DIR, "console") : mkdtempSync(join(tmpdir(), "cs-console-screens-"));
+const ARTIFACTS = process.env.TEST_ARTIFACTS_DIR
+  ? join(process.env.TEST_ARTIFACTS_DIR, "console")
+  : mkdtempSync(join(tmpdir(), "cs-console-screens-"));
 /** The README's picture of the console, written only when asked. */
 const README_SCREENSHOT = join(import.meta.dir, "console.png");
 
@@ -45,7 +48,9 @@ beforeAll(async () => {
   console.log(`console screenshots: ${ARTIFACTS}`);
   work = mkdtempSync(join(tmpdir(), "cs-console-"));
   const database: Record<string, string> =
-    TEST_STORE === "postgres" ? { DATABASE__URL: await (await sharedPostgres()).createDatabase() } : { DATABASE__PATH: join(work, "data", "cs.db") };
+    TEST_STORE === "postgres"
+      ? { DATABASE__URL: await (await sharedPostgres()).createDatabase() }
+      : { DATABASE__PATH: join(work, "data", "cs.db") };
   const [, provider] = await Promise.all([buildBinary(), startOidcProvider()]);
   op = provider;
   op.provider.on("grant.saved", (grant: { destroy(): Promise<void> }) => void grants.push(grant));
@@ -109,9 +114,23 @@ async function shot(page: Page, name: string) {
 async function expectAccessible(page: Page, what: string, include?: string) {
   if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE);
   const violations = await page.evaluate(async (context) => {
-    const axe = (window as unknown as { axe: { run(c: unknown, o: unknown): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: {
+          run(
+            c: unknown,
+            o: unknown,
+          ): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }>;
+        };
+      }
+    ).axe;
     const result = await axe.run(context ? { include: [context] } : document, { resultTypes: ["violations"] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5) }));
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5),
+    }));
   }, include ?? null);
   const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   if (violations.length) console.log(`axe on ${what}: ${JSON.stringify(violations)}`);
@@ -120,7 +139,8 @@ async function expectAccessible(page: Page, what: string, include?: string) {
 }
 
 const card = (page: Page, id: string) => page.locator(`#connector-list li[data-id="${id}"]`);
-const waitForState = (page: Page, id: string, state: string) => page.waitForSelector(`#connector-list li[data-id="${id}"][data-state="${state}"]`);
+const waitForState = (page: Page, id: string, state: string) =>
+  page.waitForSelector(`#connector-list li[data-id="${id}"][data-state="${state}"]`);
 
 /** Adds a connector through the dialog; returns its id (the new row has focus on its Connect button). */
 async function addConnector(page: Page, url: string, name: string): Promise<string> {
@@ -209,7 +229,9 @@ test.skipIf(!available)(
     const copied = await page.evaluate(() => navigator.clipboard.readText());
     expect(copied).toBe(`${service.url}/api/v1/connectors/${bearerId}/mcp`);
     const { client, close } = await mcpClient(copied, ADMIN);
-    expect(JSON.parse(toolText(await client.callTool({ name: "whoami", arguments: { name: "console" } }))).authorization).toBe(`Bearer ${BEARER_SECRET}`);
+    expect(JSON.parse(toolText(await client.callTool({ name: "whoami", arguments: { name: "console" } }))).authorization).toBe(
+      `Bearer ${BEARER_SECRET}`,
+    );
     await close();
 
     // An OAuth server: connect opens the authorization server in a popup; the row turns connected when the callback
@@ -225,8 +247,17 @@ test.skipIf(!available)(
     oauthServer.rejectTokensSeenSoFar();
     const proxied = await fetch(`${service.url}/api/v1/connectors/${oauthId}/mcp`, {
       method: "POST",
-      headers: { authorization: authHeader(ADMIN), "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      headers: {
+        authorization: authHeader(ADMIN),
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
     });
     expect(proxied.status).toBe(502);
     await waitForState(page, oauthId, "disconnected");
@@ -284,8 +315,13 @@ test.skipIf(!available)(
     await waitForState(page, bearerId, "disconnected");
     expect((await api("GET", `/api/v1/connectors/${bearerId}`)).body).toMatchObject({ state: "disconnected", header_names: [] });
     expect(await card(page, bearerId).getByRole("button", { name: "Re-authorize Bearer server" }).count()).toBe(1);
-    for (const [id, name] of [[oauthId, "OAuth server"], [bearerId, "Bearer server"]] as const) {
-      await card(page, id).getByRole("button", { name: `Delete ${name}` }).click();
+    for (const [id, name] of [
+      [oauthId, "OAuth server"],
+      [bearerId, "Bearer server"],
+    ] as const) {
+      await card(page, id)
+        .getByRole("button", { name: `Delete ${name}` })
+        .click();
       await page.waitForSelector("dialog[open]");
       await page.click("dialog[open] button:text('Delete')");
       await card(page, id).waitFor({ state: "detached" });
@@ -310,157 +346,189 @@ test.skipIf(!available)(
 // A 401 with `WWW-Authenticate: Basic` makes a browser answer a page's fetch with its own sign-in prompt (Fetch §4.6,
 // HTTP-network-or-cache fetch, step on 401); in headless Chromium the request would wait for a prompt nobody sees. The
 // API answers a page's own requests (Sec-Fetch-Dest: empty) with a Bearer challenge instead (http/problem-plugin.ts).
-test.skipIf(!available)("a wrong password is refused with the service's words, without the browser's own sign-in prompt", async () => {
-  const context = await browser.newContext();
-  try {
+test.skipIf(!available)(
+  "a wrong password is refused with the service's words, without the browser's own sign-in prompt",
+  async () => {
+    const context = await browser.newContext();
+    try {
+      const { page } = await openConsole(context);
+      await page.waitForSelector("#view-signin:not([hidden])");
+      await page.fill("#signin-username", ADMIN.username);
+      await page.fill("#signin-password", "not the password");
+      await page.click("#signin-form button[type=submit]");
+      await page.waitForSelector("#signin-error:not(:empty)", { timeout: 3000 });
+      expect(await page.textContent("#signin-error")).toContain("password");
+    } finally {
+      await context.close();
+    }
+  },
+  15_000,
+);
+
+test.skipIf(!available)(
+  "a page of another origin cannot make changes with the console's session: its requests are refused and nothing is created",
+  async () => {
+    const context = await browser.newContext();
     const { page } = await openConsole(context);
-    await page.waitForSelector("#view-signin:not([hidden])");
-    await page.fill("#signin-username", ADMIN.username);
-    await page.fill("#signin-password", "not the password");
-    await page.click("#signin-form button[type=submit]");
-    await page.waitForSelector("#signin-error:not(:empty)", { timeout: 3000 });
-    expect(await page.textContent("#signin-error")).toContain("password");
-  } finally {
-    await context.close();
-  }
-}, 15_000);
+    await signIn(page);
+    const before = (await api("GET", "/api/v1/connectors?limit=100")).body.items.length;
 
-test.skipIf(!available)("a page of another origin cannot make changes with the console's session: its requests are refused and nothing is created", async () => {
-  const context = await browser.newContext();
-  const { page } = await openConsole(context);
-  await signIn(page);
-  const before = (await api("GET", "/api/v1/connectors?limit=100")).body.items.length;
-
-  // Pages of other origins: another port on the same host (same site, so the SameSite=Strict cookie is sent and the
-  // CSRF token and Origin check must refuse), and another host name (another site: no cookie at all).
-  const target = `${service.url}/api/v1/connectors`;
-  const evil = JSON.stringify({ url: "https://evil.example/mcp" });
-  const attacker = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(request) {
-      const path = new URL(request.url).pathname;
-      const html = (body: string) => new Response(`<!doctype html><html><body>${body}</body></html>`, { headers: { "content-type": "text/html" } });
-      if (path === "/fetch")
-        return html(`<p id="result">pending</p><script>
+    // Pages of other origins: another port on the same host (same site, so the SameSite=Strict cookie is sent and the
+    // CSRF token and Origin check must refuse), and another host name (another site: no cookie at all).
+    const target = `${service.url}/api/v1/connectors`;
+    const evil = JSON.stringify({ url: "https://evil.example/mcp" });
+    const attacker = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(request) {
+        const path = new URL(request.url).pathname;
+        const html = (body: string) =>
+          new Response(`<!doctype html><html><body>${body}</body></html>`, { headers: { "content-type": "text/html" } });
+        if (path === "/fetch")
+          return html(`<p id="result">pending</p><script>
           const send = (type) => fetch(${JSON.stringify(target)}, { method: "POST", credentials: "include", headers: { "content-type": type }, body: ${JSON.stringify(evil)} })
             .then((r) => "read " + r.status, () => "blocked");
           Promise.all([send("text/plain"), send("application/json")]).then((r) => (document.getElementById("result").textContent = r.join(",")));
         </script>`);
-      if (path === "/form")
-        return html(`<form method="POST" action="${target}" enctype="text/plain"><input type="hidden" name='{"url":"https://evil.example/form","x":"' value='"}'></form>
+        if (path === "/form")
+          return html(`<form method="POST" action="${target}" enctype="text/plain"><input type="hidden" name='{"url":"https://evil.example/form","x":"' value='"}'></form>
           <script>document.forms[0].submit()</script>`);
-      return new Response("not found", { status: 404 });
-    },
-  });
-  try {
-    for (const origin of [`http://127.0.0.1:${attacker.port}`, `http://localhost:${attacker.port}`]) {
-      const evilPage = await context.newPage();
-      const refused: number[] = [];
-      evilPage.on("response", (r) => {
-        if (r.url() === target && r.request().method() === "POST") refused.push(r.status());
-      });
-      await evilPage.goto(`${origin}/fetch`);
-      await evilPage.waitForFunction(() => document.getElementById("result")?.textContent !== "pending");
-      // Neither answer could be read; the JSON one was not even sent (its preflight is never granted).
-      expect(await evilPage.textContent("#result")).toBe("blocked,blocked");
-      const [response] = await Promise.all([
-        evilPage.waitForResponse((r) => r.url() === target && r.request().method() === "POST"),
-        evilPage.goto(`${origin}/form`),
-      ]);
-      // Another port (same site, the cookie went along) or another site (no cookie): the browser says where the form
-      // comes from, and the change is refused before any credential is looked at.
-      const expected = 403;
-      expect(response.status()).toBe(expected);
-      expect(refused.every((status) => status === expected)).toBe(true);
-      await evilPage.close();
+        return new Response("not found", { status: 404 });
+      },
+    });
+    try {
+      for (const origin of [`http://127.0.0.1:${attacker.port}`, `http://localhost:${attacker.port}`]) {
+        const evilPage = await context.newPage();
+        const refused: number[] = [];
+        evilPage.on("response", (r) => {
+          if (r.url() === target && r.request().method() === "POST") refused.push(r.status());
+        });
+        await evilPage.goto(`${origin}/fetch`);
+        await evilPage.waitForFunction(() => document.getElementById("result")?.textContent !== "pending");
+        // Neither answer could be read; the JSON one was not even sent (its preflight is never granted).
+        expect(await evilPage.textContent("#result")).toBe("blocked,blocked");
+        const [response] = await Promise.all([
+          evilPage.waitForResponse((r) => r.url() === target && r.request().method() === "POST"),
+          evilPage.goto(`${origin}/form`),
+        ]);
+        // Another port (same site, the cookie went along) or another site (no cookie): the browser says where the form
+        // comes from, and the change is refused before any credential is looked at.
+        const expected = 403;
+        expect(response.status()).toBe(expected);
+        expect(refused.every((status) => status === expected)).toBe(true);
+        await evilPage.close();
+      }
+    } finally {
+      attacker.stop(true);
     }
-  } finally {
-    attacker.stop(true);
-  }
-  const after = (await api("GET", "/api/v1/connectors?limit=100")).body.items;
-  expect(after.length).toBe(before);
-  expect(after.filter((c: { url: string }) => c.url.includes("evil.example"))).toEqual([]);
-  // The console's own session still works (nothing above signed it out).
-  expect((await context.request.get(`${service.url}/api/v1/session`)).status()).toBe(200);
-  await context.close();
-}, 30_000);
+    const after = (await api("GET", "/api/v1/connectors?limit=100")).body.items;
+    expect(after.length).toBe(before);
+    expect(after.filter((c: { url: string }) => c.url.includes("evil.example"))).toEqual([]);
+    // The console's own session still works (nothing above signed it out).
+    expect((await context.request.get(`${service.url}/api/v1/session`)).status()).toBe(200);
+    await context.close();
+  },
+  30_000,
+);
 
-test.skipIf(!available)("at a phone's width (360 px) nothing overflows sideways, in any view or dialog; an administrator adds a user and an agent there", async () => {
-  // Long names and URLs, the kind that push a layout wide.
-  const long = await api("POST", "/api/v1/connectors", {
-    body: { url: `${bearer.url}?${"very-long-query-parameter=value&".repeat(6)}`, metadata: { name: "A connector with a rather long name that must wrap", description: "x".repeat(300) } },
-  });
-  expect(long.status).toBe(201);
-  await api("POST", `/api/v1/connectors/${long.body.id}/connect`, { body: { headers: { Authorization: `Bearer ${BEARER_SECRET}`, "X-A-Rather-Long-Header-Name-Indeed": "v" } } });
-  const context = await browser.newContext({ viewport: { width: 360, height: 780 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
-  const { page, problems, elsewhere } = await openConsole(context);
-  const overflow = () => page.evaluate(() => document.scrollingElement!.scrollWidth);
-  await page.waitForSelector("#view-signin:not([hidden])");
-  expect(await overflow()).toBeLessThanOrEqual(360);
-  await signIn(page);
-  await card(page, long.body.id).waitFor();
-  expect(await overflow()).toBeLessThanOrEqual(360);
-  await shot(page, "phone-connectors");
+test.skipIf(!available)(
+  "at a phone's width (360 px) nothing overflows sideways, in any view or dialog; an administrator adds a user and an agent there",
+  async () => {
+    // Long names and URLs, the kind that push a layout wide.
+    const long = await api("POST", "/api/v1/connectors", {
+      body: {
+        url: `${bearer.url}?${"very-long-query-parameter=value&".repeat(6)}`,
+        metadata: { name: "A connector with a rather long name that must wrap", description: "x".repeat(300) },
+      },
+    });
+    expect(long.status).toBe(201);
+    await api("POST", `/api/v1/connectors/${long.body.id}/connect`, {
+      body: { headers: { Authorization: `Bearer ${BEARER_SECRET}`, "X-A-Rather-Long-Header-Name-Indeed": "v" } },
+    });
+    const context = await browser.newContext({
+      viewport: { width: 360, height: 780 },
+      isMobile: true,
+      hasTouch: true,
+      deviceScaleFactor: 2,
+    });
+    const { page, problems, elsewhere } = await openConsole(context);
+    const overflow = () => page.evaluate(() => document.scrollingElement!.scrollWidth);
+    await page.waitForSelector("#view-signin:not([hidden])");
+    expect(await overflow()).toBeLessThanOrEqual(360);
+    await signIn(page);
+    await card(page, long.body.id).waitFor();
+    expect(await overflow()).toBeLessThanOrEqual(360);
+    await shot(page, "phone-connectors");
 
-  await card(page, long.body.id).getByRole("button", { name: "Disconnect" }).waitFor();
-  await page.click("#add-connector");
-  await page.waitForSelector("dialog[open]");
-  expect(await overflow()).toBeLessThanOrEqual(360);
-  // A preset fills in the URL and the name.
-  const [preset] = (await api("GET", "/api/v1/connectors/presets")).body.items;
-  await page.selectOption("dialog select", { label: preset.metadata.name });
-  expect(await page.inputValue("dialog input[type=url]")).toBe(preset.url);
-  expect(await page.locator("dialog[open]").getByLabel("Name (optional)").inputValue()).toBe(preset.metadata.name);
-  expect(await page.evaluate(() => document.querySelector("dialog[open]")!.scrollWidth <= document.querySelector("dialog[open]")!.clientWidth)).toBe(true);
-  await page.keyboard.press("Escape");
-  await page.waitForSelector("dialog", { state: "detached" });
-  expect(await page.evaluate(() => document.activeElement?.id)).toBe("add-connector");
+    await card(page, long.body.id).getByRole("button", { name: "Disconnect" }).waitFor();
+    await page.click("#add-connector");
+    await page.waitForSelector("dialog[open]");
+    expect(await overflow()).toBeLessThanOrEqual(360);
+    // A preset fills in the URL and the name.
+    const [preset] = (await api("GET", "/api/v1/connectors/presets")).body.items;
+    await page.selectOption("dialog select", { label: preset.metadata.name });
+    expect(await page.inputValue("dialog input[type=url]")).toBe(preset.url);
+    expect(await page.locator("dialog[open]").getByLabel("Name (optional)").inputValue()).toBe(preset.metadata.name);
+    expect(
+      await page.evaluate(
+        () => document.querySelector("dialog[open]")!.scrollWidth <= document.querySelector("dialog[open]")!.clientWidth,
+      ),
+    ).toBe(true);
+    await page.keyboard.press("Escape");
+    await page.waitForSelector("dialog", { state: "detached" });
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("add-connector");
 
-  // Users: an administrator adds one.
-  await page.click("nav a[data-view=users]");
-  await page.click("#add-user");
-  await page.waitForSelector("dialog[open]");
-  await page.locator("dialog[open]").getByLabel("User name").fill("bob");
-  await page.locator("dialog[open]").getByLabel("Password", { exact: true }).fill("bob-password-1");
-  await page.selectOption("dialog select", "user");
-  await page.click("dialog button[type=submit]");
-  await page.waitForSelector("#user-list li:has-text('bob')");
-  expect((await api("GET", "/api/v1/users")).body.items.map((u: { username: string }) => u.username)).toContain("bob");
-  expect(await overflow()).toBeLessThanOrEqual(360);
-  await shot(page, "phone-users");
+    // Users: an administrator adds one.
+    await page.click("nav a[data-view=users]");
+    await page.click("#add-user");
+    await page.waitForSelector("dialog[open]");
+    await page.locator("dialog[open]").getByLabel("User name").fill("bob");
+    await page.locator("dialog[open]").getByLabel("Password", { exact: true }).fill("bob-password-1");
+    await page.selectOption("dialog select", "user");
+    await page.click("dialog button[type=submit]");
+    await page.waitForSelector("#user-list li:has-text('bob')");
+    expect((await api("GET", "/api/v1/users")).body.items.map((u: { username: string }) => u.username)).toContain("bob");
+    expect(await overflow()).toBeLessThanOrEqual(360);
+    await shot(page, "phone-users");
 
-  // Agents: one registered with its card given inline; its card URL is shown.
-  await page.click("nav a[data-view=agents]");
-  await page.click("#add-agent");
-  await page.waitForSelector("dialog[open]");
-  const agentCard = {
-    name: "Console test agent",
-    description: "Registered from the console",
-    url: `${bearer.url.replace("/mcp", "")}/a2a`,
-    version: "1.0.0",
-    capabilities: {},
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
-    skills: [{ id: "s", name: "S", description: "d", tags: [] }],
-  };
-  await page.locator("dialog[open]").getByLabel("Or the card itself (JSON)").fill(JSON.stringify(agentCard, null, 2));
-  await page.click("dialog button[type=submit]");
-  const agent = page.locator("#agent-list li", { hasText: "Console test agent" });
-  await agent.waitFor();
-  const provider = (await api("GET", "/api/v1/providers")).body.items.find((p: { name: string }) => p.name === "Console test agent");
-  expect(await agent.locator("input").first().inputValue()).toBe(provider.card_url);
-  expect(await overflow()).toBeLessThanOrEqual(360);
-  await shot(page, "phone-agents");
+    // Agents: one registered with its card given inline; its card URL is shown.
+    await page.click("nav a[data-view=agents]");
+    await page.click("#add-agent");
+    await page.waitForSelector("dialog[open]");
+    const agentCard = {
+      name: "Console test agent",
+      description: "Registered from the console",
+      url: `${bearer.url.replace("/mcp", "")}/a2a`,
+      version: "1.0.0",
+      capabilities: {},
+      defaultInputModes: ["text/plain"],
+      defaultOutputModes: ["text/plain"],
+      skills: [{ id: "s", name: "S", description: "d", tags: [] }],
+    };
+    await page
+      .locator("dialog[open]")
+      .getByLabel("Or the card itself (JSON)")
+      .fill(JSON.stringify(agentCard, null, 2));
+    await page.click("dialog button[type=submit]");
+    const agent = page.locator("#agent-list li", { hasText: "Console test agent" });
+    await agent.waitFor();
+    const provider = (await api("GET", "/api/v1/providers")).body.items.find(
+      (p: { name: string }) => p.name === "Console test agent",
+    );
+    expect(await agent.locator("input").first().inputValue()).toBe(provider.card_url);
+    expect(await overflow()).toBeLessThanOrEqual(360);
+    await shot(page, "phone-agents");
 
-  for (const view of ["tokens", "account"]) {
-    await page.click(`nav a[data-view=${view}]`);
-    await page.waitForSelector(`#view-${view}:not([hidden])`);
-    expect(await overflow(), view).toBeLessThanOrEqual(360);
-    await shot(page, `phone-${view}`);
-  }
+    for (const view of ["tokens", "account"]) {
+      await page.click(`nav a[data-view=${view}]`);
+      await page.waitForSelector(`#view-${view}:not([hidden])`);
+      expect(await overflow(), view).toBeLessThanOrEqual(360);
+      await shot(page, `phone-${view}`);
+    }
 
-  expect(problems).toEqual([]);
-  expect(elsewhere).toEqual([]);
-  await context.close();
-}, 40_000);
+    expect(problems).toEqual([]);
+    expect(elsewhere).toEqual([]);
+    await context.close();
+  },
+  40_000,
+);

@@ -29,7 +29,8 @@ async function crawl(): Promise<Map<string, { type: string; body: string }>> {
     if (path === "/") {
       for (const [, ref] of body.matchAll(/\b(?:src|href)="([^"#]+)"/g)) if (ref!.startsWith("/console/")) queue.push(ref!);
     } else if (type.startsWith("text/javascript")) {
-      for (const { path: imported } of transpiler.scanImports(body)) queue.push(new URL(imported, `http://localhost${path}`).pathname);
+      for (const { path: imported } of transpiler.scanImports(body))
+        queue.push(new URL(imported, `http://localhost${path}`).pathname);
     }
   }
   return files;
@@ -89,10 +90,17 @@ describe("the web console's files", () => {
 
   test("no file names an outside URL: no CDN, font or image from elsewhere (only the SVG namespace and example placeholders the page shows)", () => {
     // Text the page shows as an example in an empty field (never fetched), and the SVG namespace (an identifier, never fetched).
-    const allowed = new Set(["http://www.w3.org/2000/svg", "https://mcp.example.com/mcp", "https://agent.example/.well-known/agent-card.json"]);
+    const allowed = new Set([
+      "http://www.w3.org/2000/svg",
+      "https://mcp.example.com/mcp",
+      "https://agent.example/.well-known/agent-card.json",
+    ]);
     for (const [path, { body }] of files) {
       const urls = [...body.matchAll(/\bhttps?:\/\/[^\s"'`)<>]*/gi)].map((m) => m[0]);
-      expect(urls.filter((u) => !allowed.has(u)), path).toEqual([]);
+      expect(
+        urls.filter((u) => !allowed.has(u)),
+        path,
+      ).toEqual([]);
       // Protocol-relative references, CSS imports and outside fonts.
       expect(body, path).not.toMatch(/["'(=]\s*\/\/[a-z0-9]/i);
       expect(body, path).not.toMatch(/@import|@font-face/i);
@@ -119,7 +127,9 @@ describe("the web console's files", () => {
     for (const [path, { body, type }] of files) {
       if (!type.startsWith("text/javascript")) continue;
       // Built with text nodes only: nothing the API returns is parsed as HTML.
-      expect(body, path).not.toMatch(/innerHTML|outerHTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function|setAttribute\(\s*["']style|javascript:/);
+      expect(body, path).not.toMatch(
+        /innerHTML|outerHTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function|setAttribute\(\s*["']style|javascript:/,
+      );
     }
   });
 

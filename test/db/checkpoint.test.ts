@@ -33,11 +33,12 @@ const rows = (count: number, from = 0): AuditRow[] =>
   }));
 const size = (path: string) => statSync(path).size;
 const until = async (condition: () => boolean, ms: number) => {
-  for (const end = Date.now() + ms; !condition() && Date.now() < end; ) await Bun.sleep(10);
+  for (const end = Date.now() + ms; !condition() && Date.now() < end;) await Bun.sleep(10);
   return condition();
 };
 
-const autocheckpoint = (store: SqliteStore) => (store.sqlite.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint;
+const autocheckpoint = (store: SqliteStore) =>
+  (store.sqlite.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint;
 
 test("what the service commits reaches the database file by the thread's checkpoint, not in the commit", async () => {
   const path = join(work, `cs-${files++}.db`);

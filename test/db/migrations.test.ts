@@ -12,7 +12,11 @@ test("the first open applies every migration, the second none; a new migration u
   const migrations = SQLITE_MIGRATIONS;
   const first = openSqliteStore(path, migrations);
   expect(first.applied).toBe(migrations.length);
-  first.sqlite.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u1', 'old', 'h', 'user', 1, 1)").run();
+  first.sqlite
+    .query(
+      "INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u1', 'old', 'h', 'user', 1, 1)",
+    )
+    .run();
   expect(first.sqlite.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
   expect(first.sqlite.query("PRAGMA foreign_keys").get()).toEqual({ foreign_keys: 1 });
   first.close();
@@ -23,7 +27,12 @@ test("the first open applies every migration, the second none; a new migration u
 
   const later = [
     ...migrations,
-    { sql: ["ALTER TABLE users ADD COLUMN nickname text"], bps: true, folderMillis: migrations.at(-1)!.folderMillis + 1, hash: "test" },
+    {
+      sql: ["ALTER TABLE users ADD COLUMN nickname text"],
+      bps: true,
+      folderMillis: migrations.at(-1)!.folderMillis + 1,
+      hash: "test",
+    },
   ];
   const upgraded = openSqliteStore(path, later);
   expect(upgraded.applied).toBe(1);

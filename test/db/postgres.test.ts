@@ -27,7 +27,9 @@ test("replicas starting together migrate once, one after another (advisory lock)
 });
 
 test("DATABASE__URL without SECRETS__KEY does not start: every replica must seal with the same key", async () => {
-  await expect(startTestService({ DATABASE__URL: await pg.createDatabase(), SECRETS__KEY: "" })).rejects.toThrow("SECRETS__KEY: must be set when DATABASE__URL is");
+  await expect(startTestService({ DATABASE__URL: await pg.createDatabase(), SECRETS__KEY: "" })).rejects.toThrow(
+    "SECRETS__KEY: must be set when DATABASE__URL is",
+  );
 });
 
 describe("the database goes away, and comes back", () => {
@@ -65,9 +67,19 @@ describe("the database goes away, and comes back", () => {
 });
 
 test("managed servers on PostgreSQL need the kubernetes runtime: connect is a 409 naming the setting, and one found connected is disconnected saying so", async () => {
-  const presets = JSON.stringify([{ url: "mcp+stdio://everything", metadata: { name: "Everything" }, stdio: { image: "example/everything", command: ["node", "-e", ""] } }]);
+  const presets = JSON.stringify([
+    {
+      url: "mcp+stdio://everything",
+      metadata: { name: "Everything" },
+      stdio: { image: "example/everything", command: ["node", "-e", ""] },
+    },
+  ]);
   const url = await pg.createDatabase();
-  const service = await startTestService({ DATABASE__URL: url, SECRETS__KEY: randomBytes(32).toString("base64"), CONNECTOR__PRESETS: presets });
+  const service = await startTestService({
+    DATABASE__URL: url,
+    SECRETS__KEY: randomBytes(32).toString("base64"),
+    CONNECTOR__PRESETS: presets,
+  });
   try {
     const id = (await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } })).body.id as string;
     const refused = await service.api("POST", `/api/v1/connectors/${id}/connect`);

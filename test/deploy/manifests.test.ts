@@ -3,7 +3,8 @@ import { resolve } from "node:path";
 import { settingNames } from "../../src/config/load";
 
 // The Kubernetes manifests: parsed and checked, since no API server can run here (they are not applied).
-const load = async (file: string) => Bun.YAML.parse(await Bun.file(resolve(import.meta.dir, "../../deploy/kubernetes", file)).text()) as any[];
+const load = async (file: string) =>
+  Bun.YAML.parse(await Bun.file(resolve(import.meta.dir, "../../deploy/kubernetes", file)).text()) as any[];
 const byKind = (docs: any[], kind: string) => docs.filter((d) => d.kind === kind);
 
 test("the replicas layout shares every cluster-wide part with the single-replica one, and differs where it must", async () => {
@@ -35,6 +36,7 @@ test("the replicas layout shares every cluster-wide part with the single-replica
   // Every variable either manifest sets is a setting the service knows.
   const known = new Set(settingNames());
   for (const deployment of [one, many]) {
-    for (const { name } of deployment.spec.template.spec.containers[0].env) expect({ name, known: known.has(name) }).toEqual({ name, known: true });
+    for (const { name } of deployment.spec.template.spec.containers[0].env)
+      expect({ name, known: known.has(name) }).toEqual({ name, known: true });
   }
 });

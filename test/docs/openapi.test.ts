@@ -49,7 +49,9 @@ test("OpenAPI 3.1 lists every route with a summary and typed responses", async (
       // (the callback's confirmation is a page's form).
       if (!/\/(disconnect|refresh)$/.test(name)) {
         const content = op.requestBody?.content;
-        const schema = content?.["application/json"]?.schema ?? (name.endsWith("/oauth/callback") ? content?.["application/x-www-form-urlencoded"]?.schema : undefined);
+        const schema =
+          content?.["application/json"]?.schema ??
+          (name.endsWith("/oauth/callback") ? content?.["application/x-www-form-urlencoded"]?.schema : undefined);
         expect({ name, schema: typeof schema }).toEqual({ name, schema: "object" });
       }
     }
@@ -67,7 +69,11 @@ test("request bodies in OpenAPI are the schemas that validate them; only connect
     properties: { url: { type: "string", maxLength: 2048 }, match_preset: { type: "boolean" } },
   });
   expect(body("/api/v1/connectors/{id}/connect").required).toBe(false);
-  expect(Object.keys(body("/api/v1/connectors/{id}/connect").content["application/json"].schema.properties).sort()).toEqual(["accessToken", "headers", "redirect_url"]);
+  expect(Object.keys(body("/api/v1/connectors/{id}/connect").content["application/json"].schema.properties).sort()).toEqual([
+    "accessToken",
+    "headers",
+    "redirect_url",
+  ]);
   expect(body("/api/v1/users").content["application/json"].schema.required).toEqual(["username", "password"]);
   // The relays document their bodies as JSON too, though they stream them unread.
   expect(Object.keys(body("/api/v1/connectors/{id}/mcp").content)).toEqual(["application/json"]);
@@ -75,7 +81,10 @@ test("request bodies in OpenAPI are the schemas that validate them; only connect
   // What the document says is what the validator does: a field it does not list is refused.
   const refused = await t.api("POST", "/api/v1/connectors", { body: { url: "https://a.example", colour: "red" } });
   expect(refused.status).toBe(422);
-  const connected = await t.api("POST", `/api/v1/connectors/${(await t.api("POST", "/api/v1/connectors", { body: { url: "https://a.example" } })).body.id}/connect`);
+  const connected = await t.api(
+    "POST",
+    `/api/v1/connectors/${(await t.api("POST", "/api/v1/connectors", { body: { url: "https://a.example" } })).body.id}/connect`,
+  );
   expect(connected.status).not.toBe(422); // no body at all is accepted, as the document says
 });
 
@@ -83,7 +92,10 @@ test("every refusal is documented as the problem+json the service sends, with th
   const doc = await (await get("/openapi.json")).json();
   const create = doc.paths["/api/v1/connectors"].post.responses;
   for (const status of ["400", "401", "413", "415", "422", "429", "503"]) {
-    expect({ status, types: Object.keys(create[status]?.content ?? {}) }).toEqual({ status, types: ["application/problem+json"] });
+    expect({ status, types: Object.keys(create[status]?.content ?? {}) }).toEqual({
+      status,
+      types: ["application/problem+json"],
+    });
   }
   expect(create["429"].headers["retry-after"]).toBeDefined();
   // A relay streams its body unread: no 415 or 400 for it, but its size limit holds.
@@ -102,19 +114,31 @@ test("every refusal is documented as the problem+json the service sends, with th
 test("paths have no trailing slash; a page size is one integer; error pages are text/html; every other refusal is problem+json", async () => {
   const doc = await (await get("/openapi.json")).json();
   expect(Object.keys(doc.paths).filter((path) => path.length > 1 && path.endsWith("/"))).toEqual([]);
-  expect(doc.paths["/api/v1/connectors"].get.parameters.find((p: { name: string }) => p.name === "limit").schema).toMatchObject({ type: "integer", minimum: 1, maximum: 100 });
+  expect(doc.paths["/api/v1/connectors"].get.parameters.find((p: { name: string }) => p.name === "limit").schema).toMatchObject({
+    type: "integer",
+    minimum: 1,
+    maximum: 100,
+  });
   expect(JSON.stringify(doc)).not.toContain("x-integer");
   // The OAuth endpoints answer as their RFCs say (JSON errors), the pages as HTML, the MCP proxy's unreadable bodies as
   // JSON-RPC errors; everything else as problems.
   const own = /^\/oauth\/|^\/api\/v1\/connectors\/oauth\/callback$/;
-  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>)) {
+  for (const [path, item] of Object.entries(
+    doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>,
+  )) {
     for (const [method, operation] of Object.entries(item)) {
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) < 400) continue;
         const types = Object.keys(response.content ?? {});
         // The MCP proxy refuses a body it cannot read as MCP does: a JSON-RPC error (-32700, -32600), HTTP 400.
         if (path === "/api/v1/connectors/{id}/mcp" && status === "400") expect(types).toEqual(["application/json"]);
-        else if (own.test(path)) expect({ path, method, status, ok: types.every((t) => t === "text/html" || t === "application/json") }).toEqual({ path, method, status, ok: true });
+        else if (own.test(path))
+          expect({ path, method, status, ok: types.every((t) => t === "text/html" || t === "application/json") }).toEqual({
+            path,
+            method,
+            status,
+            ok: true,
+          });
         else expect({ path, method, status, types }).toEqual({ path, method, status, types: ["application/problem+json"] });
       }
     }

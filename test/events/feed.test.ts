@@ -18,13 +18,25 @@ function table() {
     type: "connector.updated",
     connector_id: `c${id}`,
     owner_id: "u",
-    data: { id: `c${id}`, owner_id: "u", name: null, url: "https://x.example", state: "connected", disconnect_reason: null, updated_at: new Date(0).toISOString() },
+    data: {
+      id: `c${id}`,
+      owner_id: "u",
+      name: null,
+      url: "https://x.example",
+      state: "connected",
+      disconnect_reason: null,
+      updated_at: new Date(0).toISOString(),
+    },
     created_at: 0,
   });
   return {
     commit: (...ids: number[]) => rows.push(...ids.map(event)),
     repository: {
-      eventsAfter: async (after: number, limit: number) => rows.filter((r) => r.id > after).sort((a, b) => a.id - b.id).slice(0, limit),
+      eventsAfter: async (after: number, limit: number) =>
+        rows
+          .filter((r) => r.id > after)
+          .sort((a, b) => a.id - b.id)
+          .slice(0, limit),
       eventBounds: async () => ({ newest: Math.max(0, ...rows.map((r) => r.id)), oldest: Math.min(...rows.map((r) => r.id)) }),
     },
   };
@@ -74,7 +86,11 @@ describe("an idle event stream", () => {
     const events = table();
     const feed = createEventFeed({ repository: events.repository, clock: Date.now, log });
     const watch = createAccessWatch({ recheck: async () => ({ id: "u", username: "u", role: "user" }) });
-    const stream = createEventStreams({ feed, repository: events.repository, watch, heartbeatMs: 20 })({ id: "u", username: "u", role: "user" }, { authorization: null, cookie: null }, null);
+    const stream = createEventStreams({ feed, repository: events.repository, watch, heartbeatMs: 20 })(
+      { id: "u", username: "u", role: "user" },
+      { authorization: null, cookie: null },
+      null,
+    );
     const reader = sseReader(stream);
     const comments: string[] = [];
     while (comments.length < 3) {

@@ -20,7 +20,9 @@ afterAll(() => t.close());
 
 const open = async (token: string, lastEventId?: string) => {
   const response = await t.handle(
-    new Request(`${t.publicUrl}/api/v1/connectors/events`, { headers: { authorization: `Bearer ${token}`, ...(lastEventId && { "last-event-id": lastEventId }) } }),
+    new Request(`${t.publicUrl}/api/v1/connectors/events`, {
+      headers: { authorization: `Bearer ${token}`, ...(lastEventId && { "last-event-id": lastEventId }) },
+    }),
   );
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toBe("text/event-stream");
@@ -41,7 +43,9 @@ async function take(stream: ReturnType<typeof sseReader>, n: number) {
 describe("the events stream", () => {
   test("shows each change of one's connectors once and in order; another user sees none of them, an administrator all", async () => {
     const [mine, bobs, admins] = await Promise.all([open(alice.token), open(bob.token), open(t.admin.token)]);
-    const created = await alice.api("POST", "/api/v1/connectors", { body: { url: "https://mcp.example/mcp", metadata: { name: "Example" } } });
+    const created = await alice.api("POST", "/api/v1/connectors", {
+      body: { url: "https://mcp.example/mcp", metadata: { name: "Example" } },
+    });
     const id = created.body.id;
     expect((await alice.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} })).body.state).toBe("connected");
     await alice.api("POST", `/api/v1/connectors/${id}/disconnect`);
@@ -110,7 +114,9 @@ describe("the events stream", () => {
     const anonymous = await t.handle(new Request(`${t.publicUrl}/api/v1/connectors/events`));
     expect(anonymous.status).toBe(401);
     const streams = await Promise.all(Array.from({ length: 20 }, () => open(bob.token)));
-    const refused = await t.handle(new Request(`${t.publicUrl}/api/v1/connectors/events`, { headers: { authorization: `Bearer ${bob.token}` } }));
+    const refused = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors/events`, { headers: { authorization: `Bearer ${bob.token}` } }),
+    );
     expect(refused.status).toBe(429);
     await streams.pop()!.close();
     const again = await open(bob.token);

@@ -20,7 +20,10 @@ let answer: "ok" | "fail" | "hang" = "ok";
 const hung: (() => void)[] = [];
 
 beforeAll(async () => {
-  t = await createTestApp({ clock: steppedClock(Date.now()), env: { WEBHOOKS__URLS: "https://hooks.example/in", WEBHOOKS__SECRET: SECRET } });
+  t = await createTestApp({
+    clock: steppedClock(Date.now()),
+    env: { WEBHOOKS__URLS: "https://hooks.example/in", WEBHOOKS__SECRET: SECRET },
+  });
   t.network.serve("https://hooks.example", async (request) => {
     const body = await request.text();
     const headers = Object.fromEntries(request.headers);
@@ -32,7 +35,8 @@ beforeAll(async () => {
     }
     const parsed = JSON.parse(body);
     received.push({ id: headers["webhook-id"]!, type: parsed.type, data: parsed.data, verified });
-    if (answer === "hang") return new Promise<Response>((resolve) => hung.push(() => resolve(new Response(null, { status: 503 }))));
+    if (answer === "hang")
+      return new Promise<Response>((resolve) => hung.push(() => resolve(new Response(null, { status: 503 }))));
     return new Response(null, { status: answer === "ok" ? 204 : 500 });
   });
   alice = await t.user("alice");
@@ -55,7 +59,13 @@ describe("webhooks", () => {
     expect(got.every((d) => d.verified)).toBe(true);
     expect(Number(got[0]!.id.slice(4))).toBeLessThan(Number(got[1]!.id.slice(4)));
     // The library's check is real: the same delivery with another body does not verify.
-    expect(() => verifier.verify("{}", { "webhook-id": got[0]!.id, "webhook-timestamp": String(Math.floor(Date.now() / 1000)), "webhook-signature": "v1,AAAA" })).toThrow();
+    expect(() =>
+      verifier.verify("{}", {
+        "webhook-id": got[0]!.id,
+        "webhook-timestamp": String(Math.floor(Date.now() / 1000)),
+        "webhook-signature": "v1,AAAA",
+      }),
+    ).toThrow();
   });
 
   test("a failing receiver gets the same event again with backoff, then the next ones, none lost or reordered", async () => {

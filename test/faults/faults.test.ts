@@ -45,19 +45,26 @@ describe("the disk fills up", () => {
         writeFileSync(filler, Buffer.alloc(Math.max(0, free - 64 * 1024)));
       } else {
         // No tmpfs here (no privilege to mount one): SQLite's own cap on the database's size gives the same error.
-        sqliteOf(service.deps).exec(`PRAGMA max_page_count = ${(sqliteOf(service.deps).query("PRAGMA page_count").get() as { page_count: number }).page_count + 16}`);
+        sqliteOf(service.deps).exec(
+          `PRAGMA max_page_count = ${(sqliteOf(service.deps).query("PRAGMA page_count").get() as { page_count: number }).page_count + 16}`,
+        );
       }
       console.log(`disk full by ${disk ? "a 2 MB tmpfs" : "SQLite's max_page_count (no tmpfs could be mounted)"}`);
       const acknowledged: string[] = [];
       let full: Awaited<ReturnType<typeof service.api>> | undefined;
       for (let i = 0; i < 2_000 && !full; i++) {
-        const res = await service.api("POST", "/api/v1/connectors", { body: { url: `https://f${i}.example/mcp`, metadata: { description: "d".repeat(1_500) } } });
+        const res = await service.api("POST", "/api/v1/connectors", {
+          body: { url: `https://f${i}.example/mcp`, metadata: { description: "d".repeat(1_500) } },
+        });
         if (res.status === 201) acknowledged.push(res.body.id);
         else full = res;
       }
       expect(full).toBeDefined();
       expectProblem(full!, 503);
-      expect(full!.body).toMatchObject({ type: "/problems/storage-unavailable", detail: expect.stringContaining("disk is full") });
+      expect(full!.body).toMatchObject({
+        type: "/problems/storage-unavailable",
+        detail: expect.stringContaining("disk is full"),
+      });
       expect(full!.headers.get("retry-after")).toBe("30");
       // Reads still work.
       expect((await service.api("GET", "/api/v1/connectors?limit=1")).status).toBe(200);
@@ -92,7 +99,11 @@ describe("an upstream dies mid-stream", () => {
       mcp.mode = "stream";
       const res = await fetch(proxyUrl(service, id), {
         method: "POST",
-        headers: { authorization: authHeader(ADMIN), "content-type": "application/json", accept: "application/json, text/event-stream" },
+        headers: {
+          authorization: authHeader(ADMIN),
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
       });
       const reader = res.body!.getReader();
@@ -100,7 +111,8 @@ describe("an upstream dies mid-stream", () => {
       await upstream.stop(true); // the server goes away, mid-stream
       let chunk = await reader.read();
       while (!chunk.done) chunk = await reader.read(); // ends, without an error
-      const metrics = async () => (await (await fetch(`${service.url}/metrics`)).text()).match(/^mcp_proxy_open_streams (\d+)$/m)?.[1];
+      const metrics = async () =>
+        (await (await fetch(`${service.url}/metrics`)).text()).match(/^mcp_proxy_open_streams (\d+)$/m)?.[1];
       expect(await waitFor("the stream counted closed", async () => (await metrics()) === "0", 5_000)).toBe(true);
       expect(await waitFor("the sockets to close", () => openFds() <= baseline, 5_000)).toBe(true);
     } finally {
@@ -120,7 +132,11 @@ describe("the authorization server goes away, and comes back", () => {
       const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
       const id = created.body.id as string;
       const connect = await service.api("POST", `/api/v1/connectors/${id}/connect`);
-      await finishCallback((r) => fetch(r), await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), ADMIN);
+      await finishCallback(
+        (r) => fetch(r),
+        await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer),
+        ADMIN,
+      );
       const expiresAt = (await storedGrant(service, id))!.expires_at!;
 
       await op.stop();
@@ -137,8 +153,19 @@ describe("the authorization server goes away, and comes back", () => {
       await op.restart();
       const again = await service.api("POST", `/api/v1/connectors/${id}/connect`);
       expect(again.body.state).toBe("auth_required");
-      expect((await finishCallback((r) => fetch(r), await authorizeInBrowser(again.body.auth_request.authorization_url, op.issuer), ADMIN)).status).toBe(200);
-      expect((await service.api("GET", `/api/v1/connectors/${id}`)).body).toMatchObject({ state: "connected", disconnect_reason: null });
+      expect(
+        (
+          await finishCallback(
+            (r) => fetch(r),
+            await authorizeInBrowser(again.body.auth_request.authorization_url, op.issuer),
+            ADMIN,
+          )
+        ).status,
+      ).toBe(200);
+      expect((await service.api("GET", `/api/v1/connectors/${id}`)).body).toMatchObject({
+        state: "connected",
+        disconnect_reason: null,
+      });
     } finally {
       await service.stop();
       await server.stop();
@@ -159,7 +186,9 @@ describe("slowloris clients", () => {
       const { port } = new URL(service.url);
       const closed = { count: 0 };
       for (let i = 0; i < 300; i++) {
-        const socket = connect(Number(port), "127.0.0.1", () => socket.write("POST /api/v1/connectors HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+        const socket = connect(Number(port), "127.0.0.1", () =>
+          socket.write("POST /api/v1/connectors HTTP/1.1\r\nHost: x\r\nX-Slow: "),
+        );
         socket.on("close", () => void closed.count++);
         socket.on("error", () => undefined);
         sockets.push(socket);
@@ -182,18 +211,40 @@ describe("a managed server that crash-loops", () => {
     const dir = mkdtempSync(join(tmpdir(), "cs-loop-"));
     const broken = join(dir, "broken");
     // Starts normally until the file `broken` exists, then exits at every start, as a server whose config vanished.
-    const command = ["sh", "-c", `test -e ${broken} && { echo 'fatal: config vanished' >&2; exit 3; }; exec node ${EVERYTHING} stdio`];
-    const presets = JSON.stringify([{ url: "mcp+stdio://flaky", metadata: { name: "Flaky" }, stdio: { image: "example/flaky", command } }]);
+    const command = [
+      "sh",
+      "-c",
+      `test -e ${broken} && { echo 'fatal: config vanished' >&2; exit 3; }; exec node ${EVERYTHING} stdio`,
+    ];
+    const presets = JSON.stringify([
+      { url: "mcp+stdio://flaky", metadata: { name: "Flaky" }, stdio: { image: "example/flaky", command } },
+    ]);
     const clock = steppedClock(Date.now());
     // The local runtime: SQLite in both runs of the suite (on PostgreSQL managed servers need Kubernetes). No sandbox:
     // the server must see the test's file in /tmp, which bwrap would replace with its own.
-    const service = await startTestService({ CONNECTOR__PRESETS: presets, DATABASE__PATH: ":memory:", RUNTIME__SANDBOX: "none" }, { clock: clock.now });
-    const processes = () => Bun.spawnSync(["pgrep", "-f", `${EVERYTHING} stdio|${broken}`]).stdout.toString().split("\n").filter(Boolean);
+    const service = await startTestService(
+      { CONNECTOR__PRESETS: presets, DATABASE__PATH: ":memory:", RUNTIME__SANDBOX: "none" },
+      { clock: clock.now },
+    );
+    const processes = () =>
+      Bun.spawnSync(["pgrep", "-f", `${EVERYTHING} stdio|${broken}`])
+        .stdout.toString()
+        .split("\n")
+        .filter(Boolean);
     const initialize = () =>
       fetch(proxyUrl(service, id), {
         method: "POST",
-        headers: { authorization: authHeader(ADMIN), "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+        headers: {
+          authorization: authHeader(ADMIN),
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        }),
       }).then((r) => r.text());
     const id = (await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://flaky" } })).body.id as string;
     try {
@@ -215,7 +266,10 @@ describe("a managed server that crash-loops", () => {
       expect(processes()).toEqual([]);
 
       rmSync(broken);
-      expect((await service.api("POST", `/api/v1/connectors/${id}/connect`)).body).toMatchObject({ state: "connected", disconnect_reason: null });
+      expect((await service.api("POST", `/api/v1/connectors/${id}/connect`)).body).toMatchObject({
+        state: "connected",
+        disconnect_reason: null,
+      });
       expect(await initialize()).toContain('"serverInfo"');
     } finally {
       await service.stop();

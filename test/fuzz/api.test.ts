@@ -32,7 +32,16 @@ beforeAll(async () => {
   credentials = [`Bearer ${t.admin.token}`, `Bearer ${alice.token}`, `Basic ${btoa(`alice:${alice.basic.password}`)}`];
   ids.connectors.push(await connectedConnector(t.api, "https://fuzz-mcp.example/mcp"));
   ids.connectors.push((await alice.api("POST", "/api/v1/connectors", { body: { url: "https://fuzz-mcp.example/mcp" } })).body.id);
-  const card = { name: "Fuzz", description: "d", url: "https://agent.example/a2a", version: "1", capabilities: {}, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: [] };
+  const card = {
+    name: "Fuzz",
+    description: "d",
+    url: "https://agent.example/a2a",
+    version: "1",
+    capabilities: {},
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: [],
+  };
   ids.providers.push((await t.api("POST", "/api/v1/providers", { body: { agent_card: card } })).body.id);
   ids.tokens.push((await t.api("GET", "/api/v1/tokens")).body.items[0].id);
   const doc = await (await t.handle(new Request(`${t.publicUrl}/openapi.json`))).json();
@@ -50,7 +59,12 @@ afterAll(() => t.close());
 /** Ids to put in a path: ones that exist (the caller's or another user's), unknown ones, and garbage. */
 const pathId = (name: string) =>
   fc.oneof(
-    { weight: 3, arbitrary: fc.constantFrom(...(name === "provider_id" ? ids.providers : [...ids.connectors, ...ids.tokens, ...ids.providers])) },
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom(
+        ...(name === "provider_id" ? ids.providers : [...ids.connectors, ...ids.tokens, ...ids.providers]),
+      ),
+    },
     { weight: 1, arbitrary: fc.uuid() },
     { weight: 1, arbitrary: nastyString },
   );
@@ -61,7 +75,10 @@ const requestArbitrary = () =>
       op: fc.constant(op),
       path: fc.tuple(...op.parameters.filter((p) => p.in === "path").map((p) => pathId(p.name).map((v) => [p.name, v] as const))),
       query: fc.array(
-        fc.tuple(fc.constantFrom(...op.parameters.filter((p) => p.in === "query").map((p) => p.name), "unexpected"), fc.oneof(fc.stringMatching(/^[0-9]{1,3}$/), nastyString)),
+        fc.tuple(
+          fc.constantFrom(...op.parameters.filter((p) => p.in === "query").map((p) => p.name), "unexpected"),
+          fc.oneof(fc.stringMatching(/^[0-9]{1,3}$/), nastyString),
+        ),
         { maxLength: 3 },
       ),
       authorization: authorizationFor(credentials),
@@ -89,22 +106,44 @@ test("whatever the request, never a 5xx of the service's own, and every refusal 
       if (authorization !== undefined) headers.authorization = authorization;
       if (body?.contentType) headers["content-type"] = body.contentType;
       if (url.endsWith("/mcp")) headers.accept = "application/json, text/event-stream";
-      const response = await t.handle(new Request(`${t.publicUrl}${url}${search ? `?${search}` : ""}`, { method: op.method, headers, body: body?.text }));
+      const response = await t.handle(
+        new Request(`${t.publicUrl}${url}${search ? `?${search}` : ""}`, { method: op.method, headers, body: body?.text }),
+      );
       // An event stream (the proxy's GET) stays open: its headers are the answer.
       const stream = response.headers.get("content-type")?.startsWith("text/event-stream");
       if (stream) await response.body?.cancel();
-      const res = stream ? { status: response.status, headers: response.headers, body: undefined, text: "" } : await readResponse(response);
+      const res = stream
+        ? { status: response.status, headers: response.headers, body: undefined, text: "" }
+        : await readResponse(response);
       sent++;
-      if (res.status >= 500) expect({ op: `${op.method} ${op.path}`, status: res.status, body: res.text.slice(0, 300), acceptable: acceptable5xx(op, res) }).toMatchObject({ acceptable: true });
+      if (res.status >= 500)
+        expect({
+          op: `${op.method} ${op.path}`,
+          status: res.status,
+          body: res.text.slice(0, 300),
+          acceptable: acceptable5xx(op, res),
+        }).toMatchObject({ acceptable: true });
       const html = op.path.endsWith("/oauth/callback") || op.path === "/docs" || op.path === "/oauth/authorize";
       // The authorization server's endpoints answer as the OAuth RFCs say: JSON errors (RFC 6749 §5.2, RFC 7591 §3.2.2).
       if (res.status >= 400 && /^\/oauth\/(token|revoke|register)$/.test(op.path)) {
-        expect({ op: `${op.method} ${op.path}`, type: res.headers.get("content-type"), error: typeof res.body?.error }).toEqual({ op: `${op.method} ${op.path}`, type: "application/json", error: "string" });
+        expect({ op: `${op.method} ${op.path}`, type: res.headers.get("content-type"), error: typeof res.body?.error }).toEqual({
+          op: `${op.method} ${op.path}`,
+          type: "application/json",
+          error: "string",
+        });
         return;
       }
-      const relayed = /\/mcp$|\/a2a\//.test(op.path) && !(res.headers.get("content-type") ?? "").startsWith("application/problem+json") && res.headers.get("x-request-id") === null;
+      const relayed =
+        /\/mcp$|\/a2a\//.test(op.path) &&
+        !(res.headers.get("content-type") ?? "").startsWith("application/problem+json") &&
+        res.headers.get("x-request-id") === null;
       if (res.status >= 400 && !html && !relayed && !(res.status >= 400 && /\/mcp$/.test(op.path) && res.body?.jsonrpc)) {
-        expect({ op: `${op.method} ${op.path}`, status: res.status, type: res.headers.get("content-type"), body: res.text.slice(0, 200) }).toMatchObject({ type: expect.stringMatching(/^application\/problem\+json/) });
+        expect({
+          op: `${op.method} ${op.path}`,
+          status: res.status,
+          type: res.headers.get("content-type"),
+          body: res.text.slice(0, 200),
+        }).toMatchObject({ type: expect.stringMatching(/^application\/problem\+json/) });
         expect(res.body.status).toBe(res.status);
       }
       // The model of what the accepted requests made.
@@ -125,7 +164,8 @@ test("whatever the request, never a 5xx of the service's own, and every refusal 
 
   // Afterwards the database holds exactly what the accepted requests made: nothing half-written, nothing lost.
   const rows = async (query: string) => new Set((await queryRows<{ id: string }>(t.deps, sql.raw(query))).map((r) => r.id));
-  const expected = (initial: string[], added: Set<string>, removed: Set<string>) => new Set([...initial, ...added].filter((id) => !removed.has(id)));
+  const expected = (initial: string[], added: Set<string>, removed: Set<string>) =>
+    new Set([...initial, ...added].filter((id) => !removed.has(id)));
   expect(await rows("SELECT id FROM connectors")).toEqual(expected(ids.connectors, made.connectors, gone.connectors));
   expect(await rows("SELECT id FROM providers")).toEqual(expected(ids.providers, made.providers, gone.providers));
   expect(await rows("SELECT username AS id FROM users")).toEqual(new Set(["admin", "alice", ...made.users]));

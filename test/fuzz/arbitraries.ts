@@ -24,7 +24,20 @@ export const nastyString = fc.oneof(
   fc.string(),
   fc.string({ unit: "grapheme", maxLength: 40 }),
   fc.string({ unit: "binary", maxLength: 40 }),
-  fc.constantFrom("", " ", "\u0000", "\r\n", "\u2028", "🔑", "../../etc/passwd", "%00", "${jndi:x}", "'; DROP TABLE users; --", "<script>", "\\"),
+  fc.constantFrom(
+    "",
+    " ",
+    "\u0000",
+    "\r\n",
+    "\u2028",
+    "🔑",
+    "../../etc/passwd",
+    "%00",
+    "${jndi:x}",
+    "'; DROP TABLE users; --",
+    "<script>",
+    "\\",
+  ),
   fc.constantFrom("x".repeat(5_000), "é".repeat(3_000)),
 );
 
@@ -38,7 +51,8 @@ export function fromSchema(schema: Schema | undefined, depth = 0): fc.Arbitrary<
     case "string":
       if (schema.format === "uuid") return fc.uuid();
       if (schema.format === "uri" || schema.format === "url") return fc.webUrl();
-      if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length <= (schema.maxLength ?? 10_000));
+      if (schema.pattern)
+        return fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length <= (schema.maxLength ?? 10_000));
       return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 40, 40) });
     case "integer":
       return fc.integer({ min: schema.minimum ?? -1_000, max: schema.maximum ?? 1_000 });
@@ -55,10 +69,9 @@ export function fromSchema(schema: Schema | undefined, depth = 0): fc.Arbitrary<
       }
       const required = new Set(schema.required ?? []);
       const entries = Object.entries(schema.properties ?? {});
-      return fc.record(
-        Object.fromEntries(entries.map(([name, s]) => [name, fromSchema(s, depth + 1)])),
-        { requiredKeys: entries.map(([name]) => name).filter((name) => required.has(name)) },
-      );
+      return fc.record(Object.fromEntries(entries.map(([name, s]) => [name, fromSchema(s, depth + 1)])), {
+        requiredKeys: entries.map(([name]) => name).filter((name) => required.has(name)),
+      });
     }
     default:
       return fc.jsonValue({ maxDepth: 2 });
@@ -73,21 +86,49 @@ export const deeplyNested = fc.integer({ min: 20, max: 20_000 }).map((depth) => 
  * missing, an unknown one added, strings made hostile or huge, values nested very deep — or not JSON at all.
  */
 export function bodyFor(schema: Schema | undefined): fc.Arbitrary<{ text: string; contentType: string }> {
-  const json = (value: fc.Arbitrary<unknown>) => value.map((v) => ({ text: JSON.stringify(v) ?? "null", contentType: "application/json" }));
+  const json = (value: fc.Arbitrary<unknown>) =>
+    value.map((v) => ({ text: JSON.stringify(v) ?? "null", contentType: "application/json" }));
   const valid = fromSchema(schema);
   const bent = valid.chain((value) => {
     if (!value || typeof value !== "object" || Array.isArray(value)) return fc.constant(value);
     const keys = [...Object.keys(value), ...Object.keys(schema?.properties ?? {})];
     if (!keys.length) return fc.constant(value);
-    return fc.tuple(fc.constantFrom(...keys), fc.oneof(fc.jsonValue({ maxDepth: 3 }), nastyString, fc.constant(undefined))).map(([key, replacement]) => ({ ...(value as object), [key]: replacement }));
+    return fc
+      .tuple(fc.constantFrom(...keys), fc.oneof(fc.jsonValue({ maxDepth: 3 }), nastyString, fc.constant(undefined)))
+      .map(([key, replacement]) => ({ ...(value as object), [key]: replacement }));
   });
   return fc.oneof(
     { weight: 4, arbitrary: json(valid) },
     { weight: 4, arbitrary: json(bent) },
     { weight: 2, arbitrary: json(fc.jsonValue({ maxDepth: 4 })) },
-    { weight: 1, arbitrary: deeplyNested.map((text) => ({ text: `{"url":"https://a.example","metadata":{"x":${text}}}`, contentType: "application/json" })) },
-    { weight: 1, arbitrary: fc.constantFrom("{", '{"url":', "[1,2", "nul", "\u0000", '{"a":1}}', "{'a':1}").map((text) => ({ text, contentType: "application/json" })) },
-    { weight: 1, arbitrary: fc.tuple(fc.string({ maxLength: 60 }), fc.constantFrom("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "")).map(([text, contentType]) => ({ text, contentType })) },
+    {
+      weight: 1,
+      arbitrary: deeplyNested.map((text) => ({
+        text: `{"url":"https://a.example","metadata":{"x":${text}}}`,
+        contentType: "application/json",
+      })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom("{", '{"url":', "[1,2", "nul", "\u0000", '{"a":1}}', "{'a':1}")
+        .map((text) => ({ text, contentType: "application/json" })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(
+          fc.string({ maxLength: 60 }),
+          fc.constantFrom(
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/xml",
+            "",
+          ),
+        )
+        .map(([text, contentType]) => ({ text, contentType })),
+    },
   );
 }
 
@@ -99,9 +140,22 @@ export function authorizationFor(good: string[]): fc.Arbitrary<string | undefine
       weight: 2,
       arbitrary: fc.oneof(
         fc.constant(undefined),
-        fc.constantFrom("Basic", "Basic ", "Bearer", "Bearer ", "Basic !!!", "Basic Og==", "Bearer cst_", "Digest x", "basic YWRtaW46", "Bearer  cst_x"),
+        fc.constantFrom(
+          "Basic",
+          "Basic ",
+          "Bearer",
+          "Bearer ",
+          "Basic !!!",
+          "Basic Og==",
+          "Bearer cst_",
+          "Digest x",
+          "basic YWRtaW46",
+          "Bearer  cst_x",
+        ),
         fc.string({ maxLength: 30 }).map((s) => `Bearer ${s.replace(/[^\x21-\x7e]/g, "")}`),
-        fc.tuple(fc.string({ maxLength: 10 }), fc.string({ maxLength: 10 })).map(([u, p]) => `Basic ${btoa(unescape(encodeURIComponent(`${u}:${p}`)))}`),
+        fc
+          .tuple(fc.string({ maxLength: 10 }), fc.string({ maxLength: 10 }))
+          .map(([u, p]) => `Basic ${btoa(unescape(encodeURIComponent(`${u}:${p}`)))}`),
       ),
     },
   );

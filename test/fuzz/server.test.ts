@@ -49,7 +49,11 @@ test("hostile bodies, anonymous or not, never delay /healthz by more than 100 ms
   })();
   const statuses = await Promise.all(
     hostile.map(async ({ body, authorization }) => {
-      const res = await fetch(`${service.url}/api/v1/connectors`, { method: "POST", headers: { "content-type": "application/json", ...(authorization && { authorization }) }, body });
+      const res = await fetch(`${service.url}/api/v1/connectors`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(authorization && { authorization }) },
+        body,
+      });
       expect(res.headers.get("content-type")).toStartWith("application/problem+json");
       return res.status;
     }),
@@ -74,14 +78,26 @@ test.each([
   ["an authority-form target (CONNECT)", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"],
   ["an asterisk target", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"],
   ["two Host headers", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"],
-  ["two Content-Length headers", "POST /api/v1/connectors HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"],
-  ["two Authorization headers", `GET /api/v1/connectors HTTP/1.1\r\nHost: x\r\nAuthorization: Basic ${btoa("admin:x")}\r\nAuthorization: Bearer cst_x\r\n\r\n`],
+  [
+    "two Content-Length headers",
+    "POST /api/v1/connectors HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+  ],
+  [
+    "two Authorization headers",
+    `GET /api/v1/connectors HTTP/1.1\r\nHost: x\r\nAuthorization: Basic ${btoa("admin:x")}\r\nAuthorization: Bearer cst_x\r\n\r\n`,
+  ],
   ["an obsolete folded header", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n"],
   ["a NUL in the path", "GET /api/v1/connectors/%00 HTTP/1.1\r\nHost: x\r\n\r\n"],
   ["a broken percent-encoding", "GET /api/v1/connectors/%zz%c3 HTTP/1.1\r\nHost: x\r\n\r\n"],
   ["a 20 kB URL", `GET /api/v1/connectors/${"a".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`],
-  ["a body longer than declared", "POST /api/v1/connectors HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}{}{}"],
-  ["chunked and Content-Length together", "POST /api/v1/connectors HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
+  [
+    "a body longer than declared",
+    "POST /api/v1/connectors HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}{}{}",
+  ],
+  [
+    "chunked and Content-Length together",
+    "POST /api/v1/connectors HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+  ],
   ["HTTP/1.0 without Host", "GET /healthz HTTP/1.0\r\n\r\n"],
 ])("%s: no 5xx; what the service itself answers is a problem document", async (_what, request) => {
   const answer = await raw(request);

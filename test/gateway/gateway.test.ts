@@ -18,12 +18,15 @@ const lines: string[] = [];
 
 beforeAll(async () => {
   const port = await freePort();
-  proc = Bun.spawn([process.execPath, ENTRY, "gateway", "--port", String(port), "--host", "127.0.0.1", "--", "node", EVERYTHING, "stdio"], {
-    env: { ...process.env, GATEWAY__TOKEN: TOKEN },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  proc = Bun.spawn(
+    [process.execPath, ENTRY, "gateway", "--port", String(port), "--host", "127.0.0.1", "--", "node", EVERYTHING, "stdio"],
+    {
+      env: { ...process.env, GATEWAY__TOKEN: TOKEN },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   (async () => {
     const decoder = new TextDecoder();
     const reader = proc.stdout.getReader();
@@ -39,17 +42,21 @@ afterAll(async () => {
   expect(await proc.exited).toBe(0);
 });
 
-
 /** An MCP SDK client that sends the gateway's token, as the service does. */
-const gatewayClient = () => mcpClient(url, null, (request) => {
-  const headers = new Headers(request.headers);
-  for (const [k, v] of Object.entries(withToken)) headers.set(k, v);
-  return fetch(new Request(request, { headers }));
-});
+const gatewayClient = () =>
+  mcpClient(url, null, (request) => {
+    const headers = new Headers(request.headers);
+    for (const [k, v] of Object.entries(withToken)) headers.set(k, v);
+    return fetch(new Request(request, { headers }));
+  });
 
 test("without the deployment's token /mcp is a 401; /healthz answers anyone", async () => {
   for (const headers of [{}, { [GATEWAY_TOKEN_HEADER]: "wrong" }] as Record<string, string>[]) {
-    const res = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{}" });
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: "{}",
+    });
     expect(res.status).toBe(401);
     expect((await res.json()).error.message).toContain("serves its connector-service only");
   }
@@ -71,11 +78,20 @@ test("two concurrent sessions each get only their own results and progress", () 
 test("an unknown session is a 404 with the MCP SDK's session-not-found code", async () => {
   const res = await fetch(url, {
     method: "POST",
-    headers: { ...withToken, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": "nope" },
+    headers: {
+      ...withToken,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": "nope",
+    },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
   });
   expect(res.status).toBe(404);
-  expect(await res.json()).toEqual({ jsonrpc: "2.0", error: { code: SESSION_NOT_FOUND, message: "Session not found" }, id: null });
+  expect(await res.json()).toEqual({
+    jsonrpc: "2.0",
+    error: { code: SESSION_NOT_FOUND, message: "Session not found" },
+    id: null,
+  });
   expect(SESSION_NOT_FOUND).toBe(-32001);
 });
 

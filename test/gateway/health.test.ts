@@ -20,19 +20,29 @@ afterEach(async () => {
 
 function gateway(): SessionGateway {
   const script = `test -e ${broken} && { echo 'fatal: no config' >&2; exit 3; }; exec node ${EVERYTHING} stdio`;
-  const created = createGateway({ stdio: { command: "sh", args: ["-c", script], env: getDefaultEnvironment() }, log: createLogger({ level: "error" }) });
+  const created = createGateway({
+    stdio: { command: "sh", args: ["-c", script], env: getDefaultEnvironment() },
+    log: createLogger({ level: "error" }),
+  });
   gateways.push(created);
   return created;
 }
 
 const initialize = (g: SessionGateway) =>
-  g.fetch(
-    new Request("http://gateway/mcp", {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
-    }),
-  ).then((r) => r.text());
+  g
+    .fetch(
+      new Request("http://gateway/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        }),
+      }),
+    )
+    .then((r) => r.text());
 
 test(`a server that exits before answering in ${CRASH_LOOP_STARTS} new sessions in a row makes the gateway not ready, with its last words`, async () => {
   const g = gateway();

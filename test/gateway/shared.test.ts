@@ -60,12 +60,28 @@ let server: Bun.Subprocess;
 let gatewayProc: Bun.Subprocess;
 let port: number;
 beforeAll(async () => {
-  server = Bun.spawn(["sh", "-c", `mkfifo "$0/in" "$0/out" && exec node "$1" stdio < "$0/in" > "$0/out"`, dir, EVERYTHING], { stdout: "ignore", stderr: "ignore" });
-  port = await freePort();
-  gatewayProc = Bun.spawn([process.execPath, resolve(import.meta.dir, "../../src/index.ts"), "gateway", "--port", String(port), "--host", "127.0.0.1", "--fifo", dir], {
+  server = Bun.spawn(["sh", "-c", `mkfifo "$0/in" "$0/out" && exec node "$1" stdio < "$0/in" > "$0/out"`, dir, EVERYTHING], {
     stdout: "ignore",
     stderr: "ignore",
   });
+  port = await freePort();
+  gatewayProc = Bun.spawn(
+    [
+      process.execPath,
+      resolve(import.meta.dir, "../../src/index.ts"),
+      "gateway",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--fifo",
+      dir,
+    ],
+    {
+      stdout: "ignore",
+      stderr: "ignore",
+    },
+  );
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
 });
 afterAll(async () => {

@@ -29,7 +29,9 @@ function watchedBody(text: string) {
 }
 
 const post = (path: string, body: BodyInit | null, headers: Record<string, string>) =>
-  t.handle(new Request(`${t.publicUrl}${path}`, { method: "POST", headers, body, duplex: "half" } as RequestInit)).then(readResponse);
+  t
+    .handle(new Request(`${t.publicUrl}${path}`, { method: "POST", headers, body, duplex: "half" } as RequestInit))
+    .then(readResponse);
 
 describe("credentials before the body", () => {
   test.each([
@@ -48,9 +50,15 @@ describe("credentials before the body", () => {
 describe("what a body may be", () => {
   test("JSON nested deeper than 32 levels is a 422 that says so, before it is parsed or stored", async () => {
     const nested = (depth: number) => `${'{"a":'.repeat(depth - 1)}1${"}".repeat(depth - 1)}`;
-    const ok = await post("/api/v1/connectors", `{"url":"https://ok.example","metadata":${nested(30)}}`, { "content-type": "application/json", authorization: `Bearer ${t.admin.token}` });
+    const ok = await post("/api/v1/connectors", `{"url":"https://ok.example","metadata":${nested(30)}}`, {
+      "content-type": "application/json",
+      authorization: `Bearer ${t.admin.token}`,
+    });
     expect(ok.status).toBe(201);
-    const deep = await post("/api/v1/connectors", `{"url":"https://deep.example","metadata":${nested(40)}}`, { "content-type": "application/json", authorization: `Bearer ${t.admin.token}` });
+    const deep = await post("/api/v1/connectors", `{"url":"https://deep.example","metadata":${nested(40)}}`, {
+      "content-type": "application/json",
+      authorization: `Bearer ${t.admin.token}`,
+    });
     expectProblem(deep, 422);
     expect(deep.body.detail).toBe("body: nests deeper than 32 levels");
     const list = await t.api("GET", "/api/v1/connectors?limit=100");
@@ -67,7 +75,9 @@ describe("what a body may be", () => {
     const created = (await t.api("POST", "/api/v1/connectors", { body: { url: "https://empty.example/mcp" } })).body;
     // No body at all on an action that takes none, or an optional one: fine, with the JSON content type (which an
     // HTML form of another site cannot send).
-    expect((await post(`/api/v1/connectors/${created.id}/disconnect`, null, { ...auth, "content-type": "application/json" })).status).toBe(409);
+    expect(
+      (await post(`/api/v1/connectors/${created.id}/disconnect`, null, { ...auth, "content-type": "application/json" })).status,
+    ).toBe(409);
     const untyped = await post(`/api/v1/connectors/${created.id}/disconnect`, null, auth);
     expectProblem(untyped, 415);
     expect(untyped.body.detail).toContain("Content-Type: application/json, even without a body");
@@ -83,12 +93,17 @@ describe("what a body may be", () => {
 describe("what no store can hold", () => {
   test("U+0000 anywhere in a body is a 422 naming the field, on either store; nothing is stored", async () => {
     const before = (await t.api("GET", "/api/v1/connectors?limit=100")).body.items.length;
-    const res = await t.api("POST", "/api/v1/connectors", { raw: '{"url":"https://nul.example/mcp","metadata":{"name":"a\\u0000b"}}' });
+    const res = await t.api("POST", "/api/v1/connectors", {
+      raw: '{"url":"https://nul.example/mcp","metadata":{"name":"a\\u0000b"}}',
+    });
     expectProblem(res, 422);
     expect(res.body.detail).toBe("body.metadata.name: contains U+0000 (NUL), which is not accepted");
     expect((await t.api("GET", "/api/v1/connectors?limit=100")).body.items.length).toBe(before);
     // An escaped backslash before "u0000" is text, not NUL.
-    expect((await t.api("POST", "/api/v1/connectors", { raw: '{"url":"https://nul.example/mcp","metadata":{"name":"a\\\\u0000b"}}' })).status).toBe(201);
+    expect(
+      (await t.api("POST", "/api/v1/connectors", { raw: '{"url":"https://nul.example/mcp","metadata":{"name":"a\\\\u0000b"}}' }))
+        .status,
+    ).toBe(201);
   });
 
   test("an id with control characters is a 422; a user name no user can have is a plain 401", async () => {
@@ -100,12 +115,15 @@ describe("what no store can hold", () => {
 });
 
 describe("query parameters", () => {
-  test.each(["0", "-1", "101", "1000000", "0x10", "1e1", " 5", "5.0", "abc"])("limit=%p is a 422 naming query.limit", async (limit) => {
-    const res = await t.api("GET", `/api/v1/connectors?limit=${encodeURIComponent(limit)}`);
-    expectProblem(res, 422);
-    expect(res.body.errors[0].field).toBe("query.limit");
-    expect(res.body.detail).toBe("query.limit: must be a whole number from 1 to 100");
-  });
+  test.each(["0", "-1", "101", "1000000", "0x10", "1e1", " 5", "5.0", "abc"])(
+    "limit=%p is a 422 naming query.limit",
+    async (limit) => {
+      const res = await t.api("GET", `/api/v1/connectors?limit=${encodeURIComponent(limit)}`);
+      expectProblem(res, 422);
+      expect(res.body.errors[0].field).toBe("query.limit");
+      expect(res.body.detail).toBe("query.limit: must be a whole number from 1 to 100");
+    },
+  );
 
   test("limit 1 and 100 are pages of that size", async () => {
     expect((await t.api("GET", "/api/v1/connectors?limit=1")).status).toBe(200);

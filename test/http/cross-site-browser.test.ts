@@ -30,7 +30,11 @@ function attackerPage(target: string, fields: Record<string, string>, enctype = 
     .map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`)
     .join("");
   const html = `<!doctype html><title>Win a prize</title><form id="f" method="post" enctype="${enctype}" action="${target}">${inputs}</form><script>document.getElementById("f").submit()</script>`;
-  return Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } }) });
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } }),
+  });
 }
 
 test("a page of another site posts forms with the browser's Basic credential: disconnect and connect are refused, the connector stays connected", async () => {
@@ -63,7 +67,10 @@ test("a page of the service's own origin still makes changes with a credential i
   await page.goto(`${service.url}/healthz`);
   // As Swagger UI's Try it out sends it: the credential it was given, no body, no content type.
   const authorization = `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}`;
-  const status = await page.evaluate(async ([path, authorization]) => (await fetch(path!, { method: "POST", headers: { authorization: authorization! } })).status, [`/api/v1/connectors/${id}/disconnect`, authorization]);
+  const status = await page.evaluate(
+    async ([path, authorization]) => (await fetch(path!, { method: "POST", headers: { authorization: authorization! } })).status,
+    [`/api/v1/connectors/${id}/disconnect`, authorization],
+  );
   expect(status).toBe(200);
   await context.close();
 }, 60_000);

@@ -18,8 +18,16 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 /** A request as a browser sends it for a page: its Fetch Metadata, its Origin, and the cached Basic credential. */
-function browserRequest(method: string, path: string, options: { site?: string; origin?: string | null; type?: string; body?: string; authorization?: string } = {}) {
-  const headers: Record<string, string> = { authorization: options.authorization ?? basic, "sec-fetch-mode": "navigate", "sec-fetch-dest": "document" };
+function browserRequest(
+  method: string,
+  path: string,
+  options: { site?: string; origin?: string | null; type?: string; body?: string; authorization?: string } = {},
+) {
+  const headers: Record<string, string> = {
+    authorization: options.authorization ?? basic,
+    "sec-fetch-mode": "navigate",
+    "sec-fetch-dest": "document",
+  };
   if (options.site) headers["sec-fetch-site"] = options.site;
   if (options.origin !== null) headers.origin = options.origin ?? EVIL;
   if (options.type) headers["content-type"] = options.type;
@@ -49,7 +57,12 @@ describe("a page of another site, with the browser's cached Basic credential", (
 
   test("another port of the same host is another site too (Sec-Fetch-Site: same-site)", async () => {
     const id = await connectedConnector(t.api, "https://mcp.example/mcp", { Authorization: "Bearer k" });
-    expectProblem(await readResponse(await browserRequest("POST", `/api/v1/connectors/${id}/disconnect`, { site: "same-site", origin: "http://cs.test:9999" })), 403);
+    expectProblem(
+      await readResponse(
+        await browserRequest("POST", `/api/v1/connectors/${id}/disconnect`, { site: "same-site", origin: "http://cs.test:9999" }),
+      ),
+      403,
+    );
     expect(await stateOf(id)).toBe("connected");
   });
 
@@ -57,7 +70,11 @@ describe("a page of another site, with the browser's cached Basic credential", (
     const id = await connectedConnector(t.api, "https://mcp.example/mcp", { Authorization: "Bearer k" });
     for (const type of ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x", undefined]) {
       const res = await t.handle(
-        new Request(`${t.publicUrl}/api/v1/connectors/${id}/disconnect`, { method: "POST", headers: { authorization: basic, ...(type && { "content-type": type }) }, body: type ? "" : undefined }),
+        new Request(`${t.publicUrl}/api/v1/connectors/${id}/disconnect`, {
+          method: "POST",
+          headers: { authorization: basic, ...(type && { "content-type": type }) },
+          body: type ? "" : undefined,
+        }),
       );
       expect(res.status).toBe(415);
     }
@@ -71,7 +88,14 @@ describe("a page of another site, with the browser's cached Basic credential", (
       t.handle(
         new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
           method: "POST",
-          headers: { authorization, origin: EVIL, "sec-fetch-site": "cross-site", "sec-fetch-mode": "cors", "content-type": type, accept: "application/json, text/event-stream" },
+          headers: {
+            authorization,
+            origin: EVIL,
+            "sec-fetch-site": "cross-site",
+            "sec-fetch-mode": "cors",
+            "content-type": type,
+            accept: "application/json, text/event-stream",
+          },
           body: call,
         }),
       );
@@ -83,7 +107,16 @@ describe("a page of another site, with the browser's cached Basic credential", (
 
   test("the callback's confirmation and the authorization server's forms refuse a post from another site", async () => {
     for (const path of ["/api/v1/connectors/oauth/callback", "/oauth/authorize"]) {
-      expectProblem(await readResponse(await browserRequest("POST", path, { site: "cross-site", type: "application/x-www-form-urlencoded", body: "callback=state%3Dx" })), 403);
+      expectProblem(
+        await readResponse(
+          await browserRequest("POST", path, {
+            site: "cross-site",
+            type: "application/x-www-form-urlencoded",
+            body: "callback=state%3Dx",
+          }),
+        ),
+        403,
+      );
     }
   });
 });
@@ -99,7 +132,13 @@ describe("what still works", () => {
     const res = await t.handle(
       new Request(`${t.publicUrl}/api/v1/connectors/${id}/disconnect`, {
         method: "POST",
-        headers: { authorization: basic, origin: t.publicUrl, "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors", "sec-fetch-dest": "empty" },
+        headers: {
+          authorization: basic,
+          origin: t.publicUrl,
+          "sec-fetch-site": "same-origin",
+          "sec-fetch-mode": "cors",
+          "sec-fetch-dest": "empty",
+        },
       }),
     );
     expect(res.status).toBe(200);

@@ -16,10 +16,20 @@ import { ADMIN, startTestService, type TestService } from "../support/service";
 const meFrom = (url: string, localAddress: string, password: string, headers: Record<string, string> = {}) =>
   new Promise<number>((resolve, reject) => {
     const target = new URL(`${url}/api/v1/users/me`);
-    const sent = request({ host: target.hostname, port: target.port, path: target.pathname, localAddress, auth: `${ADMIN.username}:${password}`, headers }, (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    });
+    const sent = request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        localAddress,
+        auth: `${ADMIN.username}:${password}`,
+        headers,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      },
+    );
     sent.on("error", reject);
     sent.end();
   });
@@ -32,7 +42,8 @@ describe("straight to the service", () => {
   afterAll(() => service.stop());
 
   test("three wrong passwords from this address, then even the right one is a 429 with Retry-After; another address goes on", async () => {
-    const me = (password: string) => fetch(`${service.url}/api/v1/users/me`, { headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${password}`)}` } });
+    const me = (password: string) =>
+      fetch(`${service.url}/api/v1/users/me`, { headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${password}`)}` } });
     expect((await me(ADMIN.password)).status).toBe(200);
     for (let i = 0; i < 3; i++) expect((await me("wrong-password")).status).toBe(401);
     const refused = await me(ADMIN.password);
@@ -75,7 +86,10 @@ http {
 }
 `,
     );
-    nginx = Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], { stdout: "ignore", stderr: "pipe" });
+    nginx = Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], {
+      stdout: "ignore",
+      stderr: "pipe",
+    });
     await waitForHttp(`${balancer}/healthz`);
   });
   afterAll(async () => {
@@ -87,7 +101,8 @@ http {
 
   test("a guesser behind the proxy locks out only its own address, whatever X-Forwarded-For it writes itself", async () => {
     // 127.0.0.2 guesses, and pretends in its own X-Forwarded-For to be someone else each time.
-    for (let i = 0; i < 3; i++) expect(await meFrom(balancer, "127.0.0.2", `wrong-${i}`, { "x-forwarded-for": `127.0.0.${10 + i}` })).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect(await meFrom(balancer, "127.0.0.2", `wrong-${i}`, { "x-forwarded-for": `127.0.0.${10 + i}` })).toBe(401);
     expect(await meFrom(balancer, "127.0.0.2", ADMIN.password, { "x-forwarded-for": "127.0.0.3" })).toBe(429);
     // Everyone else behind the same proxy goes on.
     expect(await meFrom(balancer, "127.0.0.3", ADMIN.password)).toBe(200);

@@ -17,7 +17,9 @@ afterAll(async () => {
 });
 
 test("API bodies have their own limit: a 5 kB connector is created although the proxy's limit is 4 kB", async () => {
-  const res = await service.api("POST", "/api/v1/connectors", { body: { url: "https://big.example/mcp", metadata: { notes: "n".repeat(5_000) } } });
+  const res = await service.api("POST", "/api/v1/connectors", {
+    body: { url: "https://big.example/mcp", metadata: { notes: "n".repeat(5_000) } },
+  });
   expect(res.status).toBe(201);
 });
 
@@ -42,7 +44,10 @@ test("every answer carries its request id (the client's when it is sane), also i
 });
 
 test("the native proxy route answers problems like the rest of the API, with the request id", async () => {
-  const res = await service.api("POST", "/api/v1/connectors/00000000-0000-4000-8000-000000000000/mcp", { body: {}, headers: { "x-request-id": "proxy-7" } });
+  const res = await service.api("POST", "/api/v1/connectors/00000000-0000-4000-8000-000000000000/mcp", {
+    body: {},
+    headers: { "x-request-id": "proxy-7" },
+  });
   expectProblem(res, 404);
   expect(res.body.instance).toBe("urn:request:proxy-7");
   const anon = await service.api("POST", "/api/v1/connectors/x/mcp", { as: null, body: {} });
@@ -51,7 +56,9 @@ test("the native proxy route answers problems like the rest of the API, with the
 });
 
 test("the request log has the path without its query (which can carry OAuth codes)", async () => {
-  await fetch(`${service.url}/api/v1/connectors/oauth/callback?code=secret-code&state=s`, { headers: { "x-request-id": "cb-1" } });
+  await fetch(`${service.url}/api/v1/connectors/oauth/callback?code=secret-code&state=s`, {
+    headers: { "x-request-id": "cb-1" },
+  });
   const line = service.logs.map((l) => JSON.parse(l)).find((l) => l.request_id === "cb-1");
   expect(line.path).toBe("/api/v1/connectors/oauth/callback");
   expect(service.logs.join("\n")).not.toContain("secret-code");

@@ -3,7 +3,6 @@ import { startEverything, type Peer } from "../peers/everything";
 import { connectedConnector, mcpClient, proxyUrl } from "../support/mcp";
 import { startTestService, type TestService } from "../support/service";
 
-
 let upstream: Peer;
 let service: TestService;
 beforeAll(async () => {
@@ -17,7 +16,10 @@ test("on shutdown the service stops accepting, finishes the request in flight, t
   const { client } = await mcpClient(proxyUrl(service, id));
   let inFlight!: () => void;
   const started = new Promise<void>((resolve) => (inFlight = resolve));
-  const call = client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } }, undefined, { timeout: 20_000, onprogress: () => inFlight() });
+  const call = client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } }, undefined, {
+    timeout: 20_000,
+    onprogress: () => inFlight(),
+  });
   await started; // the first progress notification: the request is being served
   const stopped = service.stop();
   // No new connections once stopping has begun.

@@ -30,8 +30,26 @@ async function makeCertificate(name: string): Promise<Pem> {
   const certFile = join(work, `${name}.crt`);
   const keyFile = join(work, `${name}.key`);
   const openssl = Bun.spawn(
-    ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-      "-subj", `/CN=${name}`, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", keyFile, "-out", certFile],
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-days",
+      "2",
+      "-subj",
+      `/CN=${name}`,
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      keyFile,
+      "-out",
+      certFile,
+    ],
     { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
   );
   if ((await openssl.exited) !== 0) throw new Error(`openssl: ${await new Response(openssl.stderr).text()}`);
@@ -70,7 +88,8 @@ function servedFingerprint(port: number, ca: string[] = [first.cert, second.cert
 }
 
 /** fetch on a new connection, trusting only `ca`. */
-const fetchTrusting = (ca: string | string[], input: string | Request, init: RequestInit = {}) => fetch(input, { ...init, keepalive: false, tls: { ca } });
+const fetchTrusting = (ca: string | string[], input: string | Request, init: RequestInit = {}) =>
+  fetch(input, { ...init, keepalive: false, tls: { ca } });
 
 /** An upstream MCP server on loopback (scripted: MCP for connect, then endless event streams). */
 function startUpstream(): { mcp: ScriptedServer; url: string; stop(): Promise<void> } {
@@ -152,12 +171,18 @@ describe("in process", () => {
       const api: Api = apiOver((request) => fetchTrusting(first.cert, request), service.url, ADMIN);
       upstream.mcp.mode = "mcp";
       const id = await connectedConnector(api, upstream.url);
-      const { client, close } = await mcpClient(`${service.url}/api/v1/connectors/${id}/mcp`, ADMIN, (request) => fetchTrusting(first.cert, request));
+      const { client, close } = await mcpClient(`${service.url}/api/v1/connectors/${id}/mcp`, ADMIN, (request) =>
+        fetchTrusting(first.cert, request),
+      );
       expect(client.getServerVersion()?.name).toBe("scripted");
       await close();
-      expect(logLines(service).some((l) => l.msg === "request" && l.path === `/api/v1/connectors/${id}/mcp` && l.status === 200)).toBe(true);
+      expect(
+        logLines(service).some((l) => l.msg === "request" && l.path === `/api/v1/connectors/${id}/mcp` && l.status === 200),
+      ).toBe(true);
       // The container's and systemd's health check speaks https to it too.
-      expect(await healthcheck({ SERVER__HOST: "127.0.0.1", SERVER__PORT: String(portOf(service.url)), ...files.env }, undefined)).toBe(0);
+      expect(
+        await healthcheck({ SERVER__HOST: "127.0.0.1", SERVER__PORT: String(portOf(service.url)), ...files.env }, undefined),
+      ).toBe(0);
     } finally {
       await service.stop();
     }
@@ -170,7 +195,10 @@ describe("in process", () => {
     const both = [first.cert, second.cert];
     try {
       upstream.mcp.mode = "mcp";
-      const id = await connectedConnector(apiOver((request) => fetchTrusting(first.cert, request), service.url, ADMIN), upstream.url);
+      const id = await connectedConnector(
+        apiOver((request) => fetchTrusting(first.cert, request), service.url, ADMIN),
+        upstream.url,
+      );
       upstream.mcp.mode = "stream";
       const stream = await openStream(`${service.url}/api/v1/connectors/${id}/mcp`, both);
       const beforeReload = await stream.tickAfter(0);
@@ -201,12 +229,18 @@ describe("in process", () => {
     const service = await startTestService({ SERVER__HOST: "127.0.0.1", ...files.env });
     const port = portOf(service.url);
     try {
-      const failures = () => logLines(service).filter((l) => l.level === "error" && l.msg === "TLS certificate not reloaded: still serving the previous one");
+      const failures = () =>
+        logLines(service).filter(
+          (l) => l.level === "error" && l.msg === "TLS certificate not reloaded: still serving the previous one",
+        );
 
       // A renewal caught half-way: the new certificate is there, its key not yet.
       writeFileSync(files.cert, second.cert);
       expect(service.reloadTls()).toBe(false);
-      expect(failures().at(-1)).toMatchObject({ setting: "SERVER__TLS_KEY_FILE", reason: `${files.key} is not the private key of the certificate in ${files.cert}` });
+      expect(failures().at(-1)).toMatchObject({
+        setting: "SERVER__TLS_KEY_FILE",
+        reason: `${files.key} is not the private key of the certificate in ${files.cert}`,
+      });
       expect(await servedFingerprint(port)).toBe(first.fingerprint);
 
       writeFileSync(files.key, "not a key\n");
@@ -216,7 +250,10 @@ describe("in process", () => {
 
       rmSync(files.cert);
       expect(service.reloadTls()).toBe(false);
-      expect(failures().at(-1)).toMatchObject({ setting: "SERVER__TLS_CERT_FILE", reason: `cannot read ${files.cert}: no such file` });
+      expect(failures().at(-1)).toMatchObject({
+        setting: "SERVER__TLS_CERT_FILE",
+        reason: `cannot read ${files.cert}: no such file`,
+      });
       expect(await servedFingerprint(port)).toBe(first.fingerprint);
       expect((await fetchTrusting(first.cert, `${service.url}/healthz`)).status).toBe(200);
 
@@ -235,7 +272,10 @@ describe("in process", () => {
     try {
       expect(service.url).toStartWith("http://");
       expect(service.reloadTls()).toBe(false);
-      expect(logLines(service).at(-1)).toMatchObject({ level: "warn", msg: "no TLS certificate to reload: SERVER__TLS_CERT_FILE and SERVER__TLS_KEY_FILE are not set" });
+      expect(logLines(service).at(-1)).toMatchObject({
+        level: "warn",
+        msg: "no TLS certificate to reload: SERVER__TLS_CERT_FILE and SERVER__TLS_KEY_FILE are not set",
+      });
       expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
     } finally {
       await service.stop();
@@ -247,8 +287,15 @@ describe("in process", () => {
     const service = await startTestService({ SERVER__HOST: "127.0.0.1", ...files.env });
     try {
       const port = portOf(service.url);
-      const again = startTestService({ SERVER__HOST: "127.0.0.1", SERVER__PORT: String(port), DATABASE__PATH: ":memory:", ...files.env });
-      await expect(again).rejects.toThrow(new StartFailed(`127.0.0.1:${port} is already in use: stop what listens there, or set SERVER__PORT to another port`));
+      const again = startTestService({
+        SERVER__HOST: "127.0.0.1",
+        SERVER__PORT: String(port),
+        DATABASE__PATH: ":memory:",
+        ...files.env,
+      });
+      await expect(again).rejects.toThrow(
+        new StartFailed(`127.0.0.1:${port} is already in use: stop what listens there, or set SERVER__PORT to another port`),
+      );
       expect(await servedFingerprint(port)).toBe(first.fingerprint);
     } finally {
       await service.stop();
@@ -281,11 +328,15 @@ describe("start-up refuses TLS settings it cannot serve, naming the setting", ()
   test("files that are missing, not PEM, or do not belong together", async () => {
     const files = tlsFiles(first);
     const missing = join(work, "no-such.crt");
-    expect(await refusal({ ...files.env, SERVER__TLS_CERT_FILE: missing })).toBe(`SERVER__TLS_CERT_FILE: cannot read ${missing}: no such file`);
+    expect(await refusal({ ...files.env, SERVER__TLS_CERT_FILE: missing })).toBe(
+      `SERVER__TLS_CERT_FILE: cannot read ${missing}: no such file`,
+    );
     expect(await refusal({ ...files.env, SERVER__TLS_CERT_FILE: files.key })).toBe(
       `SERVER__TLS_CERT_FILE: ${files.key} holds no PEM certificate`,
     );
-    expect(await refusal({ ...files.env, SERVER__TLS_KEY_FILE: files.cert })).toStartWith(`SERVER__TLS_KEY_FILE: ${files.cert} holds no PEM private key (unencrypted: PKCS #8, RSA or EC)`);
+    expect(await refusal({ ...files.env, SERVER__TLS_KEY_FILE: files.cert })).toStartWith(
+      `SERVER__TLS_KEY_FILE: ${files.cert} holds no PEM private key (unencrypted: PKCS #8, RSA or EC)`,
+    );
     const otherKey = join(work, "second.cs.test.key");
     expect(await refusal({ ...files.env, SERVER__TLS_KEY_FILE: otherKey })).toBe(
       `SERVER__TLS_KEY_FILE: ${otherKey} is not the private key of the certificate in ${files.cert}`,
@@ -297,7 +348,12 @@ test("`connector-service serve` with one TLS setting and not the other exits 2 w
   const files = tlsFiles(first);
   const run = Bun.spawnSync([process.execPath, join(ROOT, "src/index.ts"), "serve"], {
     cwd: work,
-    env: { PATH: process.env.PATH!, BUN_CONFIG_MAX_HTTP_REQUESTS: "8192", DATABASE__PATH: join(work, "never.db"), SERVER__TLS_CERT_FILE: files.cert },
+    env: {
+      PATH: process.env.PATH!,
+      BUN_CONFIG_MAX_HTTP_REQUESTS: "8192",
+      DATABASE__PATH: join(work, "never.db"),
+      SERVER__TLS_CERT_FILE: files.cert,
+    },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -375,7 +431,10 @@ test("`connector-service serve` as its own process reloads on a real SIGHUP; an 
     const port = portOf(url);
     expect(await servedFingerprint(port)).toBe(first.fingerprint);
 
-    const id = await connectedConnector(apiOver((request) => fetchTrusting(first.cert, request), url, ADMIN), upstream.url);
+    const id = await connectedConnector(
+      apiOver((request) => fetchTrusting(first.cert, request), url, ADMIN),
+      upstream.url,
+    );
     upstream.mcp.mode = "stream";
     const stream = await openStream(`${url}/api/v1/connectors/${id}/mcp`, [first.cert]);
     const beforeReload = await stream.tickAfter(0);
@@ -383,7 +442,9 @@ test("`connector-service serve` as its own process reloads on a real SIGHUP; an 
     files.install(second);
     let from = log.lines.length;
     proc.kill("SIGHUP");
-    expect(await log.next((l) => String(l.msg).startsWith("TLS certificate reloaded"), from)).toMatchObject({ fingerprint_sha256: second.fingerprint });
+    expect(await log.next((l) => String(l.msg).startsWith("TLS certificate reloaded"), from)).toMatchObject({
+      fingerprint_sha256: second.fingerprint,
+    });
     expect(await servedFingerprint(port)).toBe(second.fingerprint);
     expect(await stream.tickAfter(beforeReload + 5)).toBeGreaterThan(beforeReload + 5);
 

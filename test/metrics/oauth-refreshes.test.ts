@@ -10,7 +10,14 @@ import { logLines, scrape } from "./scrape";
 // authorization server (test/peers/scripted-oauth.ts), refreshed by the scheduler's job or by the proxy after a 401.
 const HOUR = 3_600_000;
 
-type Setup = { t: TestApp; oauth: ScriptedOAuth; id: string; ownerId: string; ownerToken: string; tokenEndpoint: { mode: "up" | "500" | "refused" } };
+type Setup = {
+  t: TestApp;
+  oauth: ScriptedOAuth;
+  id: string;
+  ownerId: string;
+  ownerToken: string;
+  tokenEndpoint: { mode: "up" | "500" | "refused" };
+};
 
 /** A fresh app with a connector of alice's connected through the scripted authorization server. */
 async function connected(options: Parameters<typeof createTestApp>[0] = {}): Promise<Setup> {
@@ -44,8 +51,12 @@ const refreshes = async (t: TestApp) => {
 /** Every secret of the flow the test can see: codes, verifiers, access and refresh tokens, the owner's API token. */
 async function secretsOf(s: Setup): Promise<string[]> {
   const grant = await storedGrant(s.t, s.id);
-  const sent = s.oauth.seen.tokenRequests.flatMap((form) => ["code", "code_verifier", "refresh_token"].map((name) => form.get(name)));
-  return [...sent, ...s.oauth.seen.mcpAuthorizations, grant?.access_token, grant?.refresh_token, s.ownerToken].filter((v): v is string => !!v);
+  const sent = s.oauth.seen.tokenRequests.flatMap((form) =>
+    ["code", "code_verifier", "refresh_token"].map((name) => form.get(name)),
+  );
+  return [...sent, ...s.oauth.seen.mcpAuthorizations, grant?.access_token, grant?.refresh_token, s.ownerToken].filter(
+    (v): v is string => !!v,
+  );
 }
 async function expectNoSecretsLogged(s: Setup) {
   const secrets = await secretsOf(s);
@@ -58,7 +69,11 @@ const proxyPing = (s: Setup) =>
   s.t.handle(
     new Request(`${s.t.publicUrl}/api/v1/connectors/${s.id}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${s.t.admin.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      headers: {
+        authorization: `Bearer ${s.t.admin.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
     }),
   );
@@ -83,7 +98,14 @@ test("a refresh by the scheduler that gets new tokens counts once as ok and logs
     expect(await refreshes(s.t)).toEqual({ ok: 1, failed: 0, invalid_grant: 0 });
     const lines = logLines(s.t, "OAuth token refreshed");
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: "info", component: "oauth", connector_id: s.id, owner_id: s.ownerId, outcome: "ok", expires_in_seconds: 3600 });
+    expect(lines[0]).toMatchObject({
+      level: "info",
+      component: "oauth",
+      connector_id: s.id,
+      owner_id: s.ownerId,
+      outcome: "ok",
+      expires_in_seconds: 3600,
+    });
     // Not due again yet: no second attempt, nothing more counted.
     await s.t.runJobs();
     expect((await refreshes(s.t)).ok).toBe(1);
@@ -102,7 +124,14 @@ test("a token endpoint answering 500 counts as failed and logs a warning; the co
     expect(await refreshes(s.t)).toEqual({ ok: 0, failed: 1, invalid_grant: 0 });
     const [line, ...more] = logLines(s.t, "OAuth token refresh failed");
     expect(more).toEqual([]);
-    expect(line).toMatchObject({ level: "warn", connector_id: s.id, owner_id: s.ownerId, outcome: "failed", permanent: false, expired: false });
+    expect(line).toMatchObject({
+      level: "warn",
+      connector_id: s.id,
+      owner_id: s.ownerId,
+      outcome: "failed",
+      permanent: false,
+      expired: false,
+    });
     expect(String(line!.reason)).toContain("not valid OAuth");
     expect((await s.t.api("GET", `/api/v1/connectors/${s.id}`)).body.state).toBe("connected");
 
@@ -143,7 +172,13 @@ test("invalid_grant counts as invalid_grant (not failed), logs a warning and dis
     expect(logLines(s.t, "OAuth token refresh failed")).toEqual([]);
     const lines = logLines(s.t, "OAuth token refresh refused (invalid_grant)");
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: "warn", connector_id: s.id, owner_id: s.ownerId, outcome: "invalid_grant", permanent: true });
+    expect(lines[0]).toMatchObject({
+      level: "warn",
+      connector_id: s.id,
+      owner_id: s.ownerId,
+      outcome: "invalid_grant",
+      permanent: true,
+    });
     expect((await s.t.api("GET", `/api/v1/connectors/${s.id}`)).body.state).toBe("disconnected");
     await expectNoSecretsLogged(s);
   } finally {
@@ -197,7 +232,10 @@ test("waiting for another process's refresh is not an attempt of this one: nothi
     otherProcess = async () =>
       void (await grants.saveGrant({
         ...row,
-        secrets: s.t.deps.sealer.seal(JSON.stringify({ access_token: "the-other-process-s-token", refresh_token: "r2", client_secret: null }), `oauth_grants/${s.id}`),
+        secrets: s.t.deps.sealer.seal(
+          JSON.stringify({ access_token: "the-other-process-s-token", refresh_token: "r2", client_secret: null }),
+          `oauth_grants/${s.id}`,
+        ),
         updated_at: s.t.clock.now(),
       }));
     expect(await s.t.services.authorization.refresh(s.id)).toEqual({ ok: true, accessToken: "the-other-process-s-token" });

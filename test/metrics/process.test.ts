@@ -54,7 +54,12 @@ test("process metrics are read at scrape time, named and typed as Prometheus cli
 test("connectors{state} shows every state, at 0 when no connector is in it, so the series never come and go", async () => {
   const t = await createTestApp();
   try {
-    const states = async () => Object.fromEntries([...(await scrape(t)).samples].filter(([s]) => s.startsWith("connectors{")).map(([s, v]) => [/state="(\w+)"/.exec(s)![1]!, v]));
+    const states = async () =>
+      Object.fromEntries(
+        [...(await scrape(t)).samples]
+          .filter(([s]) => s.startsWith("connectors{"))
+          .map(([s, v]) => [/state="(\w+)"/.exec(s)![1]!, v]),
+      );
     expect(await states()).toEqual({ created: 0, auth_required: 0, connected: 0, disconnected: 0 });
     await t.api("POST", "/api/v1/connectors", { body: { url: "https://a.example/mcp" } });
     await t.api("POST", "/api/v1/connectors", { body: { url: "https://b.example/mcp" } });

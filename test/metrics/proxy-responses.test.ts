@@ -9,7 +9,12 @@ import { scrape } from "./scrape";
 // (no credentials, another user's connector, a connector that is not connected, a body too large, an upstream gone).
 const UPSTREAM = "https://scripted.example/mcp";
 
-const mcpRequest = (t: TestApp, id: string, headers: Record<string, string>, body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })) =>
+const mcpRequest = (
+  t: TestApp,
+  id: string,
+  headers: Record<string, string>,
+  body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+) =>
   new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
@@ -17,11 +22,18 @@ const mcpRequest = (t: TestApp, id: string, headers: Record<string, string>, bod
   });
 
 const responses = async (t: TestApp) =>
-  Object.fromEntries([...(await scrape(t)).samples].filter(([series]) => series.startsWith("mcp_proxy_responses_total")).map(([series, v]) => [/status="(\d+)"/.exec(series)![1]!, v]));
+  Object.fromEntries(
+    [...(await scrape(t)).samples]
+      .filter(([series]) => series.startsWith("mcp_proxy_responses_total"))
+      .map(([series, v]) => [/status="(\d+)"/.exec(series)![1]!, v]),
+  );
 
 test("each proxy request counts once, under the status its client got, the proxy's own refusals included", async () => {
   // The header timeout is 50 ms here (the setting's own minimum is a second, too long for a test to wait).
-  const t = await createTestApp({ env: { PROXY__MAX_BODY_BYTES: "4096" }, configure: (config) => void (config.proxy.upstreamTimeoutMs = 50) });
+  const t = await createTestApp({
+    env: { PROXY__MAX_BODY_BYTES: "4096" },
+    configure: (config) => void (config.proxy.upstreamTimeoutMs = 50),
+  });
   const upstream = scriptedServer();
   try {
     t.network.serve(UPSTREAM, upstream.handler);
@@ -72,7 +84,18 @@ test("Bun's native route goes through the same entry, so it counts the same way"
     expect((await route.POST(routed(mcpRequest(t, id, { authorization: `Bearer ${t.admin.token}` })))).status).toBe(200);
     expect((await route.POST(routed(mcpRequest(t, id, {})))).status).toBe(401);
     // A CORS preflight is not an MCP request: not counted.
-    expect((await route.OPTIONS(routed(new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "POST" } })))).status).toBe(204);
+    expect(
+      (
+        await route.OPTIONS(
+          routed(
+            new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
+              method: "OPTIONS",
+              headers: { origin: "https://app.example", "access-control-request-method": "POST" },
+            }),
+          ),
+        )
+      ).status,
+    ).toBe(204);
     expect(await responses(t)).toEqual({ "200": 1, "401": 1 });
   } finally {
     upstream.release();

@@ -14,4 +14,5 @@ export async function scrape(t: TestApp, headers: Record<string, string> = {}) {
 }
 
 /** The log lines the app wrote with this message, parsed. */
-export const logLines = (t: TestApp, msg: string) => t.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === msg);
+export const logLines = (t: TestApp, msg: string) =>
+  t.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === msg);

@@ -7,7 +7,8 @@ import { scrape } from "./scrape";
 // METRICS__TOKEN: when set, /metrics wants it as a bearer token; unset, /metrics is open.
 const TOKEN = "metrics-token-0123456789-abcdef";
 
-const get = async (t: TestApp, headers: Record<string, string> = {}) => readResponse(await t.handle(new Request(`${t.publicUrl}/metrics`, { headers })));
+const get = async (t: TestApp, headers: Record<string, string> = {}) =>
+  readResponse(await t.handle(new Request(`${t.publicUrl}/metrics`, { headers })));
 
 test("without METRICS__TOKEN /metrics is open, as before", async () => {
   const t = await createTestApp();
@@ -66,7 +67,10 @@ test("with METRICS__TOKEN: 401 problem with a Bearer challenge without it or wit
 });
 
 test("METRICS__TOKEN is masked in the logged settings and never echoed by a start-up error", () => {
-  expect(describeConfig({ METRICS__TOKEN: TOKEN, SERVER__PORT: "9000" }, loadConfig({ METRICS__TOKEN: TOKEN }))).toEqual({ SERVER__PORT: "9000", METRICS__TOKEN: "********" });
+  expect(describeConfig({ METRICS__TOKEN: TOKEN, SERVER__PORT: "9000" }, loadConfig({ METRICS__TOKEN: TOKEN }))).toEqual({
+    SERVER__PORT: "9000",
+    METRICS__TOKEN: "********",
+  });
   expect(loadConfig({ METRICS__TOKEN: TOKEN }).metrics.token).toBe(TOKEN);
   expect(loadConfig({}).metrics.token).toBeUndefined();
   for (const bad of ["short-secret", `${"a".repeat(20)} with a space`, "x".repeat(1025)]) {

@@ -98,7 +98,11 @@ describe("the callback", () => {
     expect(landed.status).toBe(303);
     const target = new URL(landed.headers.get("location")!);
     expect(target.origin + target.pathname).toBe(`${APP}/done`);
-    expect(Object.fromEntries(target.searchParams)).toEqual({ from: "cs", error: "access_denied", error_description: "The user said no" });
+    expect(Object.fromEntries(target.searchParams)).toEqual({
+      from: "cs",
+      error: "access_denied",
+      error_description: "The user said no",
+    });
     expect((await connector(id)).disconnect_reason).toBe("Authorization failed: access_denied: The user said no");
   });
 
@@ -120,7 +124,9 @@ describe("the callback", () => {
 
   test("a redirect_url outside the allowed origins is refused at connect (no open redirect)", async () => {
     const created = await t.api("POST", "/api/v1/connectors", { body: { url: oauth.resource } });
-    const res = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: { redirect_url: "https://evil.example/steal" } });
+    const res = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`, {
+      body: { redirect_url: "https://evil.example/steal" },
+    });
     expectProblem(res, 422);
     expect(res.body.errors[0].field).toBe("body.redirect_url");
   });
@@ -163,7 +169,9 @@ describe("after the callback", () => {
     }
     const after = await connector(id);
     expect(after.state).toBe("disconnected");
-    expect(after.disconnect_reason).toBe("OAuth token refresh failed: the authorization server answered invalid_grant: scripted refusal");
+    expect(after.disconnect_reason).toBe(
+      "OAuth token refresh failed: the authorization server answered invalid_grant: scripted refusal",
+    );
   });
 
   test("disconnect revokes the refresh token, then the access token, at the authorization server (RFC 7009)", async () => {

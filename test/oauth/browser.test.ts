@@ -9,7 +9,8 @@ import { ADMIN, apiClient, createUser, startTestService, type TestService } from
 // Debian's Chromium, installed by .ci/run when missing. Without it (no package could be installed) this test is
 // skipped, and says so.
 const available = existsSync(CHROMIUM);
-if (!available) console.warn(`SKIPPED: the headless browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
+if (!available)
+  console.warn(`SKIPPED: the headless browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
 
 let op: OidcPeer;
 let server: OAuthMcpServer;
@@ -55,41 +56,53 @@ async function pending(as = ADMIN) {
 
 const stateOf = async (id: string) => (await service.api("GET", `/api/v1/connectors/${id}`)).body.state;
 
-test.skipIf(!available)("a user in a real browser signs in, consents, confirms on the service's page with their password, and lands on the success page", async () => {
-  const { id, url } = await pending();
-  const context = await browser.newContext();
-  const page = await approveAtProvider(context, url);
-  expect(await page.textContent("h1")).toBe("Connect Protected for admin?");
-  expect(await stateOf(id)).toBe("auth_required");
-  await page.fill('input[name="username"]', ADMIN.username);
-  await page.fill('input[name="password"]', ADMIN.password);
-  await page.click("text=Sign in and connect");
-  await page.waitForSelector("h1:text('Connected')");
-  expect(await page.title()).toBe("Connected");
-  expect(await stateOf(id)).toBe("connected");
-  await context.close();
-}, 60_000);
+test.skipIf(!available)(
+  "a user in a real browser signs in, consents, confirms on the service's page with their password, and lands on the success page",
+  async () => {
+    const { id, url } = await pending();
+    const context = await browser.newContext();
+    const page = await approveAtProvider(context, url);
+    expect(await page.textContent("h1")).toBe("Connect Protected for admin?");
+    expect(await stateOf(id)).toBe("auth_required");
+    await page.fill('input[name="username"]', ADMIN.username);
+    await page.fill('input[name="password"]', ADMIN.password);
+    await page.click("text=Sign in and connect");
+    await page.waitForSelector("h1:text('Connected')");
+    expect(await page.title()).toBe("Connected");
+    expect(await stateOf(id)).toBe("connected");
+    await context.close();
+  },
+  60_000,
+);
 
-test.skipIf(!available)("signed in to the console in the same browser, one click finishes: the SameSite=Strict cookie goes with the page's own form", async () => {
-  const { id, url } = await pending();
-  const context = await browser.newContext();
-  expect((await context.request.post(`${service.url}/api/v1/session`, { data: ADMIN })).status()).toBe(201);
-  const page = await approveAtProvider(context, url);
-  await page.click("text=Connect (signed in to the console as admin)");
-  await page.waitForSelector("h1:text('Connected')");
-  expect(await stateOf(id)).toBe("connected");
-  await context.close();
-}, 60_000);
+test.skipIf(!available)(
+  "signed in to the console in the same browser, one click finishes: the SameSite=Strict cookie goes with the page's own form",
+  async () => {
+    const { id, url } = await pending();
+    const context = await browser.newContext();
+    expect((await context.request.post(`${service.url}/api/v1/session`, { data: ADMIN })).status()).toBe(201);
+    const page = await approveAtProvider(context, url);
+    await page.click("text=Connect (signed in to the console as admin)");
+    await page.waitForSelector("h1:text('Connected')");
+    expect(await stateOf(id)).toBe("connected");
+    await context.close();
+  },
+  60_000,
+);
 
-test.skipIf(!available)("another user's authorization URL, approved in the administrator's signed-in browser, is refused and exchanges nothing", async () => {
-  const mallory = await createUser(service.api, "mallory");
-  const { id, url } = await pending(mallory);
-  const context = await browser.newContext();
-  expect((await context.request.post(`${service.url}/api/v1/session`, { data: ADMIN })).status()).toBe(201);
-  const page = await approveAtProvider(context, url);
-  expect(await page.textContent("h1")).toBe("Connect Protected for mallory?");
-  await page.click("text=Connect (signed in to the console as mallory)");
-  await page.waitForSelector("text=only they can finish it");
-  expect(await stateOf(id)).toBe("auth_required");
-  await context.close();
-}, 60_000);
+test.skipIf(!available)(
+  "another user's authorization URL, approved in the administrator's signed-in browser, is refused and exchanges nothing",
+  async () => {
+    const mallory = await createUser(service.api, "mallory");
+    const { id, url } = await pending(mallory);
+    const context = await browser.newContext();
+    expect((await context.request.post(`${service.url}/api/v1/session`, { data: ADMIN })).status()).toBe(201);
+    const page = await approveAtProvider(context, url);
+    expect(await page.textContent("h1")).toBe("Connect Protected for mallory?");
+    await page.click("text=Connect (signed in to the console as mallory)");
+    await page.waitForSelector("text=only they can finish it");
+    expect(await stateOf(id)).toBe("auth_required");
+    await context.close();
+  },
+  60_000,
+);

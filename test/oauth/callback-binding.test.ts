@@ -25,7 +25,9 @@ afterAll(() => t.close());
 
 /** A connector of `who` waiting for authorization, and the callback URL once someone approved it. */
 async function approvedBy(who: typeof alice) {
-  const created = await who.api("POST", "/api/v1/connectors", { body: { url: oauth.resource, metadata: { name: `${who.principal.username}'s server` } } });
+  const created = await who.api("POST", "/api/v1/connectors", {
+    body: { url: oauth.resource, metadata: { name: `${who.principal.username}'s server` } },
+  });
   const connect = await who.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
   expect(connect.body.state).toBe("auth_required");
   return { id: created.body.id as string, callback: oauth.approve(connect.body.auth_request.authorization_url) };
@@ -33,7 +35,11 @@ async function approvedBy(who: typeof alice) {
 
 async function consoleCookie(who: typeof alice): Promise<string> {
   const res = await t.handle(
-    new Request(`${t.publicUrl}/api/v1/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(who.basic) }),
+    new Request(`${t.publicUrl}/api/v1/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(who.basic),
+    }),
   );
   expect(res.status).toBe(201);
   return res.headers.get("set-cookie")!.split(";")[0]!;
@@ -59,7 +65,9 @@ describe("an authorization started by one user, approved in another user's brows
     const { id, callback } = await approvedBy(mallory);
     const query = confirmationQuery((await finishCallback(t, callback)).text)!;
     const before = exchanges();
-    const session = await readResponse(await t.handle(confirmation(callback, query, undefined, { cookie: await consoleCookie(alice) })));
+    const session = await readResponse(
+      await t.handle(confirmation(callback, query, undefined, { cookie: await consoleCookie(alice) })),
+    );
     expect(session.status).toBe(403);
     expect(session.text).toContain("You are signed in as alice, but mallory started this authorization");
     const password = await readResponse(await t.handle(confirmation(callback, query, alice.basic)));
@@ -83,7 +91,13 @@ describe("an authorization started by one user, approved in another user's brows
     const query = confirmationQuery((await finishCallback(t, callback)).text)!;
     const statuses: number[] = [];
     for (let i = 0; i < t.config.auth.maxFailures + 1; i++) {
-      statuses.push((await t.handle(confirmation(callback, query, { username: "mallory", password: "wrong" }, { "x-test-client": "guesser" }))).status);
+      statuses.push(
+        (
+          await t.handle(
+            confirmation(callback, query, { username: "mallory", password: "wrong" }, { "x-test-client": "guesser" }),
+          )
+        ).status,
+      );
     }
     expect(statuses.slice(0, -1).every((s) => s === 401)).toBe(true);
     expect(statuses.at(-1)).toBe(429);
@@ -94,7 +108,9 @@ describe("the user who started it", () => {
   test("finishes with the console session alone: one click", async () => {
     const { id, callback } = await approvedBy(alice);
     const query = confirmationQuery((await finishCallback(t, callback)).text)!;
-    const done = await readResponse(await t.handle(confirmation(callback, query, undefined, { cookie: await consoleCookie(alice) })));
+    const done = await readResponse(
+      await t.handle(confirmation(callback, query, undefined, { cookie: await consoleCookie(alice) })),
+    );
     expect(done.status).toBe(200);
     expect(done.text).toContain("Connected");
     expect(await stateOf(id)).toBe("connected");

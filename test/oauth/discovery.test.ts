@@ -12,14 +12,23 @@ afterAll(() => t.close());
  * An MCP server whose authorization metadata the test shapes, to check discovery's order and its refusals,
  * served in-process at its own origin. Only discovery documents are served: the flow never gets past them.
  */
-function metadataServer(options: { issuerPath: string; servedAt: string; s256: boolean; registration?: boolean; authorizationEndpoint?: string }) {
+function metadataServer(options: {
+  issuerPath: string;
+  servedAt: string;
+  s256: boolean;
+  registration?: boolean;
+  authorizationEndpoint?: string;
+}) {
   const requests: string[] = [];
   const origin = `https://mcp-${crypto.randomUUID().slice(0, 8)}.example`;
   t.network.serve(origin, (request) => {
     const { pathname } = new URL(request.url);
     requests.push(pathname);
     if (pathname === "/mcp") {
-      return new Response(null, { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"` } });
+      return new Response(null, {
+        status: 401,
+        headers: { "www-authenticate": `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"` },
+      });
     }
     if (pathname === "/.well-known/oauth-protected-resource/mcp") {
       return Response.json({ resource: `${origin}/mcp`, authorization_servers: [`${origin}${options.issuerPath}`] });
@@ -70,7 +79,12 @@ test("an authorization server that does not advertise PKCE S256 is refused, and 
 });
 
 test("no way to get a client identity (no registration, no CIMD, no client_id): a 422 asking for a client_id", async () => {
-  const server = metadataServer({ issuerPath: "", servedAt: "/.well-known/oauth-authorization-server", s256: true, registration: false });
+  const server = metadataServer({
+    issuerPath: "",
+    servedAt: "/.well-known/oauth-authorization-server",
+    s256: true,
+    registration: false,
+  });
   const res = await connect(server.url);
   expectProblem(res, 422);
   expect(res.body.type).toBe("/problems/oauth-client-required");
@@ -80,8 +94,20 @@ test("no way to get a client identity (no registration, no CIMD, no client_id): 
 });
 
 test("an authorization endpoint that is not https (javascript:, data:, plain http elsewhere, with a fragment or credentials): connect fails saying so, and nothing reaches a client", async () => {
-  for (const endpoint of ["javascript:alert(document.domain)//", "data:text/html,<script>alert(1)</script>", "http://as.example/authorize", "https://as.example/authorize#x", "https://user:pw@as.example/authorize", "not a url"]) {
-    const server = metadataServer({ issuerPath: "", servedAt: "/.well-known/oauth-authorization-server", s256: true, authorizationEndpoint: endpoint });
+  for (const endpoint of [
+    "javascript:alert(document.domain)//",
+    "data:text/html,<script>alert(1)</script>",
+    "http://as.example/authorize",
+    "https://as.example/authorize#x",
+    "https://user:pw@as.example/authorize",
+    "not a url",
+  ]) {
+    const server = metadataServer({
+      issuerPath: "",
+      servedAt: "/.well-known/oauth-authorization-server",
+      s256: true,
+      authorizationEndpoint: endpoint,
+    });
     const created = await t.api("POST", "/api/v1/connectors", { body: { url: server.url } });
     const res = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
     expectProblem(res, 502);

@@ -52,7 +52,8 @@ const whoami = async (id: string) => {
 };
 
 /** The client id the service registered at the provider for this connector's grant. */
-const clientIdOf = async (connectorId: string) => (await createOAuthRepository(service.deps.store).findGrant(connectorId))!.context.client_id;
+const clientIdOf = async (connectorId: string) =>
+  (await createOAuthRepository(service.deps.store).findGrant(connectorId))!.context.client_id;
 
 const connector = async (id: string) => (await service.api("GET", `/api/v1/connectors/${id}`)).body;
 
@@ -108,7 +109,11 @@ describe("the authorization code flow against oidc-provider", () => {
     const revoke = await fetch(`${op.issuer}/token/revocation`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ token: current.refresh_token!, token_type_hint: "refresh_token", client_id: await clientIdOf(id) }),
+      body: new URLSearchParams({
+        token: current.refresh_token!,
+        token_type_hint: "refresh_token",
+        client_id: await clientIdOf(id),
+      }),
     });
     expect(revoke.status).toBe(200);
     clock.advance(0.81 * HOUR);
@@ -117,7 +122,7 @@ describe("the authorization code flow against oidc-provider", () => {
     expect(after.state).toBe("disconnected");
     expect(after.disconnect_reason).toContain("refresh failed");
     expect(after.disconnect_reason).toContain("invalid_grant");
-    expect((await storedGrant(service, id))).toBeUndefined();
+    expect(await storedGrant(service, id)).toBeUndefined();
     expectProblem(await service.api("POST", `/api/v1/connectors/${id}/mcp`, { body: {} }), 409);
   });
 
@@ -157,7 +162,7 @@ describe("the authorization code flow against oidc-provider", () => {
     expect(off.body).toMatchObject({ state: "disconnected" });
     // oidc-provider destroyed the refresh token on the revocation request (its JWT access tokens cannot be revoked).
     expect(op.destroyed.refreshTokens).toBe(destroyedBefore + 1);
-    expect((await storedGrant(service, id))).toBeUndefined();
+    expect(await storedGrant(service, id)).toBeUndefined();
     const attempt = await fetch(`${op.issuer}/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },

@@ -31,11 +31,34 @@ describe("when to refresh", () => {
 describe("leases", () => {
   test("only one process at a time holds a grant's refresh lease; an expired lease can be taken over; stale states go", async () => {
     const store = openSqliteStore(":memory:");
-    store.sqlite.query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)").run();
-    store.sqlite.query("INSERT INTO connectors (id, owner_id, url, state, created_at, updated_at) VALUES ('c', 'u', 'https://x', 'connected', 0, 0)").run();
+    store.sqlite
+      .query("INSERT INTO users (id, username, password_hash, role, created_at, updated_at) VALUES ('u', 'u', 'h', 'user', 0, 0)")
+      .run();
+    store.sqlite
+      .query(
+        "INSERT INTO connectors (id, owner_id, url, state, created_at, updated_at) VALUES ('c', 'u', 'https://x', 'connected', 0, 0)",
+      )
+      .run();
     const repository = createOAuthRepository(store);
-    const context = { as: { issuer: "https://as.example" }, client_id: "c", token_endpoint_auth_method: "none" as const, resource: "https://x", scope: null, redirect_uri: "https://cs/cb" };
-    await repository.saveGrant({ connector_id: "c", context, secrets: "s", expires_at: 100, refresh_at: 50, failures: 0, lease_owner: null, lease_until: null, updated_at: 0 });
+    const context = {
+      as: { issuer: "https://as.example" },
+      client_id: "c",
+      token_endpoint_auth_method: "none" as const,
+      resource: "https://x",
+      scope: null,
+      redirect_uri: "https://cs/cb",
+    };
+    await repository.saveGrant({
+      connector_id: "c",
+      context,
+      secrets: "s",
+      expires_at: 100,
+      refresh_at: 50,
+      failures: 0,
+      lease_owner: null,
+      lease_until: null,
+      updated_at: 0,
+    });
     expect(await repository.dueGrants(60, 10)).toEqual(["c"]);
     expect(await repository.lease("c", "process-a", 60, 90)).toBe(true);
     expect(await repository.lease("c", "process-b", 61, 91)).toBe(false);
@@ -47,7 +70,14 @@ describe("leases", () => {
     expect(await repository.lease("c", "process-a", 97, 127)).toBe(true);
 
     // Stale pending authorizations are removed by the same loop.
-    await repository.saveState({ state_digest: "d", connector_id: "c", secrets: "s", context: { ...context, redirect_url: null }, expires_at: 600_000, created_at: 0 });
+    await repository.saveState({
+      state_digest: "d",
+      connector_id: "c",
+      secrets: "s",
+      context: { ...context, redirect_url: null },
+      expires_at: 600_000,
+      created_at: 0,
+    });
     expect(await repository.deleteExpiredStates(599_999)).toBe(0);
     expect(await repository.deleteExpiredStates(600_000)).toBe(1);
     expect(await repository.takeState("d")).toBeUndefined();
@@ -63,13 +93,23 @@ describe("two processes, one grant", () => {
     try {
       const id = (await t.api("POST", "/api/v1/connectors", { body: { url: "https://mcp.example/mcp" } })).body.id as string;
       const grants = createOAuthRepository(t.deps.store);
-      const context = { as: { issuer: "https://as.example", token_endpoint: "https://as.example/token" }, client_id: "c", token_endpoint_auth_method: "none" as const, resource: "https://mcp.example/mcp", scope: null, redirect_uri: `${t.publicUrl}/cb` };
+      const context = {
+        as: { issuer: "https://as.example", token_endpoint: "https://as.example/token" },
+        client_id: "c",
+        token_endpoint_auth_method: "none" as const,
+        resource: "https://mcp.example/mcp",
+        scope: null,
+        redirect_uri: `${t.publicUrl}/cb`,
+      };
       const now = t.clock.now();
       const store = (accessToken: string) =>
         grants.saveGrant({
           connector_id: id,
           context,
-          secrets: t.deps.sealer.seal(JSON.stringify({ access_token: accessToken, refresh_token: "r", client_secret: null }), `oauth_grants/${id}`),
+          secrets: t.deps.sealer.seal(
+            JSON.stringify({ access_token: accessToken, refresh_token: "r", client_secret: null }),
+            `oauth_grants/${id}`,
+          ),
           expires_at: now + 3_600_000,
           refresh_at: now,
           failures: 0,
@@ -110,7 +150,11 @@ describe("the authorization server goes away", () => {
   test("refresh failures retry with backoff while the token is valid, and end in disconnected with the reason once it expires", async () => {
     const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
     const connect = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
-    await finishCallback((r) => fetch(r), await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), ADMIN);
+    await finishCallback(
+      (r) => fetch(r),
+      await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer),
+      ADMIN,
+    );
     const id = created.body.id as string;
     expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
     const expiresAt = (await storedGrant(service, id))!.expires_at!;

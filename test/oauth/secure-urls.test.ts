@@ -3,7 +3,12 @@ import { assertSecureUrl } from "../../src/oauth/http";
 import { UnsafeUrl } from "../../src/http/fetch";
 
 test("server-chosen URLs must be https, except loopback while private networks are allowed", () => {
-  for (const ok of ["https://as.example/token", "http://127.0.0.1:9000/token", "http://localhost:8080/authorize", "http://[::1]:80/x"]) {
+  for (const ok of [
+    "https://as.example/token",
+    "http://127.0.0.1:9000/token",
+    "http://localhost:8080/authorize",
+    "http://[::1]:80/x",
+  ]) {
     expect(() => assertSecureUrl(new URL(ok), false)).not.toThrow();
   }
   for (const bad of ["http://as.example/token", "http://10.0.0.5/token", "ftp://as.example/"]) {

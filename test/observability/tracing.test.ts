@@ -8,7 +8,14 @@ import { waitFor } from "../support/wait";
 // OpenTelemetry over real sockets: the service exports with the SDK's OTLP/HTTP exporter to a receiver in the test,
 // which reads the JSON the exporter sends. A client's traceparent is continued; the proxy's span has the upstream call
 // as its child; the upstream gets that child's traceparent.
-type OtlpSpan = { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes: { key: string; value: Record<string, unknown> }[] };
+type OtlpSpan = {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: { key: string; value: Record<string, unknown> }[];
+};
 
 const spans: OtlpSpan[] = [];
 const receiver = Bun.serve({
@@ -33,7 +40,11 @@ const upstream = Bun.serve({
 let service: TestService;
 
 beforeAll(async () => {
-  service = await startTestService({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`, OTEL_BSP_SCHEDULE_DELAY: "50", OTEL_SERVICE_NAME: "cs-under-test" });
+  service = await startTestService({
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`,
+    OTEL_BSP_SCHEDULE_DELAY: "50",
+    OTEL_SERVICE_NAME: "cs-under-test",
+  });
 });
 afterAll(async () => {
   await service.stop();
@@ -49,7 +60,11 @@ const attribute = (span: OtlpSpan, key: string) => {
 describe("traces", () => {
   test("a proxied call: the client's trace continues, the upstream call is its child, and the upstream gets its traceparent", async () => {
     const id = await connectedConnector(service.api, `http://127.0.0.1:${upstream.port}/mcp`);
-    await waitFor("the connect span", () => spans.some((s) => s.name === "connector.connect" && attribute(s, "mcp.connector.id") === id), 5_000);
+    await waitFor(
+      "the connect span",
+      () => spans.some((s) => s.name === "connector.connect" && attribute(s, "mcp.connector.id") === id),
+      5_000,
+    );
 
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const parentId = "00f067aa0ba902b7";
@@ -67,12 +82,20 @@ describe("traces", () => {
     expect(res.status).toBe(200);
     await res.text();
 
-    const server = await waitFor("the proxy's span", () => spans.find((s) => s.name === "mcp.proxy" && s.traceId.toLowerCase() === traceId), 5_000);
+    const server = await waitFor(
+      "the proxy's span",
+      () => spans.find((s) => s.name === "mcp.proxy" && s.traceId.toLowerCase() === traceId),
+      5_000,
+    );
     expect(server.parentSpanId?.toLowerCase()).toBe(parentId);
     expect(attribute(server, "mcp.method.name")).toBe("tools/call");
     expect(attribute(server, "mcp.tool.name")).toBe("lookup");
     expect(String(attribute(server, "http.response.status_code"))).toBe("200");
-    const client = await waitFor("the upstream call's span", () => spans.find((s) => s.name === "mcp.upstream" && s.traceId.toLowerCase() === traceId), 5_000);
+    const client = await waitFor(
+      "the upstream call's span",
+      () => spans.find((s) => s.name === "mcp.upstream" && s.traceId.toLowerCase() === traceId),
+      5_000,
+    );
     expect(client.parentSpanId).toBe(server.spanId);
     const sent = seenTraceparents.slice(before).find((h) => h?.includes(traceId));
     expect(sent).toBe(`00-${traceId}-${client.spanId.toLowerCase()}-01`);
@@ -93,7 +116,11 @@ test("without OTEL_EXPORTER_OTLP_ENDPOINT there is no tracer at all, and nothing
     const res = await t.handle(
       new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
         method: "POST",
-        headers: { authorization: `Bearer ${t.admin.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        headers: {
+          authorization: `Bearer ${t.admin.token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
       }),
     );

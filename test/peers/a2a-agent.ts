@@ -29,13 +29,27 @@ export function a2aAgent(origin: string, extraCard: Partial<AgentCard> = {}): A2
     async execute(context: RequestContext, bus: ExecutionEventBus) {
       const text = context.userMessage.parts.map((p) => (p.kind === "text" ? p.text : "")).join("");
       if (text.startsWith("stream:")) {
-        bus.publish({ kind: "task", id: context.taskId, contextId: context.contextId, status: { state: "submitted" }, history: [context.userMessage] });
+        bus.publish({
+          kind: "task",
+          id: context.taskId,
+          contextId: context.contextId,
+          status: { state: "submitted" },
+          history: [context.userMessage],
+        });
         for (let step = 1; step <= 3; step++) {
           const update: TaskStatusUpdateEvent = {
             kind: "status-update",
             taskId: context.taskId,
             contextId: context.contextId,
-            status: { state: "working", message: { kind: "message", role: "agent", messageId: crypto.randomUUID(), parts: [{ kind: "text", text: `step ${step}` }] } },
+            status: {
+              state: "working",
+              message: {
+                kind: "message",
+                role: "agent",
+                messageId: crypto.randomUUID(),
+                parts: [{ kind: "text", text: `step ${step}` }],
+              },
+            },
             final: false,
           };
           bus.publish(update);
@@ -45,11 +59,25 @@ export function a2aAgent(origin: string, extraCard: Partial<AgentCard> = {}): A2
           kind: "status-update",
           taskId: context.taskId,
           contextId: context.contextId,
-          status: { state: "completed", message: { kind: "message", role: "agent", messageId: crypto.randomUUID(), parts: [{ kind: "text", text: `done: ${text}` }] } },
+          status: {
+            state: "completed",
+            message: {
+              kind: "message",
+              role: "agent",
+              messageId: crypto.randomUUID(),
+              parts: [{ kind: "text", text: `done: ${text}` }],
+            },
+          },
           final: true,
         });
       } else {
-        const reply: Message = { kind: "message", role: "agent", messageId: crypto.randomUUID(), contextId: context.contextId, parts: [{ kind: "text", text: `echo: ${text}` }] };
+        const reply: Message = {
+          kind: "message",
+          role: "agent",
+          messageId: crypto.randomUUID(),
+          contextId: context.contextId,
+          parts: [{ kind: "text", text: `echo: ${text}` }],
+        };
         bus.publish(reply);
       }
       bus.finished();

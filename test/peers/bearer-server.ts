@@ -33,9 +33,18 @@ export function bearerMcp(initialToken: string): BearerMcp {
       }
       seen.push(headers);
       const mcp = new McpServer({ name: "bearer-test-server", version: "1.0.0" });
-      mcp.registerTool("whoami", { description: "Echoes the headers this server received", inputSchema: { name: z.string() } }, async ({ name }) => ({
-        content: [{ type: "text", text: JSON.stringify({ name, cookie: headers.cookie ?? null, authorization: headers.authorization }) }],
-      }));
+      mcp.registerTool(
+        "whoami",
+        { description: "Echoes the headers this server received", inputSchema: { name: z.string() } },
+        async ({ name }) => ({
+          content: [
+            {
+              type: "text",
+              text: JSON.stringify({ name, cookie: headers.cookie ?? null, authorization: headers.authorization }),
+            },
+          ],
+        }),
+      );
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       await mcp.connect(transport);
       return transport.handleRequest(request);

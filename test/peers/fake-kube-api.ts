@@ -59,10 +59,18 @@ export function startFakeKube(token = "fake-token"): FakeKube {
         if (!backend) return status(503, "ServiceUnavailable", "no endpoints available for service");
         const headers = new Headers(request.headers);
         headers.delete("authorization");
-        return fetch(`${backend}${proxy[3]}`, { method: request.method, headers, body: request.body, duplex: "half", decompress: false } as RequestInit);
+        return fetch(`${backend}${proxy[3]}`, {
+          method: request.method,
+          headers,
+          body: request.body,
+          duplex: "half",
+          decompress: false,
+        } as RequestInit);
       }
 
-      const m = /^\/(?:apis\/apps\/v1|api\/v1)\/namespaces\/([^/]+)\/(deployments|services|secrets)(?:\/([^/]+))?$/.exec(url.pathname);
+      const m = /^\/(?:apis\/apps\/v1|api\/v1)\/namespaces\/([^/]+)\/(deployments|services|secrets)(?:\/([^/]+))?$/.exec(
+        url.pathname,
+      );
       if (!m) return status(404, "NotFound", `the fake does not serve ${url.pathname}`);
       const [, namespace, resource, name] = m as unknown as [string, string, string, string | undefined];
       const key = (n: string) => `${resource}/${namespace}/${n}`;
@@ -77,7 +85,8 @@ export function startFakeKube(token = "fake-token"): FakeKube {
       }
       if (!name && request.method === "POST") {
         const body = asStored((await request.json()) as Record<string, any>);
-        if (objects.has(key(body.metadata.name))) return status(409, "AlreadyExists", `${resource} "${body.metadata.name}" already exists`);
+        if (objects.has(key(body.metadata.name)))
+          return status(409, "AlreadyExists", `${resource} "${body.metadata.name}" already exists`);
         body.metadata = { ...body.metadata, namespace, resourceVersion: String(++version), generation: 1 };
         objects.set(key(body.metadata.name), body);
         return Response.json(body, { status: 201 });
@@ -88,8 +97,14 @@ export function startFakeKube(token = "fake-token"): FakeKube {
       if (request.method === "GET") return Response.json(withStatus(current));
       if (request.method === "PUT") {
         const body = asStored((await request.json()) as Record<string, any>);
-        if (body.metadata?.resourceVersion !== current.metadata.resourceVersion) return status(409, "Conflict", "the object has been modified");
-        body.metadata = { ...body.metadata, namespace, resourceVersion: String(++version), generation: (current.metadata.generation ?? 1) + 1 };
+        if (body.metadata?.resourceVersion !== current.metadata.resourceVersion)
+          return status(409, "Conflict", "the object has been modified");
+        body.metadata = {
+          ...body.metadata,
+          namespace,
+          resourceVersion: String(++version),
+          generation: (current.metadata.generation ?? 1) + 1,
+        };
         objects.set(key(name), body);
         reads.delete(key(name));
         return Response.json(body);
@@ -105,7 +120,9 @@ export function startFakeKube(token = "fake-token"): FakeKube {
       function asStored(object: Record<string, any>) {
         if (resource !== "secrets" || !object.stringData) return object;
         const { stringData, ...rest } = object;
-        const encoded = Object.fromEntries(Object.entries(stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
+        const encoded = Object.fromEntries(
+          Object.entries(stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString("base64")]),
+        );
         return { ...rest, data: { ...rest.data, ...encoded } };
       }
 
@@ -120,8 +137,25 @@ export function startFakeKube(token = "fake-token"): FakeKube {
           status: ready
             ? { replicas: 1, readyReplicas: 1, availableReplicas: 1, observedGeneration: object.metadata.generation }
             : fake.crashing.has(object.metadata.name)
-              ? { replicas: 1, unavailableReplicas: 1, conditions: [{ type: "Available", status: "False", reason: "CrashLoopBackOff", message: "The MCP server keeps exiting." }] }
-              : { replicas: 1, unavailableReplicas: 1, conditions: [{ type: "Available", status: "False", reason: "MinimumReplicasUnavailable", message: "Deployment does not have minimum availability." }] },
+              ? {
+                  replicas: 1,
+                  unavailableReplicas: 1,
+                  conditions: [
+                    { type: "Available", status: "False", reason: "CrashLoopBackOff", message: "The MCP server keeps exiting." },
+                  ],
+                }
+              : {
+                  replicas: 1,
+                  unavailableReplicas: 1,
+                  conditions: [
+                    {
+                      type: "Available",
+                      status: "False",
+                      reason: "MinimumReplicasUnavailable",
+                      message: "Deployment does not have minimum availability.",
+                    },
+                  ],
+                },
         };
       }
     },

@@ -10,6 +10,19 @@ const MCP_PROXY = resolve(import.meta.dir, "../../node_modules/mcp-proxy/dist/bi
  */
 export async function startModernServer(): Promise<Peer> {
   const port = await freePort();
-  const command = ["node", MCP_PROXY, "--port", String(port), "--host", "127.0.0.1", "--server", "stream", "--", "node", EVERYTHING, "stdio"];
+  const command = [
+    "node",
+    MCP_PROXY,
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--server",
+    "stream",
+    "--",
+    "node",
+    EVERYTHING,
+    "stdio",
+  ];
   return spawnPeer(command, {}, `http://127.0.0.1:${port}/mcp`, port);
 }

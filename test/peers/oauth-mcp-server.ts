@@ -38,7 +38,12 @@ export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
     async fetch(request) {
       const path = new URL(request.url).pathname;
       if (path === "/.well-known/oauth-protected-resource/mcp") {
-        return Response.json({ resource, authorization_servers: [issuer], scopes_supported: ["mcp:tools"], bearer_methods_supported: ["header"] });
+        return Response.json({
+          resource,
+          authorization_servers: [issuer],
+          scopes_supported: ["mcp:tools"],
+          bearer_methods_supported: ["header"],
+        });
       }
       if (path !== "/mcp") return new Response("not found", { status: 404 });
       const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
@@ -54,19 +59,35 @@ export function startOAuthMcpServer(issuer: string): OAuthMcpServer {
         return challenge(401, ', error="invalid_token"');
       }
       const scopes = String(claims.scope ?? "").split(" ");
-      const body = request.method === "POST" ? await request.clone().json().catch(() => null) : null;
+      const body =
+        request.method === "POST"
+          ? await request
+              .clone()
+              .json()
+              .catch(() => null)
+          : null;
       if (body?.method === "tools/call" && body.params?.name === "admin-report" && !scopes.includes("mcp:admin")) {
         return new Response(null, {
           status: 403,
-          headers: { "www-authenticate": `Bearer error="insufficient_scope", scope="mcp:tools mcp:admin", resource_metadata="${metadataUrl}"` },
+          headers: {
+            "www-authenticate": `Bearer error="insufficient_scope", scope="mcp:tools mcp:admin", resource_metadata="${metadataUrl}"`,
+          },
         });
       }
       accepted.push(claims);
       const mcp = new McpServer({ name: "oauth-test-server", version: "1.0.0" });
-      mcp.registerTool("whoami", { description: "Who the token says the caller is", inputSchema: { note: z.string().optional() } }, async () => ({
-        content: [{ type: "text", text: JSON.stringify({ sub: claims.sub, aud: claims.aud, scope: claims.scope, jti: claims.jti }) }],
+      mcp.registerTool(
+        "whoami",
+        { description: "Who the token says the caller is", inputSchema: { note: z.string().optional() } },
+        async () => ({
+          content: [
+            { type: "text", text: JSON.stringify({ sub: claims.sub, aud: claims.aud, scope: claims.scope, jti: claims.jti }) },
+          ],
+        }),
+      );
+      mcp.registerTool("admin-report", { description: "Needs mcp:admin", inputSchema: {} }, async () => ({
+        content: [{ type: "text", text: "admin ok" }],
       }));
-      mcp.registerTool("admin-report", { description: "Needs mcp:admin", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "admin ok" }] }));
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       await mcp.connect(transport);
       return transport.handleRequest(request);

@@ -98,7 +98,11 @@ export async function startOidcProvider(options: OidcOptions = {}): Promise<Oidc
  * submits oidc-provider's login and consent forms. Returns the URL the provider finally redirected to
  * outside itself (the service's callback), without following it.
  */
-export async function authorizeInBrowser(authorizationUrl: string, issuer: string, options: { deny?: boolean } = {}): Promise<string> {
+export async function authorizeInBrowser(
+  authorizationUrl: string,
+  issuer: string,
+  options: { deny?: boolean } = {},
+): Promise<string> {
   const cookies = new Map<string, string>();
   const jar = () => [...cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   const remember = (response: Response) => {

@@ -21,7 +21,11 @@ export function pagedToolsServer(names: string[], pageSize = 2, json = true) {
         const start = req.params?.cursor ? Number(req.params.cursor) : 0;
         const page = names.slice(start, start + pageSize);
         return {
-          tools: page.map((name) => ({ name, description: descriptions[name] ?? `The server's ${name}`, inputSchema: { type: "object" as const, properties: {} } })),
+          tools: page.map((name) => ({
+            name,
+            description: descriptions[name] ?? `The server's ${name}`,
+            inputSchema: { type: "object" as const, properties: {} },
+          })),
           ...(start + pageSize < names.length && { nextCursor: String(start + pageSize) }),
         };
       });

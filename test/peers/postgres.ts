@@ -39,7 +39,10 @@ let databases = 0;
 
 export async function startPostgres(): Promise<Postgres> {
   const bin = serverBin();
-  if (!bin) throw new Error("PostgreSQL's server programs (initdb, postgres) are not installed: install Debian's postgresql package (.ci/run does)");
+  if (!bin)
+    throw new Error(
+      "PostgreSQL's server programs (initdb, postgres) are not installed: install Debian's postgresql package (.ci/run does)",
+    );
   const dir = mkdtempSync(join(tmpdir(), "cs-pg-"));
   chmodSync(dir, 0o755);
   const data = join(dir, "data");
@@ -47,16 +50,34 @@ export async function startPostgres(): Promise<Postgres> {
     const nobody = Number(Bun.spawnSync(["id", "-u", "nobody"]).stdout.toString().trim());
     chownSync(dir, nobody, nobody);
   }
-  const init = Bun.spawnSync(asServerUser([join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]), { stdout: "ignore", stderr: "pipe" });
+  const init = Bun.spawnSync(
+    asServerUser([join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]),
+    { stdout: "ignore", stderr: "pipe" },
+  );
   if (init.exitCode !== 0) throw new Error(`initdb failed: ${init.stderr.toString()}`);
   const port = await freePort();
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const run = async () => {
     const proc = Bun.spawn(
       asServerUser([
-        join(bin, "postgres"), "-D", data, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${dir}`,
+        join(bin, "postgres"),
+        "-D",
+        data,
+        "-p",
+        String(port),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        `unix_socket_directories=${dir}`,
         // A test server: durability is not the point, speed is.
-        "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300",
+        "-c",
+        "fsync=off",
+        "-c",
+        "synchronous_commit=off",
+        "-c",
+        "full_page_writes=off",
+        "-c",
+        "max_connections=300",
       ]),
       { stdout: "ignore", stderr: "pipe" },
     );

@@ -56,7 +56,9 @@ function probeServer(): McpServer {
       return `exit ${done.exitCode}\n${done.stdout.toString()}${done.stderr.toString()}`;
     })(),
   );
-  server.registerTool("whoami", {}, () => attempt(() => JSON.stringify({ pid: process.pid, ppid: process.ppid, cwd: process.cwd(), home: process.env.HOME }))());
+  server.registerTool("whoami", {}, () =>
+    attempt(() => JSON.stringify({ pid: process.pid, ppid: process.ppid, cwd: process.cwd(), home: process.env.HOME }))(),
+  );
   return server;
 }
 

@@ -36,7 +36,12 @@ function respond(query: Buffer, addressOf: (name: string) => string | undefined)
   let at = 12;
   for (let length = query[at]!; length > 0; length = query[at]!) {
     if (length > 63 || at + 1 + length > query.length) return undefined;
-    labels.push(query.subarray(at + 1, at + 1 + length).toString("ascii").toLowerCase());
+    labels.push(
+      query
+        .subarray(at + 1, at + 1 + length)
+        .toString("ascii")
+        .toLowerCase(),
+    );
     at += 1 + length;
   }
   const end = at + 5; // the root label, QTYPE, QCLASS (§4.1.2)

@@ -13,7 +13,10 @@ export function scriptedOAuth(options: { as?: string; mcp?: string } = {}) {
   const as = options.as ?? "https://as.example";
   const mcp = options.mcp ?? "https://mcp.example";
   const resource = `${mcp}/mcp`;
-  const codes = new Map<string, { challenge: string; redirectUri: string; clientId: string; resource: string | null; scope: string }>();
+  const codes = new Map<
+    string,
+    { challenge: string; redirectUri: string; clientId: string; resource: string | null; scope: string }
+  >();
   const accessTokens = new Set<string>();
   const refreshTokens = new Set<string>();
   const seen = { tokenRequests: [] as URLSearchParams[], revoked: [] as string[], mcpAuthorizations: [] as string[] };
@@ -24,9 +27,13 @@ export function scriptedOAuth(options: { as?: string; mcp?: string } = {}) {
     const refresh = `rt-${randomUUID()}`;
     accessTokens.add(access);
     refreshTokens.add(refresh);
-    return Response.json({ access_token: access, token_type: "Bearer", expires_in: 3600, refresh_token: refresh, scope }, { headers: { "cache-control": "no-store" } });
+    return Response.json(
+      { access_token: access, token_type: "Bearer", expires_in: 3600, refresh_token: refresh, scope },
+      { headers: { "cache-control": "no-store" } },
+    );
   };
-  const oauthError = (error: string, description: string) => Response.json({ error, error_description: description }, { status: 400 });
+  const oauthError = (error: string, description: string) =>
+    Response.json({ error, error_description: description }, { status: 400 });
 
   async function authorizationServer(request: Request): Promise<Response> {
     const { pathname } = new URL(request.url);
@@ -56,9 +63,12 @@ export function scriptedOAuth(options: { as?: string; mcp?: string } = {}) {
         codes.delete(form.get("code") ?? "");
         if (!code) return oauthError("invalid_grant", "unknown or used code");
         const verifier = form.get("code_verifier") ?? "";
-        if (createHash("sha256").update(verifier).digest("base64url") !== code.challenge) return oauthError("invalid_grant", "PKCE verification failed");
-        if (form.get("redirect_uri") !== code.redirectUri || form.get("client_id") !== code.clientId) return oauthError("invalid_grant", "not this client's code");
-        if (form.get("resource") !== code.resource) return oauthError("invalid_target", "resource differs from the authorization request's");
+        if (createHash("sha256").update(verifier).digest("base64url") !== code.challenge)
+          return oauthError("invalid_grant", "PKCE verification failed");
+        if (form.get("redirect_uri") !== code.redirectUri || form.get("client_id") !== code.clientId)
+          return oauthError("invalid_grant", "not this client's code");
+        if (form.get("resource") !== code.resource)
+          return oauthError("invalid_target", "resource differs from the authorization request's");
         return issue(code.scope);
       }
       if (form.get("grant_type") === "refresh_token") {
@@ -80,18 +90,23 @@ export function scriptedOAuth(options: { as?: string; mcp?: string } = {}) {
 
   async function mcpServer(request: Request): Promise<Response> {
     const { pathname } = new URL(request.url);
-    if (pathname === "/.well-known/oauth-protected-resource/mcp") return Response.json({ resource, authorization_servers: [as], scopes_supported: ["mcp:tools"] });
+    if (pathname === "/.well-known/oauth-protected-resource/mcp")
+      return Response.json({ resource, authorization_servers: [as], scopes_supported: ["mcp:tools"] });
     if (pathname !== "/mcp") return new Response("not found", { status: 404 });
     const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
     if (!token || !accessTokens.has(token)) {
       return new Response(null, {
         status: 401,
-        headers: { "www-authenticate": `Bearer resource_metadata="${mcp}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"` },
+        headers: {
+          "www-authenticate": `Bearer resource_metadata="${mcp}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`,
+        },
       });
     }
     seen.mcpAuthorizations.push(token);
     const server = new McpServer({ name: "scripted-oauth-server", version: "1.0.0" });
-    server.registerTool("whoami", { description: "The token this request carried" }, async () => ({ content: [{ type: "text", text: token }] }));
+    server.registerTool("whoami", { description: "The token this request carried" }, async () => ({
+      content: [{ type: "text", text: token }],
+    }));
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     return transport.handleRequest(request);
@@ -124,7 +139,12 @@ export function scriptedOAuth(options: { as?: string; mcp?: string } = {}) {
     deny(authorizationUrl: string): string {
       const request = new URL(authorizationUrl).searchParams;
       const back = new URL(request.get("redirect_uri")!);
-      back.search = new URLSearchParams({ error: "access_denied", error_description: "The user said no", state: request.get("state") ?? "", iss: as }).toString();
+      back.search = new URLSearchParams({
+        error: "access_denied",
+        error_description: "The user said no",
+        state: request.get("state") ?? "",
+        iss: as,
+      }).toString();
       return back.href;
     },
     /** Every token issued so far stops working at the MCP server (refresh tokens still work). */

@@ -26,7 +26,8 @@ export function scriptedServer(tickMs = 20): ScriptedServer {
       for (const answer of hung.splice(0)) answer();
     },
     async handler(request) {
-      if (state.mode === "hang") return new Promise<Response>((resolve) => hung.push(() => resolve(new Response(null, { status: 503 }))));
+      if (state.mode === "hang")
+        return new Promise<Response>((resolve) => hung.push(() => resolve(new Response(null, { status: 503 }))));
       // Only POSTs are scripted: a late GET (the SDK client of connect opens one after initialize) is not.
       if (state.mode === "stream" && request.method !== "POST") return new Response(null, { status: 405 });
       if (state.mode === "stream") {

@@ -1,7 +1,10 @@
 import { resolve } from "node:path";
 import { freePort, spawnPeer, waitForHttp, type Peer } from "./ports";
 
-const EXAMPLE = resolve(import.meta.dir, "../../node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js");
+const EXAMPLE = resolve(
+  import.meta.dir,
+  "../../node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
+);
 
 /**
  * The MCP SDK's own OAuth-protected example server (`--oauth --oauth-strict`): RFC 9728 metadata, DCR, S256,

@@ -17,7 +17,9 @@ export async function startSessionAuthServer(key: string) {
     port,
     eventStore: false,
     authenticate: async (request: IncomingMessage) =>
-      request.headers["x-api-key"] === state.key ? { user: "test" } : { authenticated: false, error: `Unauthorized: unknown API key ${String(request.headers["x-api-key"])}` },
+      request.headers["x-api-key"] === state.key
+        ? { user: "test" }
+        : { authenticated: false, error: `Unauthorized: unknown API key ${String(request.headers["x-api-key"])}` },
     createServer: async () => {
       state.sessions++;
       const mcp = new McpServer({ name: "session-auth", version: "1.0.0" });

@@ -56,15 +56,17 @@ describe("built-in presets", () => {
     expect(res.body.metadata.name).toBeString();
   });
 
-  test.each(["https://mcp.stripe.com:8443", "http://mcp.stripe.com", "https://api.githubcopilot.com/mcp/x", "https://api.githubcopilot.com/MCP"])(
-    "%p matches nothing",
-    async (url) => {
-      const res = await service.api("POST", "/api/v1/connectors", { body: { url } });
-      expect(res.status).toBe(201);
-      expect(res.body.preset).toBeNull();
-      expect(res.body.metadata).toEqual({});
-    },
-  );
+  test.each([
+    "https://mcp.stripe.com:8443",
+    "http://mcp.stripe.com",
+    "https://api.githubcopilot.com/mcp/x",
+    "https://api.githubcopilot.com/MCP",
+  ])("%p matches nothing", async (url) => {
+    const res = await service.api("POST", "/api/v1/connectors", { body: { url } });
+    expect(res.status).toBe(201);
+    expect(res.body.preset).toBeNull();
+    expect(res.body.metadata).toEqual({});
+  });
 });
 
 describe("CONNECTOR__PRESETS", () => {
@@ -75,7 +77,12 @@ describe("CONNECTOR__PRESETS", () => {
   afterAll(() => service.close());
 
   const connectorRow = async (id: string) =>
-    (await queryRows<{ client_id: string | null; client_secret: string | null }>(service.deps, sql`SELECT client_id, client_secret FROM connectors WHERE id = ${id}`))[0];
+    (
+      await queryRows<{ client_id: string | null; client_secret: string | null }>(
+        service.deps,
+        sql`SELECT client_id, client_secret FROM connectors WHERE id = ${id}`,
+      )
+    )[0];
   const secretOf = (id: string, sealed: string) => service.deps.sealer.open(sealed, `connectors/${id}/client_secret`);
 
   test("replaces the built-in list, and the listing shows no client secret or env value", async () => {

@@ -9,7 +9,8 @@ import { CHROMIUM, chromiumAvailable as available, launchChromium } from "../sup
 // In a browser: an administrator opens a connector's proxy URL as a page (a link in a chat, say)
 // while its server answers GET with HTML and a script. The script must not run on the service's origin, and a
 // redirect must not take the browser elsewhere. Headless Chromium (Debian's), the service and the server on loopback.
-if (!available) console.warn(`SKIPPED: the proxy browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
+if (!available)
+  console.warn(`SKIPPED: the proxy browser test needs ${CHROMIUM} (Debian package "chromium"), which is not installed`);
 
 let service: TestService;
 let upstream: ReturnType<typeof Bun.serve>;
@@ -56,7 +57,13 @@ async function open() {
     page.on("console", (m) => ran.push(m.text()));
     const response = await page.goto(proxyUrl(service, id));
     await page.waitForTimeout(300);
-    return { status: response?.status(), url: page.url(), title: await page.title(), text: await page.evaluate(() => document.body?.innerText ?? ""), ran };
+    return {
+      status: response?.status(),
+      url: page.url(),
+      title: await page.title(),
+      text: await page.evaluate(() => document.body?.innerText ?? ""),
+      ran,
+    };
   } finally {
     await context.close();
   }

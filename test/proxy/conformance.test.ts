@@ -7,7 +7,6 @@ import { proxyUrl, startProxiedEverything } from "../support/mcp";
 import { ADMIN, type TestService } from "../support/service";
 import { runSuite, SCENARIOS } from "../support/conformance";
 
-
 let upstream: Peer;
 let service: TestService;
 let id: string;

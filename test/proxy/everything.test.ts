@@ -18,7 +18,6 @@ afterAll(async () => {
   await stop();
 });
 
-
 describe("an MCP client through the proxy", () => {
   test("initializes, lists tools and calls them exactly as directly", async () => {
     const viaProxy = await mcpClient(proxyUrl(service, id));
@@ -31,7 +30,9 @@ describe("an MCP client through the proxy", () => {
     expect(tools).toEqual(await direct.client.listTools());
     expect(tools.tools.map((t) => t.name)).toContain("trigger-long-running-operation");
 
-    expect(text(await viaProxy.client.callTool({ name: "echo", arguments: { message: "through the proxy" } }))).toBe("Echo: through the proxy");
+    expect(text(await viaProxy.client.callTool({ name: "echo", arguments: { message: "through the proxy" } }))).toBe(
+      "Echo: through the proxy",
+    );
     const sum = await viaProxy.client.callTool({ name: "get-sum", arguments: { a: 19, b: 23 } });
     expect(sum).toEqual(await direct.client.callTool({ name: "get-sum", arguments: { a: 19, b: 23 } }));
     expect(text(sum)).toContain("42");
@@ -71,7 +72,9 @@ describe("an MCP client through the proxy", () => {
     await waitFor("a log message", () => messages.length > 0, 10_000);
     expect(String(messages[0]!.data)).toContain(`SessionId ${transport.sessionId}`);
     await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
-    const gets = service.logs.map((l) => JSON.parse(l)).filter((l) => l.method === "GET" && l.path === `/api/v1/connectors/${id}/mcp`);
+    const gets = service.logs
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.method === "GET" && l.path === `/api/v1/connectors/${id}/mcp`);
     expect(gets.some((l) => l.status === 200)).toBe(true);
     await close();
   });
@@ -83,7 +86,11 @@ describe("an MCP client through the proxy", () => {
     await close();
     // The session is gone upstream: a request naming it is refused (server-everything answers 400 or 404).
     const res = await service.api("POST", `/api/v1/connectors/${id}/mcp`, {
-      headers: { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25", accept: "application/json, text/event-stream" },
+      headers: {
+        "mcp-session-id": sessionId,
+        "mcp-protocol-version": "2025-11-25",
+        accept: "application/json, text/event-stream",
+      },
       body: { jsonrpc: "2.0", id: 9, method: "tools/list", params: {} },
     });
     expect([400, 404]).toContain(res.status);

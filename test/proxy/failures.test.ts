@@ -13,7 +13,10 @@ let t: TestApp;
 let id: string;
 
 beforeAll(async () => {
-  t = await createTestApp({ env: { PROXY__MAX_BODY_BYTES: "4096" }, configure: (config) => void (config.proxy.upstreamTimeoutMs = 50) });
+  t = await createTestApp({
+    env: { PROXY__MAX_BODY_BYTES: "4096" },
+    configure: (config) => void (config.proxy.upstreamTimeoutMs = 50),
+  });
   t.network.serve(SCRIPTED, scripted.handler);
   id = await connectedConnector(t.api, SCRIPTED);
 });
@@ -28,7 +31,12 @@ const mcpPost = (connectorId: string, init: { signal?: AbortSignal; body?: BodyI
     new Request(proxyUrl(connectorId), {
       method: "POST",
       signal: init.signal,
-      headers: { authorization: `Bearer ${t.admin.token}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...init.headers },
+      headers: {
+        authorization: `Bearer ${t.admin.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...init.headers,
+      },
       body: init.body ?? JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
       // @ts-expect-error Bun's RequestInit takes duplex for streamed bodies
       duplex: "half",
@@ -94,7 +102,12 @@ describe("upstream failures", () => {
 });
 
 describe("request size", () => {
-  const big = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x", arguments: { blob: "y".repeat(10_000) } } });
+  const big = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: { name: "x", arguments: { blob: "y".repeat(10_000) } },
+  });
 
   test("a body over PROXY__MAX_BODY_BYTES is a 413 problem naming it, declared length or not, and never reaches the server", async () => {
     const reached = t.network.requests.length;
@@ -146,7 +159,11 @@ test("metrics count proxied requests by status, upstream latency and connectors 
     const ok = await connectedConnector(app.api, SCRIPTED);
     const gone = await connectedConnector(app.api, SCRIPTED);
     await app.api("POST", `/api/v1/connectors/${gone}/disconnect`);
-    const call = () => app.api("POST", `/api/v1/connectors/${ok}/mcp`, { headers: { accept: "application/json, text/event-stream" }, body: { jsonrpc: "2.0", id: 1, method: "ping" } });
+    const call = () =>
+      app.api("POST", `/api/v1/connectors/${ok}/mcp`, {
+        headers: { accept: "application/json, text/event-stream" },
+        body: { jsonrpc: "2.0", id: 1, method: "ping" },
+      });
     expect((await call()).status).toBe(200);
     upstream.mode = "hang";
     expect((await call()).status).toBe(504);

@@ -30,12 +30,23 @@ afterAll(() => {
 });
 
 /** A tools/call of about `bytes` bytes, declared. */
-const message = (bytes: number) => JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x", arguments: { blob: "y".repeat(bytes - 90) } } });
+const message = (bytes: number) =>
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: { name: "x", arguments: { blob: "y".repeat(bytes - 90) } },
+  });
 const post = (user: { token: string; principal: { username: string } }, body: BodyInit, headers: Record<string, string> = {}) =>
   t.handle(
     new Request(`${t.publicUrl}/api/v1/connectors/${ids[user.principal.username]}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      headers: {
+        authorization: `Bearer ${user.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...headers,
+      },
       body,
       // @ts-expect-error Bun's RequestInit takes duplex for streamed bodies
       duplex: "half",
@@ -138,14 +149,20 @@ test("an answer is held whole for the audit trail up to 1 MiB only: past it the 
   let write!: ReadableStreamDefaultController<Uint8Array>;
   t.network.serve("https://endless.example", (request) =>
     request.method === "POST" && ids.endless
-      ? new Response(new ReadableStream<Uint8Array>({ start: (controller) => void (write = controller) }), { headers: { "content-type": "application/json" } })
+      ? new Response(new ReadableStream<Uint8Array>({ start: (controller) => void (write = controller) }), {
+          headers: { "content-type": "application/json" },
+        })
       : scripted.handler(request),
   );
   ids.endless = await connectedConnector(alice.api, "https://endless.example/mcp");
   const answer = t.handle(
     new Request(`${t.publicUrl}/api/v1/connectors/${ids.endless}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      headers: {
+        authorization: `Bearer ${alice.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
       body: message(200),
     }),
   );

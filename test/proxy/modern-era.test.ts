@@ -33,7 +33,9 @@ async function modernClient(url: string, authorization?: string) {
     return fetch(input, { ...init, headers });
   };
   const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: fetchWithAuth });
-  const client = new Client({ name: "modern-test", version: "1.0.0" }, { versionNegotiation: { mode: { pin: MODERN } } } as never);
+  const client = new Client({ name: "modern-test", version: "1.0.0" }, {
+    versionNegotiation: { mode: { pin: MODERN } },
+  } as never);
   await client.connect(transport);
   return { client, sent };
 }

@@ -23,7 +23,12 @@ const proxied = (method = "GET") =>
   t.handle(
     new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
       method,
-      headers: { authorization: `Bearer ${t.admin.token}`, accept: "application/json, text/event-stream", "content-type": "application/json", "mcp-session-id": "s-1" },
+      headers: {
+        authorization: `Bearer ${t.admin.token}`,
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-session-id": "s-1",
+      },
       ...(method === "POST" && { body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) }),
     }),
   );
@@ -31,7 +36,16 @@ const proxied = (method = "GET") =>
 const PAGE = "<!doctype html><script>fetch('/api/v1/tokens',{method:'POST'})</script>";
 
 describe("types a browser would render", () => {
-  for (const type of ["text/html; charset=utf-8", "TEXT/HTML", "image/svg+xml", "application/xhtml+xml", "text/xml", "text/plain", "application/javascript", "multipart/x-mixed-replace; boundary=x"]) {
+  for (const type of [
+    "text/html; charset=utf-8",
+    "TEXT/HTML",
+    "image/svg+xml",
+    "application/xhtml+xml",
+    "text/xml",
+    "text/plain",
+    "application/javascript",
+    "multipart/x-mixed-replace; boundary=x",
+  ]) {
     test(`${type}: a 502 naming it, the body never sent`, async () => {
       answer = () => new Response(PAGE, { headers: { "content-type": type } });
       const res = await proxied();
@@ -95,7 +109,20 @@ test("only the protocol's own headers come back, with a sandboxing CSP and nosni
   const res = await proxied();
   expect(res.status).toBe(200);
   const names = [...res.headers.keys()];
-  for (const dropped of ["refresh", "link", "location", "set-cookie", "clear-site-data", "nel", "report-to", "alt-svc", "strict-transport-security", "content-disposition", "www-authenticate", "x-frame-options"]) {
+  for (const dropped of [
+    "refresh",
+    "link",
+    "location",
+    "set-cookie",
+    "clear-site-data",
+    "nel",
+    "report-to",
+    "alt-svc",
+    "strict-transport-security",
+    "content-disposition",
+    "www-authenticate",
+    "x-frame-options",
+  ]) {
     expect(names).not.toContain(dropped);
   }
   // CORS is the service's own (http/cors.ts): no origin of the upstream's choosing.

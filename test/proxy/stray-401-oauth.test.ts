@@ -16,7 +16,10 @@ beforeAll(async () => {
   t.network.serve(oauth.as, oauth.authorizationServer);
   t.network.serve(oauth.mcp, (request) =>
     request.method === "GET" && new URL(request.url).pathname === "/mcp" && !request.headers.has("mcp-session-id")
-      ? Response.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "Unauthorized: No valid session ID provided" } }, { status: 401 })
+      ? Response.json(
+          { jsonrpc: "2.0", id: null, error: { code: -32000, message: "Unauthorized: No valid session ID provided" } },
+          { status: 401 },
+        )
       : oauth.mcpServer(request),
   );
   id = (await t.api("POST", "/api/v1/connectors", { body: { url: oauth.resource } })).body.id;
@@ -27,7 +30,11 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const earlyStream = () =>
-  t.handle(new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, { headers: { authorization: `Bearer ${t.admin.token}`, accept: "text/event-stream" } }));
+  t.handle(
+    new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
+      headers: { authorization: `Bearer ${t.admin.token}`, accept: "text/event-stream" },
+    }),
+  );
 const refreshes = () => oauth.seen.tokenRequests.filter((form) => form.get("grant_type") === "refresh_token").length;
 
 test("a stray 401 after the refresh is relayed, the connector stays connected; the next ones cost no refresh", async () => {

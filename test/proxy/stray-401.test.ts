@@ -26,7 +26,8 @@ afterAll(async () => {
 });
 
 /** A GET stream with no session yet, as the AI SDK's client opens it. */
-const earlyStream = () => fetch(proxyUrl(service, id), { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } });
+const earlyStream = () =>
+  fetch(proxyUrl(service, id), { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } });
 const state = async () => (await service.api("GET", `/api/v1/connectors/${id}`)).body;
 
 test("a 401 to a stream opened before initialize reaches the client as the server sent it; the connector stays connected", async () => {
@@ -36,7 +37,9 @@ test("a 401 to a stream opened before initialize reaches the client as the serve
   expect(res.status).toBe(401);
   expect(await res.json()).toMatchObject({ error: { message: "Unauthorized: No valid session ID provided" } });
   // The challenge is this service's (the upstream's is about the connector's key, which the service holds).
-  expect(res.headers.get("www-authenticate")).toStartWith(`Bearer resource_metadata="${service.url}/.well-known/oauth-protected-resource/`);
+  expect(res.headers.get("www-authenticate")).toStartWith(
+    `Bearer resource_metadata="${service.url}/.well-known/oauth-protected-resource/`,
+  );
   expect((await state()).state).toBe("connected");
   // The check was a fresh handshake with the stored key: one session at the server.
   expect(peer.state.sessions).toBe(sessions + 1);

@@ -36,7 +36,11 @@ describe("caps on open exchanges", () => {
   afterAll(() => t.close());
 
   const stream = (as: TestApp["admin"], id: string) =>
-    t.handle(new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, { headers: { authorization: `Bearer ${as.token}`, accept: "text/event-stream" } }));
+    t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
+        headers: { authorization: `Bearer ${as.token}`, accept: "text/event-stream" },
+      }),
+    );
 
   test("beyond PROXY__MAX_STREAMS_PER_CONNECTOR a stream is a 429 naming the setting; closing one frees its place", async () => {
     const id = await connectedConnector(t.api, "https://streams.example/mcp");
@@ -54,7 +58,10 @@ describe("caps on open exchanges", () => {
 
   test("beyond PROXY__MAX_STREAMS_PER_USER a stream is a 429; another user is not held back", async () => {
     const carol = await t.user("carol-streams");
-    const ids = [await connectedConnector(carol.api, "https://streams.example/mcp"), await connectedConnector(carol.api, "https://streams.example/mcp")];
+    const ids = [
+      await connectedConnector(carol.api, "https://streams.example/mcp"),
+      await connectedConnector(carol.api, "https://streams.example/mcp"),
+    ];
     const open = await Promise.all([0, 0, 0, 1, 1].map((i) => stream(carol, ids[i]!)));
     for (const res of open) expect(res.status).toBe(200);
     const refused = await stream(carol, ids[1]!);
@@ -81,7 +88,14 @@ describe("1,000 open streams through one process", () => {
     // Without BUN_CONFIG_MAX_HTTP_REQUESTS in its environment: `serve` must raise the limit itself.
     const { BUN_CONFIG_MAX_HTTP_REQUESTS: _, ...env } = process.env;
     proc = Bun.spawn([process.execPath, resolve(import.meta.dir, "../../src/index.ts"), "serve"], {
-      env: { ...env, DATABASE__PATH: ":memory:", SERVER__PORT: "0", AUTH__ADMIN_PASSWORD: ADMIN.password, PROXY__MAX_STREAMS_PER_CONNECTOR: "2000", PROXY__MAX_STREAMS_PER_USER: "2000" },
+      env: {
+        ...env,
+        DATABASE__PATH: ":memory:",
+        SERVER__PORT: "0",
+        AUTH__ADMIN_PASSWORD: ADMIN.password,
+        PROXY__MAX_STREAMS_PER_CONNECTOR: "2000",
+        PROXY__MAX_STREAMS_PER_USER: "2000",
+      },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "ignore",
@@ -111,7 +125,9 @@ describe("1,000 open streams through one process", () => {
     new Promise<string>((resolveHead, reject) => {
       const { port } = new URL(url);
       const socket = connect(Number(port), "127.0.0.1", () => {
-        socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\nAccept: text/event-stream\r\n\r\n`);
+        socket.write(
+          `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\nAccept: text/event-stream\r\n\r\n`,
+        );
       });
       sockets.push(socket);
       let head = "";

@@ -4,14 +4,21 @@ import { MalformedJson, parseStrictJson, type Levels } from "../../src/proxy/str
 
 // The strict reader on its own: whatever JSON.stringify writes it reads back as JSON.parse does; what it refuses is
 // exactly the duplicates and case variants at the levels it is asked to check; numbers come back as written.
-const REQUEST: Levels = { members: { params: { members: { _meta: {} } } }, elements: { members: { params: { members: { _meta: {} } } } } };
+const REQUEST: Levels = {
+  members: { params: { members: { _meta: {} } } },
+  elements: { members: { params: { members: { _meta: {} } } } },
+};
 const encode = (text: string) => new TextEncoder().encode(text);
 
 describe("what JSON.stringify writes", () => {
   test("is read back as JSON.parse reads it, whatever it holds (random values, spaced or not)", () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.boolean(), (value, spaced) => {
-        const text = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x", arguments: value, _meta: { value } } }, null, spaced ? 2 : undefined);
+        const text = JSON.stringify(
+          { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x", arguments: value, _meta: { value } } },
+          null,
+          spaced ? 2 : undefined,
+        );
         expect(JSON.stringify(parseStrictJson(encode(text), REQUEST))).toBe(JSON.stringify(JSON.parse(text)));
       }),
       { numRuns: 500 },
@@ -46,7 +53,12 @@ describe("names", () => {
   });
 
   test("below the checked levels (a tool's own arguments), and distinct names: accepted", () => {
-    for (const text of ['{"params":{"arguments":{"path":"a","Path":"b","path2":1}}}', '{"params":{"arguments":{"x":1,"x":2}}}', '{"a":1,"b":2,"ab":3,"ba":4}', '{"é":1,"e":2}']) {
+    for (const text of [
+      '{"params":{"arguments":{"path":"a","Path":"b","path2":1}}}',
+      '{"params":{"arguments":{"x":1,"x":2}}}',
+      '{"a":1,"b":2,"ab":3,"ba":4}',
+      '{"é":1,"e":2}',
+    ]) {
       expect(refused(text)).not.toThrow();
     }
   });
@@ -59,7 +71,9 @@ describe("numbers", () => {
         fc.oneof(
           fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }).map(String),
           fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => (Object.is(d, -0) ? "-0" : String(d))),
-          fc.tuple(fc.integer({ min: 0, max: 999 }), fc.integer({ min: 0, max: 999999 }), fc.integer({ min: -400, max: 400 })).map(([a, b, e]) => `${a}.${b}e${e}`),
+          fc
+            .tuple(fc.integer({ min: 0, max: 999 }), fc.integer({ min: 0, max: 999999 }), fc.integer({ min: -400, max: 400 }))
+            .map(([a, b, e]) => `${a}.${b}e${e}`),
           fc.constantFrom("1.0", "-0", "1E3", "0.1000000000000000055511151231257827", "1e400", "-1e-400", "12345678901234567890"),
         ),
         (lexeme) => {

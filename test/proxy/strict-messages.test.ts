@@ -34,7 +34,9 @@ beforeAll(async () => {
   });
   alice = await t.user("alice");
   guarded = await connectedConnector(alice.api, "https://tools.example/mcp");
-  expect((await alice.api("PATCH", `/api/v1/connectors/${guarded}`, { body: { tool_policy: { deny: [DENIED] } } })).status).toBe(200);
+  expect((await alice.api("PATCH", `/api/v1/connectors/${guarded}`, { body: { tool_policy: { deny: [DENIED] } } })).status).toBe(
+    200,
+  );
   audited = await connectedConnector(alice.api, "https://tools.example/audited");
 });
 afterAll(() => t.close());
@@ -43,14 +45,21 @@ const post = (id: string, body: Uint8Array<ArrayBuffer> | string, headers: Recor
   t.handle(
     new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      headers: {
+        authorization: `Bearer ${alice.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...headers,
+      },
       body,
     }),
   );
 
-const call = (name: string, rest = "") => `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":{}${rest}}}`;
+const call = (name: string, rest = "") =>
+  `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":{}${rest}}}`;
 const utf8 = (text: string): Uint8Array<ArrayBuffer> => new TextEncoder().encode(text);
-const utf16le = (text: string, bom = true) => new Uint8Array([...(bom ? [0xff, 0xfe] : []), ...new Uint8Array(Buffer.from(text, "utf16le"))]);
+const utf16le = (text: string, bom = true) =>
+  new Uint8Array([...(bom ? [0xff, 0xfe] : []), ...new Uint8Array(Buffer.from(text, "utf16le"))]);
 
 /** Bodies JSON.parse refuses or reads otherwise than some server would, each naming the denied tool. */
 const ATTACKS: [string, Uint8Array<ArrayBuffer>][] = [
@@ -59,16 +68,42 @@ const ATTACKS: [string, Uint8Array<ArrayBuffer>][] = [
   ["UTF-16 with a byte order mark (Python's json.loads detects it)", utf16le(call(DENIED))],
   ["UTF-16 without one", utf16le(call(DENIED), false)],
   ["a UTF-8 byte order mark", new Uint8Array([0xef, 0xbb, 0xbf, ...utf8(call(DENIED))])],
-  ["a byte that is not UTF-8", new Uint8Array([...utf8(call(DENIED).slice(0, -3)), 0x2c, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d, 0x7d])],
+  [
+    "a byte that is not UTF-8",
+    new Uint8Array([...utf8(call(DENIED).slice(0, -3)), 0x2c, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d, 0x7d]),
+  ],
   ["trailing data", utf8(`${call("alpha")} ${call(DENIED)}`)],
   ["two values", utf8(`${call("alpha")}${call(DENIED)}`)],
-  ["a name given twice, the denied one first (first-wins parsers)", utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${DENIED}","name":"alpha","arguments":{}}}`)],
-  ["method given twice, once escaped", utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","\\u006dethod":"tools/list","params":{"name":"${DENIED}"}}`)],
-  ["params given twice", utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${DENIED}"},"params":{"name":"alpha"}}`)],
-  ["a case variant of name (Go reads Name as name, the last one winning)", utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha","Name":"${DENIED}"}}`)],
-  ["a case variant of method", utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call","params":{"name":"${DENIED}"}}`)],
-  ["params spelt with a long s (U+017F folds to S in Go)", utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha"},"param\u017f":{"name":"${DENIED}"}}`)],
-  ["a duplicate in params._meta", utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${DENIED}","_meta":{"progressToken":1,"progressToken":2}}}`)],
+  [
+    "a name given twice, the denied one first (first-wins parsers)",
+    utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${DENIED}","name":"alpha","arguments":{}}}`),
+  ],
+  [
+    "method given twice, once escaped",
+    utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","\\u006dethod":"tools/list","params":{"name":"${DENIED}"}}`),
+  ],
+  [
+    "params given twice",
+    utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${DENIED}"},"params":{"name":"alpha"}}`),
+  ],
+  [
+    "a case variant of name (Go reads Name as name, the last one winning)",
+    utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha","Name":"${DENIED}"}}`),
+  ],
+  [
+    "a case variant of method",
+    utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call","params":{"name":"${DENIED}"}}`),
+  ],
+  [
+    "params spelt with a long s (U+017F folds to S in Go)",
+    utf8(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha"},"param\u017f":{"name":"${DENIED}"}}`),
+  ],
+  [
+    "a duplicate in params._meta",
+    utf8(
+      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${DENIED}","_meta":{"progressToken":1,"progressToken":2}}}`,
+    ),
+  ],
 ];
 
 describe("a connector with a tool policy denying a tool", () => {
@@ -84,7 +119,7 @@ describe("a connector with a tool policy denying a tool", () => {
     });
   }
 
-  test("a tool name that is not a string is refused (JavaScript reads [\"danger\"] as the key \"danger\")", async () => {
+  test('a tool name that is not a string is refused (JavaScript reads ["danger"] as the key "danger")', async () => {
     const before = received.length;
     const res = await post(guarded, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":["${DENIED}"]}}`);
     expect(await res.json()).toMatchObject({ id: 5, error: { code: -32602 } });
@@ -93,7 +128,13 @@ describe("a connector with a tool policy denying a tool", () => {
 
   test("messages that are not requests or notifications: -32600", async () => {
     const before = received.length;
-    for (const body of ['"tools/call"', "[]", "42", '{"method":["tools/call"],"id":1}', '{"method":"tools/call","params":"danger","id":1}']) {
+    for (const body of [
+      '"tools/call"',
+      "[]",
+      "42",
+      '{"method":["tools/call"],"id":1}',
+      '{"method":"tools/call","params":"danger","id":1}',
+    ]) {
       const res = await post(guarded, body);
       expect(res.status).toBe(400);
       expect((await res.json()).error.code).toBe(-32600);
@@ -113,8 +154,13 @@ describe("a connector with a tool policy denying a tool", () => {
   });
 
   test("a refused tool's answer keeps the request's id exactly", async () => {
-    const res = await post(guarded, `{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"${DENIED}"}}`);
-    expect(await res.text()).toBe('{"jsonrpc":"2.0","id":12345678901234567890,"error":{"code":-32602,"message":"Unknown tool: danger"}}');
+    const res = await post(
+      guarded,
+      `{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"${DENIED}"}}`,
+    );
+    expect(await res.text()).toBe(
+      '{"jsonrpc":"2.0","id":12345678901234567890,"error":{"code":-32602,"message":"Unknown tool: danger"}}',
+    );
   });
 });
 
@@ -123,12 +169,24 @@ test("a listing's answer that cannot be read strictly is not passed on: the clie
   const listing = (extra: string) => `{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"alpha"}]},${extra}}`;
   // "Result" reads as "result" to Go's encoding/json (the last one wins): the denied tool would be listed.
   const smuggled = listing(`"Result":{"tools":[{"name":"alpha"},{"name":"${DENIED}"}]}`);
-  const json = await rewriteResponse(new Response(smuggled, { headers: { "content-type": "application/json" } }), new Set(["3"]), view, 1 << 20);
+  const json = await rewriteResponse(
+    new Response(smuggled, { headers: { "content-type": "application/json" } }),
+    new Set(["3"]),
+    view,
+    1 << 20,
+  );
   const answer = await json.json();
   expect(answer).toMatchObject({ id: 3, error: { code: -32603 } });
   expect(JSON.stringify(answer)).not.toContain(`"name":"${DENIED}"`);
   const events = `id: 7\nevent: message\ndata: ${smuggled}\n\n`;
-  const sse = await (await rewriteResponse(new Response(events, { headers: { "content-type": "text/event-stream" } }), new Set(["3"]), view, 1 << 20)).text();
+  const sse = await (
+    await rewriteResponse(
+      new Response(events, { headers: { "content-type": "text/event-stream" } }),
+      new Set(["3"]),
+      view,
+      1 << 20,
+    )
+  ).text();
   expect(sse).toStartWith("id: 7\nevent: message\ndata: ");
   expect(JSON.parse(sse.split("data: ")[1]!)).toMatchObject({ id: 3, error: { code: -32603 } });
   expect(sse).not.toContain(`"name":"${DENIED}"`);
@@ -174,7 +232,11 @@ test("with nothing that reads bodies (no policy, AUDIT__ENABLED=false) the proxy
     await app.handle(
       new Request(`${app.publicUrl}/api/v1/connectors/${id}/mcp`, {
         method: "POST",
-        headers: { authorization: `Bearer ${app.admin.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        headers: {
+          authorization: `Bearer ${app.admin.token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
         body,
       }),
     );

@@ -42,7 +42,9 @@ async function setUp(origin: string, pin: "record" | "strict") {
   };
   const connector = async () => (await alice.api("GET", `/api/v1/connectors/${id}`)).body;
   /** Pins are written beside the request, not in it: wait for them. */
-  const settled = async (predicate: (c: { tools_pinned_at: string | null; tool_changes: { name: string; change: string }[] }) => boolean) => {
+  const settled = async (
+    predicate: (c: { tools_pinned_at: string | null; tool_changes: { name: string; change: string }[] }) => boolean,
+  ) => {
     for (let i = 0; i < 100; i++) {
       const c = await connector();
       if (predicate(c)) return c;
@@ -56,7 +58,11 @@ async function setUp(origin: string, pin: "record" | "strict") {
 describe("tool pinning", () => {
   test("record: the first whole listing is approved as it is; a changed description shows in tool_changes, an event and the log", async () => {
     const s = await setUp("https://record.example", "record");
-    const events = sseReader(await t.handle(new Request(`${t.publicUrl}/api/v1/connectors/events`, { headers: { authorization: `Bearer ${alice.token}` } })));
+    const events = sseReader(
+      await t.handle(
+        new Request(`${t.publicUrl}/api/v1/connectors/events`, { headers: { authorization: `Bearer ${alice.token}` } }),
+      ),
+    );
     expect(await s.names()).toEqual(["alpha", "beta", "gamma"]);
     const pinned = await s.settled((c) => c.tools_pinned_at !== null);
     expect(pinned.tool_changes).toEqual([]);

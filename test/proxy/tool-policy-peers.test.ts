@@ -37,7 +37,9 @@ describe("server-everything with a tool policy", () => {
     expect(names).not.toContain("echo");
     expect(names).not.toContain("get-env");
     expect(tools.find((tool) => tool.name === "say")!.description).toBe("Says it back");
-    expect(toolText(await client.callTool({ name: "say", arguments: { message: "through the policy" } }))).toBe("Echo: through the policy");
+    expect(toolText(await client.callTool({ name: "say", arguments: { message: "through the policy" } }))).toBe(
+      "Echo: through the policy",
+    );
     await expect(client.callTool({ name: "get-env", arguments: {} })).rejects.toThrow(/Unknown tool/);
     await close();
   });
@@ -49,7 +51,9 @@ describe("server-everything with a tool policy", () => {
       headers.set("authorization", authHeader(ADMIN));
       return fetch(input, { ...init, headers });
     };
-    const client = new ModernClient({ name: "modern-policy", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } } as never);
+    const client = new ModernClient({ name: "modern-policy", version: "1.0.0" }, {
+      versionNegotiation: { mode: { pin: "2026-07-28" } },
+    } as never);
     await client.connect(new ModernTransport(new URL(proxyUrl(service, id)), { fetch: fetchWithAuth }));
     const names = (await client.listTools()).tools.map((tool) => tool.name);
     expect(names).toContain("say");

@@ -42,13 +42,20 @@ async function allPages(mcp: Client) {
   let cursor: string | undefined;
   do {
     const page = await mcp.listTools(cursor ? { cursor } : {});
-    pages.push({ names: page.tools.map((tool) => tool.name), description: Object.fromEntries(page.tools.map((tool) => [tool.name, tool.description])) });
+    pages.push({
+      names: page.tools.map((tool) => tool.name),
+      description: Object.fromEntries(page.tools.map((tool) => [tool.name, tool.description])),
+    });
     cursor = page.nextCursor;
   } while (cursor);
   return pages;
 }
 
-const policy = { deny: ["beta", "epsilon"], rename: { gamma: "gamma_v2" }, descriptions: { alpha: "Alpha, as the operator explains it" } };
+const policy = {
+  deny: ["beta", "epsilon"],
+  rename: { gamma: "gamma_v2" },
+  descriptions: { alpha: "Alpha, as the operator explains it" },
+};
 
 for (const [era, origin, server] of [
   ["JSON answers", "https://json.example", json],
@@ -115,7 +122,12 @@ describe("on the wire", () => {
     t.handle(
       new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
         method: "POST",
-        headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+        headers: {
+          authorization: `Bearer ${alice.token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...headers,
+        },
         body: JSON.stringify(body),
       }),
     );
@@ -141,7 +153,11 @@ describe("on the wire", () => {
 
   test("an event-stream answer cut into one-byte chunks is rewritten whole; the events around it pass as they came", async () => {
     const view = compileToolPolicy(policy);
-    const listing = JSON.stringify({ jsonrpc: "2.0", id: 3, result: { tools: TOOLS.map((name) => ({ name, inputSchema: { type: "object" } })) } });
+    const listing = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 3,
+      result: { tools: TOOLS.map((name) => ({ name, inputSchema: { type: "object" } })) },
+    });
     const text = `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}}\n\nid: 9\nevent: message\ndata: ${listing}\n\n`;
     const bytes = new TextEncoder().encode(text);
     const upstream = new Response(

@@ -21,7 +21,11 @@ let everything: Peer;
 let op: OidcPeer;
 let protectedServer: OAuthMcpServer;
 beforeAll(async () => {
-  [cluster, everything, op] = await Promise.all([startCluster(3), startEverything(), startOidcProvider({ accessTokenTtl: 3600 })]);
+  [cluster, everything, op] = await Promise.all([
+    startCluster(3),
+    startEverything(),
+    startOidcProvider({ accessTokenTtl: 3600 }),
+  ]);
   protectedServer = startOAuthMcpServer(op.issuer);
 }, 60_000);
 afterAll(async () => {
@@ -34,7 +38,12 @@ const initializeOn = (base: string, id: string) =>
   fetch(`${base}/api/v1/connectors/${id}/mcp`, {
     method: "POST",
     headers: { authorization: basic, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    }),
   }).then(async (r) => (await r.arrayBuffer(), r.status));
 
 /** Connect on the first replica, the user's callback on the second (the balancer's URL, replaced): connected. */
@@ -47,7 +56,8 @@ async function authorizedConnector(): Promise<string> {
   const callback = new URL(await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer));
   expect(callback.origin).toBe(cluster.url); // the public URL every replica shares
   // The person's browser at the public URL: the landing and the confirmation both reach the second replica.
-  const toSecond = (request: Request) => fetch(new Request(`${second!.url}${new URL(request.url).pathname}${new URL(request.url).search}`, request));
+  const toSecond = (request: Request) =>
+    fetch(new Request(`${second!.url}${new URL(request.url).pathname}${new URL(request.url).search}`, request));
   const landed = await finishCallback(toSecond, callback.href, ADMIN);
   expect(landed.status).toBe(200);
   return id;
@@ -55,25 +65,34 @@ async function authorizedConnector(): Promise<string> {
 
 /** Proxied MCP requests each replica served for this connector (from its request log). */
 const servedBy = (id: string) =>
-  cluster.replicas.map((r) => r.lines().filter((l) => l.includes(`"path":"/api/v1/connectors/${id}/mcp"`) && l.includes('"msg":"request"')).length);
+  cluster.replicas.map(
+    (r) => r.lines().filter((l) => l.includes(`"path":"/api/v1/connectors/${id}/mcp"`) && l.includes('"msg":"request"')).length,
+  );
 
 describe("through the balancer, requests alternating between replicas", () => {
   test("create → connect with headers → an MCP session: initialize, tools, progress, the GET stream, DELETE", async () => {
     const created = await cluster.api("POST", "/api/v1/connectors", { body: { url: everything.url } });
     expect(created.status).toBe(201);
     const id = created.body.id as string;
-    const connected = await cluster.api("POST", `/api/v1/connectors/${id}/connect`, { body: { headers: { "x-api-key": "replicated" } } });
+    const connected = await cluster.api("POST", `/api/v1/connectors/${id}/connect`, {
+      body: { headers: { "x-api-key": "replicated" } },
+    });
     expect(connected.body).toMatchObject({ state: "connected", header_names: ["x-api-key"] });
 
     const { client, transport, close } = await mcpClient(`${cluster.url}/api/v1/connectors/${id}/mcp`);
     expect(transport.sessionId).toMatch(/.+/);
     expect((await client.listTools()).tools.map((t) => t.name)).toContain("echo");
-    for (let i = 0; i < 6; i++) expect(text(await client.callTool({ name: "echo", arguments: { message: `n${i}` } }))).toBe(`Echo: n${i}`);
+    for (let i = 0; i < 6; i++)
+      expect(text(await client.callTool({ name: "echo", arguments: { message: `n${i}` } }))).toBe(`Echo: n${i}`);
     const progress: number[] = [];
-    const long = await client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } }, undefined, {
-      onprogress: (p) => void progress.push(p.progress),
-      timeout: 20_000,
-    });
+    const long = await client.callTool(
+      { name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } },
+      undefined,
+      {
+        onprogress: (p) => void progress.push(p.progress),
+        timeout: 20_000,
+      },
+    );
     expect(text(long)).toContain("Long running operation completed");
     expect(progress).toHaveLength(4);
     // Server-initiated messages reach the client on the session's GET stream, held by whichever replica it landed on.
@@ -98,9 +117,13 @@ describe("the conformance kit through the balancer", () => {
       const id = (await cluster.api("POST", "/api/v1/connectors", { body: { url: everything.url } })).body.id as string;
       await cluster.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
       const direct = await runSuite(everything.url, join(out, "direct"));
-      const balanced = await runSuite(`${cluster.url}/api/v1/connectors/${id}/mcp`.replace("http://", `http://${ADMIN.username}:${ADMIN.password}@`), join(out, "balanced"));
+      const balanced = await runSuite(
+        `${cluster.url}/api/v1/connectors/${id}/mcp`.replace("http://", `http://${ADMIN.username}:${ADMIN.password}@`),
+        join(out, "balanced"),
+      );
       expect([...balanced.keys()].sort()).toEqual([...SCENARIOS].sort());
-      for (const scenario of SCENARIOS) expect({ scenario, checks: balanced.get(scenario) }).toEqual({ scenario, checks: direct.get(scenario) });
+      for (const scenario of SCENARIOS)
+        expect({ scenario, checks: balanced.get(scenario) }).toEqual({ scenario, checks: direct.get(scenario) });
       expect(servedBy(id).every((n) => n > 0)).toBe(true);
     } finally {
       rmSync(out, { recursive: true, force: true });
@@ -118,7 +141,13 @@ describe("what one replica changes, every replica sees", () => {
     expect((await c!("GET", "/api/v1/connectors", { as: asToken })).status).toBe(200);
     expect((await a!("DELETE", `/api/v1/tokens/${token.id}`)).status).toBe(204);
     const revokedAt = performance.now();
-    await waitFor("b and c to refuse it", async () => (await b!("GET", "/api/v1/connectors", { as: asToken })).status === 401 && (await c!("GET", "/api/v1/connectors", { as: asToken })).status === 401, 5_000);
+    await waitFor(
+      "b and c to refuse it",
+      async () =>
+        (await b!("GET", "/api/v1/connectors", { as: asToken })).status === 401 &&
+        (await c!("GET", "/api/v1/connectors", { as: asToken })).status === 401,
+      5_000,
+    );
     const bound = performance.now() - revokedAt;
     console.log(`revocation seen by every replica after ${bound.toFixed(0)} ms`);
     expect(bound).toBeLessThan(1_500);
@@ -131,8 +160,17 @@ describe("what one replica changes, every replica sees", () => {
     const ping = (replica: typeof a) =>
       fetch(`${replica!.url}/api/v1/connectors/${id}/mcp`, {
         method: "POST",
-        headers: { authorization: `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+        headers: {
+          authorization: `Basic ${btoa(`${ADMIN.username}:${ADMIN.password}`)}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        }),
       }).then(async (r) => (await r.arrayBuffer(), r.status));
     expect(await ping(b)).toBe(200);
     expect((await apiClient(a!.url)("POST", `/api/v1/connectors/${id}/disconnect`)).body.state).toBe("disconnected");
@@ -170,7 +208,11 @@ describe("OAuth across replicas", () => {
     // a holds the grant's refresh lease and waits for the token endpoint: now it dies.
     const db = new SQL(cluster.databaseUrl, { max: 1 });
     try {
-      await waitFor("a to hold the lease", async () => (await db`SELECT lease_owner FROM oauth_grants WHERE connector_id = ${id}`)[0]?.lease_owner, 5_000);
+      await waitFor(
+        "a to hold the lease",
+        async () => (await db`SELECT lease_owner FROM oauth_grants WHERE connector_id = ${id}`)[0]?.lease_owner,
+        5_000,
+      );
       await a!.kill();
     } finally {
       await db.close();
@@ -179,7 +221,9 @@ describe("OAuth across replicas", () => {
     const started = performance.now();
     expect(await initializeOn(b!.url, id)).toBe(200);
     const waited = performance.now() - started;
-    console.log(`a refresh lease left by a killed replica was taken over after ${waited.toFixed(0)} ms (lease: 20 s from its start)`);
+    console.log(
+      `a refresh lease left by a killed replica was taken over after ${waited.toFixed(0)} ms (lease: 20 s from its start)`,
+    );
     expect(waited).toBeLessThan(22_000);
     expect(op.refreshed.count - before).toBe(1);
     expect((await cluster.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
@@ -198,8 +242,14 @@ describe("a replica killed with SIGKILL", () => {
     let progressed!: () => void;
     const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
     const call = client
-      .callTool({ name: "trigger-long-running-operation", arguments: { duration: 5, steps: 10 } }, undefined, { onprogress: () => progressed(), timeout: 8_000 })
-      .then(() => "answered", () => "failed");
+      .callTool({ name: "trigger-long-running-operation", arguments: { duration: 5, steps: 10 } }, undefined, {
+        onprogress: () => progressed(),
+        timeout: 8_000,
+      })
+      .then(
+        () => "answered",
+        () => "failed",
+      );
     await firstProgress;
     const killedAt = performance.now();
     await victim.kill();

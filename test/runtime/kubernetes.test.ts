@@ -58,13 +58,20 @@ describe("manifests", () => {
       { name: "EVERYTHING_TOKEN", valueFrom: { secretKeyRef: { name: tokenSecretName(ID), key: "access-token" } } },
     ]);
     // The gateway, and only the gateway, gets its token.
-    expect(gateway!.env).toEqual([{ name: "GATEWAY__TOKEN", valueFrom: { secretKeyRef: { name: tokenSecretName(ID), key: "gateway-token" } } }]);
-    for (const object of [deployment, service, secret]) expect(object.metadata!.labels!["connector-service/connector-id"]).toBe(ID);
+    expect(gateway!.env).toEqual([
+      { name: "GATEWAY__TOKEN", valueFrom: { secretKeyRef: { name: tokenSecretName(ID), key: "gateway-token" } } },
+    ]);
+    for (const object of [deployment, service, secret])
+      expect(object.metadata!.labels!["connector-service/connector-id"]).toBe(ID);
     expect(service.spec!.selector).toEqual({ "connector-service/connector-id": ID });
     for (const c of pod.containers) {
       expect(c.resources!.requests).toBeDefined();
       expect(c.resources!.limits).toBeDefined();
-      expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: { drop: ["ALL"] } });
+      expect(c.securityContext).toMatchObject({
+        allowPrivilegeEscalation: false,
+        runAsNonRoot: true,
+        capabilities: { drop: ["ALL"] },
+      });
     }
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true });
@@ -96,7 +103,11 @@ describe("the driver against the fake API server", () => {
   test("deploy creates Secret, Deployment and Service, waits for a ready replica, and names the Service's DNS endpoint", async () => {
     const driver = await runtime();
     await driver.deploy(spec());
-    expect([...kube.objects.keys()].sort()).toEqual([`deployments/mcp/${objectName(ID)}`, `secrets/mcp/${tokenSecretName(ID)}`, `services/mcp/${objectName(ID)}`]);
+    expect([...kube.objects.keys()].sort()).toEqual([
+      `deployments/mcp/${objectName(ID)}`,
+      `secrets/mcp/${tokenSecretName(ID)}`,
+      `services/mcp/${objectName(ID)}`,
+    ]);
     expect(driver.endpoint(ID)!.href).toBe(`http://${objectName(ID)}.mcp.svc:8080/mcp`);
     expect(await driver.list()).toEqual(new Map([[ID, { ready: true }]]));
     expect(kube.requests.every((r) => r.authorization === "Bearer fake-token")).toBe(true);
@@ -135,7 +146,9 @@ describe("the driver against the fake API server", () => {
     await driver.remove(ID);
     expect(kube.objects.size).toBe(0);
     await driver.remove(ID);
-    expect(kube.requests.filter((r) => r.method === "DELETE" && r.path.includes("deployments")).at(-1)!.path).toContain("propagationPolicy=Foreground");
+    expect(kube.requests.filter((r) => r.method === "DELETE" && r.path.includes("deployments")).at(-1)!.path).toContain(
+      "propagationPolicy=Foreground",
+    );
   });
 });
 
@@ -145,14 +158,26 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
   let t: TestApp;
   const clock = steppedClock();
   const PRESETS = JSON.stringify([
-    { url: "mcp+stdio://everything", metadata: { name: "Everything" }, stdio: { image: "example/everything:1", command: ["node", "dist/index.js", "stdio"], access_token_env_name: "TOKEN" } },
+    {
+      url: "mcp+stdio://everything",
+      metadata: { name: "Everything" },
+      stdio: { image: "example/everything:1", command: ["node", "dist/index.js", "stdio"], access_token_env_name: "TOKEN" },
+    },
   ]);
   beforeAll(async () => {
     kube = startFakeKube();
     process.env.KUBECONFIG = kube.kubeconfig;
     upstream = await startEverything();
     // The driver reaches the fake API server over a real socket, with the service's (stepped) clock for its waits.
-    const runtime = await createKubernetesRuntime({ namespace: "mcp", gatewayImage: "registry.example/connector-service:1", access: "proxy", log: silent, pollMs: 1, clock: clock.now, sleep: async (ms) => clock.advance(ms) });
+    const runtime = await createKubernetesRuntime({
+      namespace: "mcp",
+      gatewayImage: "registry.example/connector-service:1",
+      access: "proxy",
+      log: silent,
+      pollMs: 1,
+      clock: clock.now,
+      sleep: async (ms) => clock.advance(ms),
+    });
     t = await createTestApp({ env: { CONNECTOR__PRESETS: PRESETS }, clock, runtime });
   });
   afterAll(async () => {
@@ -178,9 +203,17 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
     expect(JSON.stringify(kube.objects.get(`deployments/mcp/${objectName(id)}`)).includes("secret-token")).toBe(false);
 
     const { client, close } = await mcpClient(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, { token: t.admin.token }, t.handle);
-    expect(JSON.stringify(await client.callTool({ name: "echo", arguments: { message: "via the cluster" } }))).toContain("Echo: via the cluster");
+    expect(JSON.stringify(await client.callTool({ name: "echo", arguments: { message: "via the cluster" } }))).toContain(
+      "Echo: via the cluster",
+    );
     await close();
-    expect(kube.requests.some((r) => r.path.startsWith(`/api/v1/namespaces/mcp/services/${objectName(id)}:mcp/proxy/mcp`) && r.authorization === "Bearer fake-token")).toBe(true);
+    expect(
+      kube.requests.some(
+        (r) =>
+          r.path.startsWith(`/api/v1/namespaces/mcp/services/${objectName(id)}:mcp/proxy/mcp`) &&
+          r.authorization === "Bearer fake-token",
+      ),
+    ).toBe(true);
     // Every request to the gateway carries its deployment's token, the one in the Secret.
     const stored = kube.objects.get(`secrets/mcp/${tokenSecretName(id)}`)!.data as Record<string, string>;
     const token = Buffer.from(stored["gateway-token"]!, "base64").toString();
@@ -200,17 +233,30 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
 
   test("after a restart of the service, the gateway's token is read back from its Secret", async () => {
     const id = await connectManaged();
-    const restarted = await createKubernetesRuntime({ namespace: "mcp", gatewayImage: "g:1", access: "proxy", log: silent, pollMs: 1 });
+    const restarted = await createKubernetesRuntime({
+      namespace: "mcp",
+      gatewayImage: "g:1",
+      access: "proxy",
+      log: silent,
+      pollMs: 1,
+    });
     kube.requests.length = 0;
     const res = await restarted.fetch(restarted.endpoint(id)!, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
     });
     expect(res.status).toBe(200);
     await res.body?.cancel();
     const stored = kube.objects.get(`secrets/mcp/${tokenSecretName(id)}`)!.data as Record<string, string>;
-    expect(kube.requests.find((r) => r.path.includes(":mcp/proxy/"))!.gatewayToken).toBe(Buffer.from(stored["gateway-token"]!, "base64").toString());
+    expect(kube.requests.find((r) => r.path.includes(":mcp/proxy/"))!.gatewayToken).toBe(
+      Buffer.from(stored["gateway-token"]!, "base64").toString(),
+    );
   });
 
   test("reconciliation: a deployment deleted behind the service's back is made again; one of no connector is removed", async () => {
@@ -218,7 +264,11 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
     kube.objects.delete(`deployments/mcp/${objectName(id)}`);
     const orphan = "01a20000-0000-7000-8000-00000000dead";
     kube.objects.set(`deployments/mcp/${objectName(orphan)}`, {
-      metadata: { name: objectName(orphan), resourceVersion: "1", labels: { "app.kubernetes.io/managed-by": "connector-service", "connector-service/connector-id": orphan } },
+      metadata: {
+        name: objectName(orphan),
+        resourceVersion: "1",
+        labels: { "app.kubernetes.io/managed-by": "connector-service", "connector-service/connector-id": orphan },
+      },
     });
     await t.runJobs();
     expect(kube.objects.has(`deployments/mcp/${objectName(id)}`)).toBe(true);

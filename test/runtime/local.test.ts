@@ -34,10 +34,15 @@ const PRESETS = JSON.stringify([
 
 /** This process's children running server-everything over stdio (the local driver's managed servers). */
 function managedProcesses(): number[] {
-  const out = Bun.spawnSync(["pgrep", "-P", String(process.pid), "-f", "server-everything/dist/index.js stdio"]).stdout.toString();
+  const out = Bun.spawnSync([
+    "pgrep",
+    "-P",
+    String(process.pid),
+    "-f",
+    "server-everything/dist/index.js stdio",
+  ]).stdout.toString();
   return out.split("\n").filter(Boolean).map(Number);
 }
-
 
 const dir = mkdtempSync(join(tmpdir(), "cs-local-"));
 let service: TestService;
@@ -65,14 +70,17 @@ async function client(id: string) {
 }
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
-  for (const { id } of (await service.api("GET", "/api/v1/connectors?limit=100")).body.items) await service.api("DELETE", `/api/v1/connectors/${id}`);
+  for (const { id } of (await service.api("GET", "/api/v1/connectors?limit=100")).body.items)
+    await service.api("DELETE", `/api/v1/connectors/${id}`);
   await waitFor("no managed process", () => managedProcesses().length === 0, 8_000);
 });
 
 async function connectManaged(accessToken?: string): Promise<string> {
   const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
   expect(created.body.preset).toBe("mcp+stdio://everything");
-  const res = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: accessToken ? { accessToken } : {} });
+  const res = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, {
+    body: accessToken ? { accessToken } : {},
+  });
   expect(res.status).toBe(200);
   expect(res.body.state).toBe("connected");
   return created.body.id;
@@ -88,15 +96,23 @@ describe("the local driver", () => {
     expect(env.EVERYTHING_MODE).toBe("managed");
     for (const name of Object.keys(env)) expect(name).not.toMatch(/^(SECRETS|AUTH|DATABASE|CONNECTOR|SERVER)__/);
     // The loopback gateway answers only the service (another user of the machine could reach the port).
-    const direct = await fetch(service.deps.runtime.endpoint(id)!, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{}" });
+    const direct = await fetch(service.deps.runtime.endpoint(id)!, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: "{}",
+    });
     expect(direct.status).toBe(401);
     expect((await service.api("DELETE", `/api/v1/connectors/${id}`)).status).toBe(204);
     await waitFor("no managed process after delete", () => managedProcesses().length === 0, 8_000);
     // Started and stopped, each logged with the connector; never with its token.
-    const lines = await waitFor("the deployment's log lines", () => {
-      const mine = service.logs.map((l) => JSON.parse(l)).filter((l) => l.connector_id === id && /^deployment /.test(l.msg));
-      return mine.length >= 2 && mine;
-    }, 8_000);
+    const lines = await waitFor(
+      "the deployment's log lines",
+      () => {
+        const mine = service.logs.map((l) => JSON.parse(l)).filter((l) => l.connector_id === id && /^deployment /.test(l.msg));
+        return mine.length >= 2 && mine;
+      },
+      8_000,
+    );
     expect(lines.map((l) => l.msg)).toEqual(["deployment started", "deployment stopped"]);
     expect(lines[0].why).toBe("connect");
     expect(service.logs.join("\n")).not.toContain("token-for-the-server");
@@ -157,7 +173,10 @@ describe("the local driver", () => {
 
   test("headers do not apply to a managed connector", async () => {
     const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } });
-    expectProblem(await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: { headers: { "x-key": "v" } } }), 422);
+    expectProblem(
+      await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: { headers: { "x-key": "v" } } }),
+      422,
+    );
   });
 
   test("after a restart, connected managed connectors run again, with their token", async () => {
@@ -190,8 +209,15 @@ test("an idle session is closed with its process; the client then starts a new o
 
 test("an image-only preset needs podman or docker on PATH, else the reason says so", async () => {
   const limits = createProcessLimits({ maxProcessesPerUser: 1, maxProcesses: 1 });
-  const runtime = createLocalRuntime({ log: createLogger({ level: "error", write: () => {} }), sandbox: { kind: "none" }, limits, which: () => null });
-  const failure = await runtime.deploy({ connectorId: "c", ownerId: "u", stdio: { image: "example/only-an-image:1" }, accessToken: null }).catch((e) => e);
+  const runtime = createLocalRuntime({
+    log: createLogger({ level: "error", write: () => {} }),
+    sandbox: { kind: "none" },
+    limits,
+    which: () => null,
+  });
+  const failure = await runtime
+    .deploy({ connectorId: "c", ownerId: "u", stdio: { image: "example/only-an-image:1" }, accessToken: null })
+    .catch((e) => e);
   expect(failure).toBeInstanceOf(DeploymentFailed);
   expect(failure.message).toContain("neither podman nor docker is on PATH");
   expect(await runtime.list()).toEqual(new Map());

@@ -13,7 +13,10 @@ const PRESETS = JSON.stringify([
   {
     url: "mcp+stdio://probe",
     metadata: { name: "Probe" },
-    stdio: { image: "example/probe", command: ["sh", "-c", 'echo probe-started >&2; exec "$0" "$@"', process.execPath, PROBE_SERVER] },
+    stdio: {
+      image: "example/probe",
+      command: ["sh", "-c", 'echo probe-started >&2; exec "$0" "$@"', process.execPath, PROBE_SERVER],
+    },
   },
 ]);
 
@@ -37,7 +40,11 @@ afterAll(async () => {
 });
 
 /** This process's children running the probe (with the sandbox, the bwrap around it). */
-const running = () => Bun.spawnSync(["pgrep", "-P", String(process.pid), "-f", PROBE_SERVER]).stdout.toString().split("\n").filter(Boolean).length;
+const running = () =>
+  Bun.spawnSync(["pgrep", "-P", String(process.pid), "-f", PROBE_SERVER])
+    .stdout.toString()
+    .split("\n")
+    .filter(Boolean).length;
 /** Processes the local driver started so far. */
 const started = () => service.logs.filter((line) => line.includes('"line":"probe-started"')).length;
 
@@ -51,8 +58,17 @@ async function connected(as: Credentials): Promise<string> {
 }
 
 const mcp = (id: string, as: Credentials, body: unknown, headers: Record<string, string> = {}) =>
-  service.api("POST", `/api/v1/connectors/${id}/mcp`, { body, as, headers: { accept: "application/json, text/event-stream", ...headers } });
-const INITIALIZE = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+  service.api("POST", `/api/v1/connectors/${id}/mcp`, {
+    body,
+    as,
+    headers: { accept: "application/json, text/event-stream", ...headers },
+  });
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+};
 
 /** Starts an MCP session (one server process); its id. */
 async function session(id: string, as: Credentials): Promise<string> {
@@ -114,7 +130,10 @@ describe("managed server processes (local driver)", () => {
     expect(full.headers.get("retry-after")).toBe("30");
 
     // Alice ends a session (DELETE): once its process is gone, she may start another.
-    const ended = await service.api("DELETE", `/api/v1/connectors/${aliceConnector}/mcp`, { as: alice, headers: { "mcp-session-id": first } });
+    const ended = await service.api("DELETE", `/api/v1/connectors/${aliceConnector}/mcp`, {
+      as: alice,
+      headers: { "mcp-session-id": first },
+    });
     expect(ended.status).toBe(200);
     await waitFor("alice's place to be free", async () => (await mcp(aliceConnector, alice, INITIALIZE)).status === 200, 10_000);
     expect(running()).toBe(3);

@@ -3,7 +3,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createLogger } from "../../src/observability/logger";
-import { bwrapArgs, chooseSandbox, installRoot, prepareSandbox, programRoots, sandboxed, SandboxUnavailable } from "../../src/runtime/sandbox";
+import {
+  bwrapArgs,
+  chooseSandbox,
+  installRoot,
+  prepareSandbox,
+  programRoots,
+  sandboxed,
+  SandboxUnavailable,
+} from "../../src/runtime/sandbox";
 import { probeCommand } from "../peers/probe-server";
 import { mcpClient, proxyUrl, toolText } from "../support/mcp";
 import { startTestService, type TestService } from "../support/service";
@@ -38,7 +46,9 @@ async function probeThroughService(sandbox: "bwrap" | "none") {
       RUNTIME__SANDBOX: sandbox,
       DATABASE__PATH: join(dataDir, "cs.db"),
       SECRETS__KEY: "", // the key file beside the database
-      CONNECTOR__PRESETS: JSON.stringify([{ url: "mcp+stdio://probe", metadata: { name: "Probe" }, stdio: { image: "example/probe", command: probeCommand() } }]),
+      CONNECTOR__PRESETS: JSON.stringify([
+        { url: "mcp+stdio://probe", metadata: { name: "Probe" }, stdio: { image: "example/probe", command: probeCommand() } },
+      ]),
     }).finally(() => {
       process.chdir(cwd);
       process.env.HOME = realHome;
@@ -47,7 +57,8 @@ async function probeThroughService(sandbox: "bwrap" | "none") {
     const connected = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: {} });
     expect(connected.body.state).toBe("connected");
     const { client, close } = await mcpClient(proxyUrl(service, created.body.id));
-    const call = async (name: string, args: Record<string, unknown> = {}) => toolText(await client.callTool({ name, arguments: args }));
+    const call = async (name: string, args: Record<string, unknown> = {}) =>
+      toolText(await client.callTool({ name, arguments: args }));
     const who = JSON.parse(await call("whoami"));
     const seen = {
       key: await call("read", { path: join(dataDir, "secret.key") }),
@@ -66,7 +77,14 @@ async function probeThroughService(sandbox: "bwrap" | "none") {
       who,
     };
     await close();
-    return { seen, key: readFileSync(join(dataDir, "secret.key"), "utf8").trim(), dataDir, home, marker, logs: service.logs.map((l) => JSON.parse(l)) };
+    return {
+      seen,
+      key: readFileSync(join(dataDir, "secret.key"), "utf8").trim(),
+      dataDir,
+      home,
+      marker,
+      logs: service.logs.map((l) => JSON.parse(l)),
+    };
   } finally {
     await service?.stop();
     await peer.stop(true);
@@ -147,21 +165,39 @@ describe("choosing the sandbox", () => {
   const found = () => "/usr/bin/bwrap";
 
   test("unset: bwrap when it is on PATH and a trial run works", () => {
-    expect(chooseSandbox(undefined, found, () => undefined)).toEqual({ kind: "bwrap", program: "/usr/bin/bwrap", reason: "RUNTIME__SANDBOX unset, and bwrap runs here" });
+    expect(chooseSandbox(undefined, found, () => undefined)).toEqual({
+      kind: "bwrap",
+      program: "/usr/bin/bwrap",
+      reason: "RUNTIME__SANDBOX unset, and bwrap runs here",
+    });
   });
 
   test("unset: none, and why, when bwrap is missing or cannot run; the start-up line is a warning", () => {
-    expect(chooseSandbox(undefined, missing)).toEqual({ kind: "none", fellBack: true, reason: "RUNTIME__SANDBOX unset, and bwrap is not on PATH (Debian's bubblewrap package)" });
+    expect(chooseSandbox(undefined, missing)).toEqual({
+      kind: "none",
+      fellBack: true,
+      reason: "RUNTIME__SANDBOX unset, and bwrap is not on PATH (Debian's bubblewrap package)",
+    });
     const choice = chooseSandbox(undefined, found, () => "bwrap: No permissions to create new namespace");
-    expect(choice).toMatchObject({ kind: "none", reason: "RUNTIME__SANDBOX unset, and bwrap: No permissions to create new namespace" });
+    expect(choice).toMatchObject({
+      kind: "none",
+      reason: "RUNTIME__SANDBOX unset, and bwrap: No permissions to create new namespace",
+    });
     const lines: string[] = [];
-    prepareSandbox(choice, { database: undefined, keyFile: undefined, files: [], cwd: "/", homes: [] }, createLogger({ level: "info", write: (l) => lines.push(l) }));
+    prepareSandbox(
+      choice,
+      { database: undefined, keyFile: undefined, files: [], cwd: "/", homes: [] },
+      createLogger({ level: "info", write: (l) => lines.push(l) }),
+    );
     expect(lines.map((l) => JSON.parse(l))).toMatchObject([{ level: "warn", sandbox: "none", reason: choice.reason }]);
     expect(JSON.parse(lines[0]!).msg).toContain("install bubblewrap, or set RUNTIME__SANDBOX=none");
   });
 
   test("RUNTIME__SANDBOX=bwrap where it cannot run refuses to start (the CLI test below: a configuration error)", () => {
-    for (const [which, trial] of [[missing, () => undefined], [found, () => "bwrap: setting up uid map: Permission denied"]] as const) {
+    for (const [which, trial] of [
+      [missing, () => undefined],
+      [found, () => "bwrap: setting up uid map: Permission denied"],
+    ] as const) {
       let error: unknown;
       try {
         chooseSandbox("bwrap", which, trial);
@@ -208,10 +244,17 @@ describe("what the sandbox hides", () => {
     rmSync(dir, { recursive: true, force: true });
     rmSync(other, { recursive: true, force: true });
   });
-  const masks = (args: string[]) => args.flatMap((arg, i) => (arg === "--tmpfs" || (arg === "/dev/null" && args[i - 1] === "--ro-bind") ? [args[i + 1]!] : []));
+  const masks = (args: string[]) =>
+    args.flatMap((arg, i) => (arg === "--tmpfs" || (arg === "/dev/null" && args[i - 1] === "--ro-bind") ? [args[i + 1]!] : []));
 
   test("the working directory when it holds the data directory; the TLS key; a private home; nothing twice", () => {
-    const { args, home } = bwrapArgs({ database: join(dir, "data/cs.db"), keyFile: join(dir, "data/secret.key"), files: [join(other, "tls.key")], cwd: dir, homes: [join(dir, "home")] });
+    const { args, home } = bwrapArgs({
+      database: join(dir, "data/cs.db"),
+      keyFile: join(dir, "data/secret.key"),
+      files: [join(other, "tls.key")],
+      cwd: dir,
+      homes: [join(dir, "home")],
+    });
     expect(masks(args)).toEqual(["/tmp", "/var/tmp", dir, join(other, "tls.key")]);
     // The home is inside the masked working directory: made there, empty, and where the server starts.
     expect(home).toBe(join(dir, "home"));
@@ -221,7 +264,13 @@ describe("what the sandbox hides", () => {
   });
 
   test("a working directory that does not hold the data: the data directory, and the .env files there", () => {
-    const { args, home } = bwrapArgs({ database: join(dir, "data/cs.db"), keyFile: undefined, files: [], cwd: other, homes: ["/"] });
+    const { args, home } = bwrapArgs({
+      database: join(dir, "data/cs.db"),
+      keyFile: undefined,
+      files: [],
+      cwd: other,
+      homes: ["/"],
+    });
     expect(masks(args)).toEqual(["/tmp", "/var/tmp", join(dir, "data"), join(other, ".env")]);
     expect(home).toBe("/tmp"); // no home of its own to mask: /tmp is private anyway
   });
@@ -235,14 +284,25 @@ describe("a server installed where the sandbox makes things private (a checkout 
       writeFileSync(join(project, "package.json"), "{}");
       writeFileSync(join(project, "node_modules/pkg/dist/lib.txt"), "a dependency");
       writeFileSync(join(project, "data/secret.key"), "the key");
-      writeFileSync(join(project, "bin/server.sh"), `cat ${project}/node_modules/pkg/dist/lib.txt; echo; cat ${project}/data/secret.key || echo no-key; touch ${project}/written || echo read-only`);
+      writeFileSync(
+        join(project, "bin/server.sh"),
+        `cat ${project}/node_modules/pkg/dist/lib.txt; echo; cat ${project}/data/secret.key || echo no-key; touch ${project}/written || echo read-only`,
+      );
       expect(installRoot(join(project, "node_modules/pkg/dist/lib.txt"))).toBe(project);
       expect(installRoot(join(project, "bin/server.sh"))).toBe(project);
       expect(programRoots(["/bin/sh", join(project, "bin/server.sh")], ["/tmp"])).toEqual([project]);
       expect(programRoots(["/bin/sh", "/tmp"], ["/tmp"])).toEqual([]); // never a private directory whole
       const choice = chooseSandbox("bwrap");
-      const sandbox = prepareSandbox(choice, { database: undefined, keyFile: join(project, "data/secret.key"), files: [], cwd: "/", homes: [] }, createLogger({ level: "error" }));
-      const run = sandboxed(sandbox, { command: "/bin/sh", args: [join(project, "bin/server.sh")], env: { PATH: "/usr/bin:/bin" } });
+      const sandbox = prepareSandbox(
+        choice,
+        { database: undefined, keyFile: join(project, "data/secret.key"), files: [], cwd: "/", homes: [] },
+        createLogger({ level: "error" }),
+      );
+      const run = sandboxed(sandbox, {
+        command: "/bin/sh",
+        args: [join(project, "bin/server.sh")],
+        env: { PATH: "/usr/bin:/bin" },
+      });
       const result = Bun.spawnSync([run.command, ...run.args], { env: run.env, stdout: "pipe", stderr: "pipe" });
       expect(result.stdout.toString().trim().split("\n")).toEqual(["a dependency", "no-key", "read-only"]);
     } finally {

@@ -46,7 +46,8 @@ test("no secret is in the SQLite files in plaintext, and the key file is private
   const bytes = files.map((f) => readFileSync(join(dir, f)).toString("latin1")).join("");
   // Boolean checks: a failed toContain would print the whole database file.
   expect(bytes.includes(upstream.url)).toBe(true);
-  for (const secret of Object.values(SECRETS)) expect({ secret, found: bytes.includes(secret) }).toEqual({ secret, found: false });
+  for (const secret of Object.values(SECRETS))
+    expect({ secret, found: bytes.includes(secret) }).toEqual({ secret, found: false });
   expect(statSync(join(dir, "secret.key")).mode & 0o777).toBe(0o600);
 });
 

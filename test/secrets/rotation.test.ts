@@ -31,7 +31,8 @@ function sealedValues(dbFile: string): [string, string][] {
     const out: [string, string][] = [];
     for (const entry of TABLES) {
       for (const row of db.query(`SELECT * FROM "${entry.name}"`).all() as Row[]) {
-        for (const [column, context] of Object.entries(entry.sealed)) if (typeof row[column] === "string") out.push([row[column] as string, context(row)]);
+        for (const [column, context] of Object.entries(entry.sealed))
+          if (typeof row[column] === "string") out.push([row[column] as string, context(row)]);
       }
     }
     return out;
@@ -52,7 +53,9 @@ function everySealedLooking(dbFile: string): number {
   const db = new Database(dbFile, { readonly: true });
   try {
     let count = 0;
-    for (const { name } of db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]) {
+    for (const { name } of db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as {
+      name: string;
+    }[]) {
       for (const row of db.query(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[]) {
         for (const value of Object.values(row)) if (typeof value === "string" && value.startsWith("v1:")) count++;
       }
@@ -68,19 +71,56 @@ const keyIn = (file: string) => Buffer.from(readFileSync(file, "utf8").trim(), "
 async function populate(dir: string, env: Record<string, string> = {}): Promise<{ connectorId: string }> {
   const service: TestService = await startTestService({ DATABASE__PATH: join(dir, "cs.db"), SECRETS__KEY: "", ...env });
   const connectorId = await connectedConnector(service.api, upstream.url, { Authorization: "Bearer upstream-secret-1" });
-  await service.api("POST", "/api/v1/connectors", { body: { url: "https://client.example/mcp", client_id: "c", client_secret: "client-secret-1" } });
+  await service.api("POST", "/api/v1/connectors", {
+    body: { url: "https://client.example/mcp", client_id: "c", client_secret: "client-secret-1" },
+  });
   const oauth = createOAuthRepository(service.deps.store);
   const seal = (value: string, context: string) => service.deps.sealer.seal(value, context);
-  const context = { as: { issuer: "https://as.example" }, client_id: "c", token_endpoint_auth_method: "none" as const, resource: "https://x", scope: null, redirect_uri: "https://cs/cb" };
-  await oauth.saveClient({ issuer: "https://as.example", redirect_uri: "https://cs/cb", client_id: "c", client_secret: seal("dcr-secret", clientSeal("https://as.example", "https://cs/cb")), token_endpoint_auth_method: "client_secret_basic", created_at: 0 });
-  await oauth.saveState({ state_digest: "d1", connector_id: connectorId, secrets: seal('{"code_verifier":"v"}', stateSeal("d1")), context: { ...context, redirect_url: null }, expires_at: Date.now() + 600_000, created_at: 0 });
-  await oauth.saveGrant({ connector_id: connectorId, context, secrets: seal('{"access_token":"at"}', grantSeal(connectorId)), expires_at: null, refresh_at: null, failures: 0, lease_owner: null, lease_until: null, updated_at: 0 });
+  const context = {
+    as: { issuer: "https://as.example" },
+    client_id: "c",
+    token_endpoint_auth_method: "none" as const,
+    resource: "https://x",
+    scope: null,
+    redirect_uri: "https://cs/cb",
+  };
+  await oauth.saveClient({
+    issuer: "https://as.example",
+    redirect_uri: "https://cs/cb",
+    client_id: "c",
+    client_secret: seal("dcr-secret", clientSeal("https://as.example", "https://cs/cb")),
+    token_endpoint_auth_method: "client_secret_basic",
+    created_at: 0,
+  });
+  await oauth.saveState({
+    state_digest: "d1",
+    connector_id: connectorId,
+    secrets: seal('{"code_verifier":"v"}', stateSeal("d1")),
+    context: { ...context, redirect_url: null },
+    expires_at: Date.now() + 600_000,
+    created_at: 0,
+  });
+  await oauth.saveGrant({
+    connector_id: connectorId,
+    context,
+    secrets: seal('{"access_token":"at"}', grantSeal(connectorId)),
+    expires_at: null,
+    refresh_at: null,
+    failures: 0,
+    lease_owner: null,
+    lease_until: null,
+    updated_at: 0,
+  });
   await service.stop();
   return { connectorId };
 }
 
 const rotateKey = (env: Record<string, string>) =>
-  Bun.spawnSync([process.execPath, ENTRY, "rotate-key"], { env: { PATH: process.env.PATH!, ...env }, stdout: "pipe", stderr: "pipe" });
+  Bun.spawnSync([process.execPath, ENTRY, "rotate-key"], {
+    env: { PATH: process.env.PATH!, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
 
 describe("connector-service rotate-key", () => {
   test("with the key file: every secret is re-sealed under a new key, none stays under the old one, and the service reads them all", async () => {
@@ -106,7 +146,9 @@ describe("connector-service rotate-key", () => {
       // The service, restarted, sends the stored headers as before.
       const service = await startTestService({ DATABASE__PATH: join(dir, "cs.db"), SECRETS__KEY: "" });
       const { client, close } = await mcpClient(proxyUrl(service, connectorId));
-      expect(JSON.parse(toolText(await client.callTool({ name: "whoami", arguments: { name: "n" } }))).authorization).toBe("Bearer upstream-secret-1");
+      expect(JSON.parse(toolText(await client.callTool({ name: "whoami", arguments: { name: "n" } }))).authorization).toBe(
+        "Bearer upstream-secret-1",
+      );
       await close();
       await service.stop();
     } finally {
@@ -131,7 +173,9 @@ describe("connector-service rotate-key", () => {
       const service = await startTestService({ DATABASE__PATH: join(dir, "cs.db"), SECRETS__KEY: "" });
       expect(service.logs.some((l) => l.includes("a key rotation was interrupted"))).toBe(true);
       const { client, close } = await mcpClient(proxyUrl(service, connectorId));
-      expect(JSON.parse(toolText(await client.callTool({ name: "whoami", arguments: { name: "n" } }))).authorization).toBe("Bearer upstream-secret-1");
+      expect(JSON.parse(toolText(await client.callTool({ name: "whoami", arguments: { name: "n" } }))).authorization).toBe(
+        "Bearer upstream-secret-1",
+      );
       await close();
       await service.stop();
 
@@ -174,8 +218,17 @@ describe("every sealed column of every table (src/cli/tables.ts)", () => {
   test("rotate-key re-seals each one: afterwards it opens under the new key and not the old; no sealed-looking value is left out", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cs-rotate-"));
     try {
-      const database = TEST_STORE === "postgres" ? { DATABASE__URL: await (await sharedPostgres()).createDatabase() } : { DATABASE__PATH: join(dir, "cs.db") };
-      const open = () => openStore({ path: database.DATABASE__PATH ?? "", url: database.DATABASE__URL, maxConnections: 2, checkpointThread: false });
+      const database =
+        TEST_STORE === "postgres"
+          ? { DATABASE__URL: await (await sharedPostgres()).createDatabase() }
+          : { DATABASE__PATH: join(dir, "cs.db") };
+      const open = () =>
+        openStore({
+          path: database.DATABASE__PATH ?? "",
+          url: database.DATABASE__URL,
+          maxConnections: 2,
+          checkpointThread: false,
+        });
       const [oldKey, newKey, thirdKey] = [randomBytes(32), randomBytes(32), randomBytes(32)];
       await fillEveryTable(await open(), oldKey);
 
@@ -189,7 +242,8 @@ describe("every sealed column of every table (src/cli/tables.ts)", () => {
             for (const row of await readTable(store, entry)) {
               for (const value of Object.values(row)) if (typeof value === "string" && value.startsWith("v1:")) looking++;
               for (const [column, context] of Object.entries(entry.sealed)) {
-                if (typeof row[column] === "string") values.push({ column: `${entry.name}.${column}`, value: row[column] as string, context: context(row) });
+                if (typeof row[column] === "string")
+                  values.push({ column: `${entry.name}.${column}`, value: row[column] as string, context: context(row) });
               }
             }
           }
@@ -198,14 +252,19 @@ describe("every sealed column of every table (src/cli/tables.ts)", () => {
           await store.close();
         }
       };
-      const opensUnder = (key: Uint8Array, values: { value: string; context: string }[]) => values.filter((v) => opens(createSealer(key), [v.value, v.context])).length;
+      const opensUnder = (key: Uint8Array, values: { value: string; context: string }[]) =>
+        values.filter((v) => opens(createSealer(key), [v.value, v.context])).length;
 
       const before = await sealed();
       // Every sealed column of the list holds a value to rotate (the test would prove nothing about an empty one).
-      expect([...new Set(before.values.map((v) => v.column))].sort()).toEqual(TABLES.flatMap((e) => Object.keys(e.sealed).map((c) => `${e.name}.${c}`)).sort());
+      expect([...new Set(before.values.map((v) => v.column))].sort()).toEqual(
+        TABLES.flatMap((e) => Object.keys(e.sealed).map((c) => `${e.name}.${c}`)).sort(),
+      );
       expect(opensUnder(oldKey, before.values)).toBe(before.values.length);
 
-      const run = await captured("stdout", () => rotateKeyInProcess({ ...database, SECRETS__KEY: oldKey.toString("base64"), SECRETS__NEW_KEY: newKey.toString("base64") }));
+      const run = await captured("stdout", () =>
+        rotateKeyInProcess({ ...database, SECRETS__KEY: oldKey.toString("base64"), SECRETS__NEW_KEY: newKey.toString("base64") }),
+      );
       expect(run.code).toBe(0);
       expect(JSON.parse(run.text).values_resealed).toBe(before.values.length);
 
@@ -220,7 +279,9 @@ describe("every sealed column of every table (src/cli/tables.ts)", () => {
       const store = await open();
       try {
         const [from, to] = [createSealer(newKey), createSealer(thirdKey)];
-        expect(await store.transaction(resealAll(store, (value, context) => to.seal(from.open(value, context), context), 2))).toBe(before.values.length);
+        expect(
+          await store.transaction(resealAll(store, (value, context) => to.seal(from.open(value, context), context), 2)),
+        ).toBe(before.values.length);
       } finally {
         await store.close();
       }

@@ -6,7 +6,8 @@ import { clientAddress, parseTrustedProxies } from "../../src/security/client-ad
 // in X-Forwarded-For or Forwarded, read from the right so that what a client writes itself never counts.
 const trusted = parseTrustedProxies(["127.0.0.1/32", "10.0.0.0/8", "fd00::/8"]);
 const none = parseTrustedProxies([]);
-const from = (peer: string | undefined, headers: Record<string, string>, list = trusted) => clientAddress(peer, new Headers(headers), list);
+const from = (peer: string | undefined, headers: Record<string, string>, list = trusted) =>
+  clientAddress(peer, new Headers(headers), list);
 
 describe("a peer that is not trusted", () => {
   test("its forwarding headers are ignored: the client is the peer", () => {
@@ -78,7 +79,9 @@ describe("SERVER__TRUSTED_PROXIES", () => {
     expect(config.server.trustedProxies.has("::1")).toBe(true);
     expect(loadConfig({}).server.trustedProxies.empty).toBe(true);
     for (const bad of ["10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/8/8", "example.com", "10.0.0.0/x"]) {
-      expect(() => loadConfig({ SERVER__TRUSTED_PROXIES: bad }), bad).toThrow(`SERVER__TRUSTED_PROXIES: "${bad}" is not an IPv4 or IPv6 address`);
+      expect(() => loadConfig({ SERVER__TRUSTED_PROXIES: bad }), bad).toThrow(
+        `SERVER__TRUSTED_PROXIES: "${bad}" is not an IPv4 or IPv6 address`,
+      );
     }
   });
 });

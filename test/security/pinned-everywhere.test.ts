@@ -54,7 +54,10 @@ test("OAuth discovery, registration, token, refresh and revocation, the proxy, a
   expect((await t.api("DELETE", `/api/v1/connectors/${id}`)).status).toBeOneOf([202, 204]);
   await waitFor("the revocation", () => oauth.seen.revoked.length > 0);
   // An agent card.
-  expect((await t.api("POST", "/api/v1/providers", { body: { agent_card_url: "https://agent.example/.well-known/agent-card.json" } })).status).toBe(201);
+  expect(
+    (await t.api("POST", "/api/v1/providers", { body: { agent_card_url: "https://agent.example/.well-known/agent-card.json" } }))
+      .status,
+  ).toBe(201);
   // A Client ID Metadata Document, opened by anyone.
   const authorize = new URL(`${t.publicUrl}/oauth/authorize`);
   authorize.search = new URLSearchParams({

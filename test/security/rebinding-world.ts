@@ -29,11 +29,22 @@ writeFileSync(join(scratch, "resolv.conf"), "nameserver 127.0.0.1\noptions attem
 run("mount", "--bind", join(scratch, "resolv.conf"), "/etc/resolv.conf");
 
 const rebinding: Plan = (n) => (n === 0 ? PUBLIC : METADATA);
-const dns = await startPlannedDns("127.0.0.1", 53, new Map([["rebind.test", rebinding], ["cimd.test", rebinding]]));
+const dns = await startPlannedDns(
+  "127.0.0.1",
+  53,
+  new Map([
+    ["rebind.test", rebinding],
+    ["cimd.test", rebinding],
+  ]),
+);
 
 // The metadata service: every HTTP request and every TLS connection it gets is the attack succeeding.
 const metadataRequests: string[] = [];
-const metadataHttp = Bun.serve({ hostname: METADATA, port: 80, fetch: (r) => (metadataRequests.push(`${r.method} ${new URL(r.url).pathname}`), Response.json({ AccessKeyId: "stolen" })) });
+const metadataHttp = Bun.serve({
+  hostname: METADATA,
+  port: 80,
+  fetch: (r) => (metadataRequests.push(`${r.method} ${new URL(r.url).pathname}`), Response.json({ AccessKeyId: "stolen" })),
+});
 let metadataTls = 0;
 const metadataTlsListener = Bun.listen({ hostname: METADATA, port: 443, socket: { open: () => void metadataTls++, data() {} } });
 
@@ -48,7 +59,11 @@ const publicTls = Bun.serve({
   tls: { cert: readFileSync(process.env.REBINDING_CERT!, "utf8"), key: readFileSync(process.env.REBINDING_KEY!, "utf8") },
   fetch(request) {
     documentRequests.push({ host: request.headers.get("host"), path: new URL(request.url).pathname });
-    return Response.json({ client_id: "https://cimd.test/client.json", client_name: "Rebinding test client", redirect_uris: [REDIRECT_URI] });
+    return Response.json({
+      client_id: "https://cimd.test/client.json",
+      client_name: "Rebinding test client",
+      redirect_uris: [REDIRECT_URI],
+    });
   },
 });
 
@@ -59,13 +74,24 @@ const report: Record<string, unknown> = {};
 try {
   // 1. A user's connector at a rebinding name: connect, then proxy a tool call, then again once the resolution is stale.
   const created = await service.api("POST", "/api/v1/connectors", { body: { url: "http://rebind.test/mcp" } });
-  const connected = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: { headers: { Authorization: "Bearer k" } } });
-  report.connect = { status: connected.status, state: connected.body?.state, reason: connected.body?.disconnect_reason ?? connected.body?.detail };
+  const connected = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, {
+    body: { headers: { Authorization: "Bearer k" } },
+  });
+  report.connect = {
+    status: connected.status,
+    state: connected.body?.state,
+    reason: connected.body?.disconnect_reason ?? connected.body?.detail,
+  };
   const proxyUrl = `${service.url}/api/v1/connectors/${created.body.id}/mcp`;
   const call = async () => {
     const response = await fetch(proxyUrl, {
       method: "POST",
-      headers: { ...admin, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+      headers: {
+        ...admin,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "whoami", arguments: {} } }),
     });
     return { status: response.status, text: await response.text() };
@@ -85,7 +111,8 @@ try {
     code_challenge_method: "S256",
     resource: proxyUrl,
     state: "s",
-  })) authorize.searchParams.set(k, v);
+  }))
+    authorize.searchParams.set(k, v);
   const page = await fetch(authorize, { redirect: "manual" });
   report.cimd = { status: page.status, page: (await page.text()).slice(0, 2000), documentRequests };
 } catch (e) {

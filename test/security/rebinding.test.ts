@@ -28,21 +28,50 @@ beforeAll(async () => {
   const cert = join(dir, "cert.pem");
   const key = join(dir, "key.pem");
   const made = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=cimd.test", "-addext", "subjectAltName=DNS:cimd.test", "-keyout", key, "-out", cert],
+    [
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=cimd.test",
+      "-addext",
+      "subjectAltName=DNS:cimd.test",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+    ],
     { stderr: "pipe" },
   );
   if (made.exitCode !== 0) throw new Error(`openssl: ${made.stderr.toString()}`);
-  const world = Bun.spawn(["unshare", "--net", "--mount", "--fork", "--", process.execPath, resolve(import.meta.dir, "rebinding-world.ts")], {
-    cwd: resolve(import.meta.dir, "../.."),
-    env: { ...process.env, NODE_EXTRA_CA_CERTS: cert, REBINDING_CERT: cert, REBINDING_KEY: key },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const world = Bun.spawn(
+    ["unshare", "--net", "--mount", "--fork", "--", process.execPath, resolve(import.meta.dir, "rebinding-world.ts")],
+    {
+      cwd: resolve(import.meta.dir, "../.."),
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: cert, REBINDING_CERT: cert, REBINDING_KEY: key },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   const timer = setTimeout(() => world.kill("SIGKILL"), 60_000);
-  const [out, err, code] = await Promise.all([new Response(world.stdout).text(), new Response(world.stderr).text(), world.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(world.stdout).text(),
+    new Response(world.stderr).text(),
+    world.exited,
+  ]);
   clearTimeout(timer);
   const last = out.trim().split("\n").at(-1) ?? "";
-  if (code !== 0 || !last.startsWith("{")) throw new Error(`the rebinding world failed (exit ${code}; this test needs root for unshare): ${err.slice(-2000)} ${out.slice(-1000)}`);
+  if (code !== 0 || !last.startsWith("{"))
+    throw new Error(
+      `the rebinding world failed (exit ${code}; this test needs root for unshare): ${err.slice(-2000)} ${out.slice(-1000)}`,
+    );
   report = JSON.parse(last);
   if (report.error) throw new Error(`the rebinding world: ${report.error}`);
 }, 90_000);
@@ -63,7 +92,9 @@ describe("a name that answers a public address first and the metadata address af
 
   test("once the resolution is stale, the next one is checked again: the metadata answer is refused with a 502 saying why", () => {
     expect(report.proxyAfterReresolve.status).toBe(502);
-    expect(report.proxyAfterReresolve.text).toContain("rebind.test resolves to 169.254.169.254 is a link-local, metadata or reserved address");
+    expect(report.proxyAfterReresolve.text).toContain(
+      "rebind.test resolves to 169.254.169.254 is a link-local, metadata or reserved address",
+    );
   });
 
   test("a Client ID Metadata Document is fetched over TLS from the checked address, its certificate verified for the name", () => {

@@ -7,7 +7,11 @@ export const authHeader = (c: Credentials) =>
 
 export type ApiResponse<T = any> = { status: number; headers: Headers; body: T; text: string };
 
-export type Api = (method: string, path: string, options?: { body?: unknown; raw?: string; as?: Credentials | null; headers?: Record<string, string> }) => Promise<ApiResponse>;
+export type Api = (
+  method: string,
+  path: string,
+  options?: { body?: unknown; raw?: string; as?: Credentials | null; headers?: Record<string, string> },
+) => Promise<ApiResponse>;
 
 /** An API client that sends its requests with `send` (fetch, or an app's handle), authenticated as `defaultAs`. */
 export function apiOver(send: (request: Request) => Promise<Response>, baseUrl: string, defaultAs: Credentials | null): Api {

@@ -80,7 +80,8 @@ export async function createTestApp(options: TestAppOptions = {}) {
     // A test names its client with this header; everything else comes from one.
     clientAddress: (request) => request.headers.get("x-test-client") ?? "test-client",
     // No sandbox: these tests run no server process that could read anything (test/runtime/sandbox.test.ts does).
-    runtime: options.runtime ?? createLocalRuntime({ log, sandbox: { kind: "none" }, limits: createProcessLimits(config.runtime) }),
+    runtime:
+      options.runtime ?? createLocalRuntime({ log, sandbox: { kind: "none" }, limits: createProcessLimits(config.runtime) }),
   };
   const services: Services = createServices(deps);
   const app = buildApp(deps, services);
@@ -92,7 +93,15 @@ export async function createTestApp(options: TestAppOptions = {}) {
     passwordHash ??= Bun.password.hash(TEST_PASSWORD, "argon2id");
     const now = clock.now();
     const id = deps.newId();
-    await userRows.insert({ id, username, password_hash: await passwordHash, role, disabled_at: null, created_at: now, updated_at: now });
+    await userRows.insert({
+      id,
+      username,
+      password_hash: await passwordHash,
+      role,
+      disabled_at: null,
+      created_at: now,
+      updated_at: now,
+    });
     const principal: Principal = { id, username, role };
     const { token } = await services.users.createToken(principal, { name: "tests" });
     return { principal, token, basic: { username, password: TEST_PASSWORD }, api: apiOf({ token }) };

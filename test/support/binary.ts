@@ -20,7 +20,13 @@ export type Started = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: str
 
 /** Starts the executable in `cwd` and waits for its "listening" line; keeps reading its log so it never blocks. */
 export async function startBinary(cwd: string, env: Record<string, string>): Promise<Started> {
-  const proc = Bun.spawn([BINARY], { cwd, env: { PATH: process.env.PATH!, SERVER__PORT: "0", ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([BINARY], {
+    cwd,
+    env: { PATH: process.env.PATH!, SERVER__PORT: "0", ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const lines: string[] = [];
   const decoder = new TextDecoder();
   const reader = proc.stdout.getReader();

@@ -1,6 +1,5 @@
 import type { Browser, Page } from "playwright-core";
 
-
 /** What the page's policy refused (Chromium reports each refusal as a console error) and its script errors. */
 export function watchPolicy(page: Page): string[] {
   const problems: string[] = [];
@@ -20,13 +19,21 @@ export async function framedUrl(browser: Browser, url: string): Promise<string> 
   const other = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    fetch: () => new Response(`<!doctype html><title>Elsewhere</title><iframe id="f" src="${url}" width="800" height="600"></iframe>`, { headers: { "content-type": "text/html; charset=utf-8" } }),
+    fetch: () =>
+      new Response(`<!doctype html><title>Elsewhere</title><iframe id="f" src="${url}" width="800" height="600"></iframe>`, {
+        headers: { "content-type": "text/html; charset=utf-8" },
+      }),
   });
   const page = await browser.newPage();
   try {
     // The page's load event waits for its frames, an error page in a refused frame included.
     await page.goto(`http://127.0.0.1:${other.port}/`, { waitUntil: "load" });
-    return page.frames().find((f) => f !== page.mainFrame())?.url() ?? "";
+    return (
+      page
+        .frames()
+        .find((f) => f !== page.mainFrame())
+        ?.url() ?? ""
+    );
   } finally {
     await page.close();
     other.stop(true);

@@ -18,9 +18,17 @@ export async function finishCallback(target: Send | { handle: Send }, callback: 
 }
 
 /** The confirmation form's POST, as the page's form sends it (same origin, form-encoded). */
-export function confirmation(callback: string, query: string, person?: Person, extraHeaders: Record<string, string> = {}): Request {
+export function confirmation(
+  callback: string,
+  query: string,
+  person?: Person,
+  extraHeaders: Record<string, string> = {},
+): Request {
   const url = new URL(callback);
-  const fields = new URLSearchParams({ callback: query, ...(person && { username: person.username, password: person.password }) });
+  const fields = new URLSearchParams({
+    callback: query,
+    ...(person && { username: person.username, password: person.password }),
+  });
   return new Request(`${url.origin}${url.pathname}`, {
     method: "POST",
     redirect: "manual",
@@ -32,5 +40,10 @@ export function confirmation(callback: string, query: string, person?: Person, e
 /** The callback query the confirmation page carries, undefined when the page is not a confirmation. */
 export function confirmationQuery(html: string): string | undefined {
   const value = /name="callback" value="([^"]*)"/.exec(html)?.[1];
-  return value?.replace(/&amp;/g, "&").replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">");
+  return value
+    ?.replace(/&amp;/g, "&")
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">");
 }

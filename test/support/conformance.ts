@@ -53,7 +53,10 @@ export async function runSuite(url: string, dir: string): Promise<Map<string, Ch
   for (const entry of readdirSync(dir)) {
     const scenario = entry.replace(/^server-/, "").replace(/-\d{4}-\d{2}-\d{2}T.*$/, "");
     const checks = JSON.parse(readFileSync(join(dir, entry, "checks.json"), "utf8")) as Check[];
-    results.set(scenario, checks.map((c) => ({ id: c.id, status: c.status })));
+    results.set(
+      scenario,
+      checks.map((c) => ({ id: c.id, status: c.status })),
+    );
   }
   return results;
 }

@@ -26,7 +26,11 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     store,
     sealingKey: key,
     clock: steppedClock(Date.now()),
-    env: { AUDIT__CAPTURE: "arguments", WEBHOOKS__URLS: "https://hooks.example/in", WEBHOOKS__SECRET: `whsec_${randomBytes(32).toString("base64")}` },
+    env: {
+      AUDIT__CAPTURE: "arguments",
+      WEBHOOKS__URLS: "https://hooks.example/in",
+      WEBHOOKS__SECRET: `whsec_${randomBytes(32).toString("base64")}`,
+    },
   });
   try {
     const tools = pagedToolsServer(["search", "fetch", "summarize"], 10);
@@ -37,7 +41,10 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     t.network.serve(oauth.as, async (request) => {
       if (new URL(request.url).pathname !== "/register") return oauth.authorizationServer(request);
       const registered = await (await oauth.authorizationServer(request)).json();
-      return Response.json({ ...registered, client_secret: "registered-client-secret", token_endpoint_auth_method: "client_secret_post" }, { status: 201 });
+      return Response.json(
+        { ...registered, client_secret: "registered-client-secret", token_endpoint_auth_method: "client_secret_post" },
+        { status: 201 },
+      );
     });
     t.network.serve(oauth.mcp, oauth.mcpServer);
 
@@ -45,8 +52,23 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     must(await t.apiOf(null)("POST", "/api/v1/session", { body: alice.basic }), 201);
 
     // Headers, a client secret and an access token: every sealed column of a connector.
-    const tooled = must(await alice.api("POST", "/api/v1/connectors", { body: { url: "https://tools.example/mcp", client_id: "tools-client", client_secret: "tools-client-secret", metadata: { name: "Tools" } } }), 201).body.id;
-    must(await alice.api("POST", `/api/v1/connectors/${tooled}/connect`, { body: { headers: { "x-api-key": "tools-api-key" }, accessToken: "tools-access-token" } }), 200);
+    const tooled = must(
+      await alice.api("POST", "/api/v1/connectors", {
+        body: {
+          url: "https://tools.example/mcp",
+          client_id: "tools-client",
+          client_secret: "tools-client-secret",
+          metadata: { name: "Tools" },
+        },
+      }),
+      201,
+    ).body.id;
+    must(
+      await alice.api("POST", `/api/v1/connectors/${tooled}/connect`, {
+        body: { headers: { "x-api-key": "tools-api-key" }, accessToken: "tools-access-token" },
+      }),
+      200,
+    );
     must(await alice.api("PATCH", `/api/v1/connectors/${tooled}`, { body: { tool_policy: { pin: "record" } } }), 200);
     const mcp = new Client({ name: "every-table", version: "1.0.0" });
     const fetchAs = (input: string | URL | Request, init?: RequestInit) => {
@@ -54,7 +76,9 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
       request.headers.set("authorization", `Bearer ${alice.token}`);
       return t.handle(request);
     };
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${t.publicUrl}/api/v1/connectors/${tooled}/mcp`), { fetch: fetchAs }));
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${t.publicUrl}/api/v1/connectors/${tooled}/mcp`), { fetch: fetchAs }),
+    );
     await mcp.listTools();
     tools.descriptions.fetch = "Changed since it was pinned";
     await mcp.listTools();
@@ -71,7 +95,23 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     if (landed.status !== 200) throw new Error(`OAuth callback: ${landed.status} ${landed.text}`);
     await connectOAuth();
 
-    must(await t.api("POST", "/api/v1/providers", { body: { agent_card: { name: "Agent", description: "d", url: "https://agent.example/a2a", version: "1", capabilities: {}, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: [] } } }), 201);
+    must(
+      await t.api("POST", "/api/v1/providers", {
+        body: {
+          agent_card: {
+            name: "Agent",
+            description: "d",
+            url: "https://agent.example/a2a",
+            version: "1",
+            capabilities: {},
+            defaultInputModes: ["text/plain"],
+            defaultOutputModes: ["text/plain"],
+            skills: [],
+          },
+        },
+      }),
+      201,
+    );
 
     // An MCP client of the service's own authorization server: registered, granted, with tokens; and a second request waiting.
     const as = byHand(t.handle, t.publicUrl);
@@ -80,12 +120,30 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     const { verifier, challenge } = pkce();
     const { location } = await approveInForms(t.handle, as.authorizeUrl({ client_id, challenge, resource }), alice.basic);
     const code = new URL(location).searchParams.get("code")!;
-    const tokens = await as.token({ grant_type: "authorization_code", client_id, code, code_verifier: verifier, redirect_uri: REDIRECT_URI, resource });
+    const tokens = await as.token({
+      grant_type: "authorization_code",
+      client_id,
+      code,
+      code_verifier: verifier,
+      redirect_uri: REDIRECT_URI,
+      resource,
+    });
     if (tokens.status !== 200) throw new Error(`token: ${tokens.status} ${await tokens.text()}`);
     // A request is stored once the person signed in (the consent page waits for the answer).
     const waiting = as.authorizeUrl({ client_id, challenge: pkce().challenge, resource });
     const signedIn = new URLSearchParams({ step: "sign-in", username: alice.basic.username, password: alice.basic.password });
-    must(await readResponse(await t.handle(new Request(waiting, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: signedIn.toString() }))), 200);
+    must(
+      await readResponse(
+        await t.handle(
+          new Request(waiting, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: signedIn.toString(),
+          }),
+        ),
+      ),
+      200,
+    );
 
     await t.runJobs();
     await t.services.audit.flush();

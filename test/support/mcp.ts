@@ -26,7 +26,8 @@ export async function connectedConnector(api: Api, url: string, headers?: Record
   const created = await api("POST", "/api/v1/connectors", { body: { url } });
   if (created.status !== 201) throw new Error(`create: ${created.status} ${created.text}`);
   const connected = await api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: headers ? { headers } : {} });
-  if (connected.status !== 200 || connected.body.state !== "connected") throw new Error(`connect: ${connected.status} ${connected.text}`);
+  if (connected.status !== 200 || connected.body.state !== "connected")
+    throw new Error(`connect: ${connected.status} ${connected.text}`);
   return created.body.id;
 }
 
@@ -63,8 +64,12 @@ export async function expectIsolatedSessions(url: string, headers: Record<string
   const [a, b] = await Promise.all([mcpClient(url, null, withHeaders), mcpClient(url, null, withHeaders)]);
   const progress = { a: 0, b: 0 };
   const [ra, rb, sa, sb] = await Promise.all([
-    a.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.6, steps: 3 } }, undefined, { onprogress: () => void progress.a++ }),
-    b.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.4, steps: 2 } }, undefined, { onprogress: () => void progress.b++ }),
+    a.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.6, steps: 3 } }, undefined, {
+      onprogress: () => void progress.a++,
+    }),
+    b.client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.4, steps: 2 } }, undefined, {
+      onprogress: () => void progress.b++,
+    }),
     a.client.callTool({ name: "get-sum", arguments: { a: 1, b: 1 } }),
     b.client.callTool({ name: "get-sum", arguments: { a: 500, b: 500 } }),
   ]);

@@ -25,13 +25,10 @@ export function fakeNetwork() {
     return new Promise<Response>((resolve, reject) => {
       const abort = () => reject(signal.reason ?? new DOMException("The operation was aborted", "AbortError"));
       signal.addEventListener("abort", abort, { once: true });
-      Promise.resolve(handler(request)).then(
-        (response) => {
-          signal.removeEventListener("abort", abort);
-          resolve(abortable(response, signal));
-        },
-        reject,
-      );
+      Promise.resolve(handler(request)).then((response) => {
+        signal.removeEventListener("abort", abort);
+        resolve(abortable(response, signal));
+      }, reject);
     });
   };
 
@@ -66,7 +63,13 @@ function addressedByName(request: Request): Request {
   if (!host || host === url.host) return request;
   const headers = new Headers(request.headers);
   headers.delete("host");
-  return new Request(`${url.protocol}//${host}${url.pathname}${url.search}`, { method: request.method, headers, body: request.body, signal: request.signal, ...(request.body && { duplex: "half" }) } as RequestInit);
+  return new Request(`${url.protocol}//${host}${url.pathname}${url.search}`, {
+    method: request.method,
+    headers,
+    body: request.body,
+    signal: request.signal,
+    ...(request.body && { duplex: "half" }),
+  } as RequestInit);
 }
 
 /** As with real fetch, aborting the request after its response arrived breaks off the body (the upstream sees a cancel). */

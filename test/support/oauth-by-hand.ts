@@ -15,16 +15,35 @@ export function pkce() {
 
 export function byHand(send: Send, base: string) {
   const form = (path: string, fields: Record<string, string>) =>
-    send(new Request(`${base}${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString() }));
+    send(
+      new Request(`${base}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(fields).toString(),
+      }),
+    );
   return {
     /** Registers a public client (RFC 7591); its client_id. */
     async register(body: Record<string, unknown> = { redirect_uris: [REDIRECT_URI], client_name: "By hand" }): Promise<string> {
-      const res = await send(new Request(`${base}/oauth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }));
+      const res = await send(
+        new Request(`${base}/oauth/register`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+      );
       if (res.status !== 201) throw new Error(`registration answered ${res.status}: ${await res.text()}`);
       return (await res.json()).client_id;
     },
     /** The authorization URL a client would open in the person's browser. */
-    authorizeUrl(params: { client_id: string; challenge: string; resource?: string; redirect_uri?: string; state?: string; scope?: string }): string {
+    authorizeUrl(params: {
+      client_id: string;
+      challenge: string;
+      resource?: string;
+      redirect_uri?: string;
+      state?: string;
+      scope?: string;
+    }): string {
       const url = new URL(`${base}/oauth/authorize`);
       url.searchParams.set("response_type", "code");
       url.searchParams.set("client_id", params.client_id);

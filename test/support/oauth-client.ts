@@ -16,7 +16,13 @@ export function memoryOAuthProvider(options: { redirectUrl?: string; clientName?
     },
     ...(options.clientMetadataUrl && { clientMetadataUrl: options.clientMetadataUrl }),
     get clientMetadata(): OAuthClientMetadata {
-      return { redirect_uris: [redirectUrl], client_name: options.clientName ?? "Test MCP client", token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] };
+      return {
+        redirect_uris: [redirectUrl],
+        client_name: options.clientName ?? "Test MCP client",
+        token_endpoint_auth_method: "none",
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+      };
     },
     clientInformation: () => state.client,
     saveClientInformation: (client) => void (state.client = client),
@@ -38,13 +44,26 @@ const handleOf = (html: string) => /name="handle" value="([^"]+)"/.exec(html)?.[
  * A person in a browser without one: opens the authorization URL, signs in on the service's page, answers the
  * consent page, and returns where the service sent the browser back (the client's redirect URI with code or error).
  */
-export async function approveInForms(send: Send, authorizationUrl: string | URL, person: { username: string; password: string }, decision: "allow" | "deny" = "allow") {
+export async function approveInForms(
+  send: Send,
+  authorizationUrl: string | URL,
+  person: { username: string; password: string },
+  decision: "allow" | "deny" = "allow",
+) {
   const page = await send(new Request(authorizationUrl));
   const signIn = await page.text();
-  if (page.status !== 200 || !signIn.includes('name="step" value="sign-in"')) throw new Error(`no sign-in page (${page.status}): ${signIn.slice(0, 300)}`);
+  if (page.status !== 200 || !signIn.includes('name="step" value="sign-in"'))
+    throw new Error(`no sign-in page (${page.status}): ${signIn.slice(0, 300)}`);
   // The sign-in form posts the authorization request (its URL) back with the credentials.
   const post = (fields: Record<string, string>) =>
-    send(new Request(authorizationUrl, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString(), redirect: "manual" }));
+    send(
+      new Request(authorizationUrl, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(fields).toString(),
+        redirect: "manual",
+      }),
+    );
   const consent = await post({ step: "sign-in", username: person.username, password: person.password });
   const consentHtml = await consent.text();
   if (consent.status !== 200) throw new Error(`sign-in failed (${consent.status}): ${consentHtml.slice(0, 300)}`);

@@ -10,5 +10,9 @@ export async function storedGrant(
 ): Promise<(GrantSecrets & { expires_at: number | null; failures: number }) | undefined> {
   const row = await createOAuthRepository(service.deps.store).findGrant(connectorId);
   if (!row) return undefined;
-  return { ...(JSON.parse(service.deps.sealer.open(row.secrets, `oauth_grants/${connectorId}`)) as GrantSecrets), expires_at: row.expires_at, failures: row.failures };
+  return {
+    ...(JSON.parse(service.deps.sealer.open(row.secrets, `oauth_grants/${connectorId}`)) as GrantSecrets),
+    expires_at: row.expires_at,
+    failures: row.failures,
+  };
 }

@@ -111,7 +111,10 @@ ${ports.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).joi
 }
 `,
   );
-  const nginx = Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], { stdout: "ignore", stderr: "pipe" });
+  const nginx = Bun.spawn(["nginx", "-p", work, "-c", join(work, "nginx.conf"), "-g", "daemon off;"], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   await waitForHttp(`${url}/healthz`);
 
   return {
@@ -129,4 +132,7 @@ ${ports.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).joi
 }
 
 /** A replica as the helpers for a service under test want it (its URL and an API client). */
-export const asService = (replica: Replica): Pick<TestService, "url" | "api"> => ({ url: replica.url, api: apiClient(replica.url) });
+export const asService = (replica: Replica): Pick<TestService, "url" | "api"> => ({
+  url: replica.url,
+  api: apiClient(replica.url),
+});

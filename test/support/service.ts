@@ -6,7 +6,8 @@ import { testDatabaseEnv } from "./store";
 export const ADMIN = { username: "admin", password: "admin-password-for-tests" };
 
 /** A client for the service's API over its socket, authenticated as `as` (default the admin). */
-export const apiClient = (baseUrl: string, defaultAs: Credentials = ADMIN): Api => apiOver((request) => fetch(request), baseUrl, defaultAs);
+export const apiClient = (baseUrl: string, defaultAs: Credentials = ADMIN): Api =>
+  apiOver((request) => fetch(request), baseUrl, defaultAs);
 
 export type TestService = RunningService & {
   api: Api;
@@ -19,7 +20,10 @@ export type TestService = RunningService & {
  * The whole service in this process on 127.0.0.1 with a free port and a fresh database (SQLite in memory, or PostgreSQL with TEST_STORE=postgres): for end-to-end
  * tests with real peers over real sockets. `clock` is what the services read (a test steps it instead of waiting).
  */
-export async function startTestService(env: Record<string, string> = {}, options: { clock?: () => number } = {}): Promise<TestService> {
+export async function startTestService(
+  env: Record<string, string> = {},
+  options: { clock?: () => number } = {},
+): Promise<TestService> {
   const logs: string[] = [];
   const database = "DATABASE__PATH" in env || "DATABASE__URL" in env ? {} : await testDatabaseEnv();
   const service = await startService(

@@ -54,4 +54,3 @@ export function sqliteOf(deps: { store: Store }) {
   if (deps.store.dialect !== "sqlite") throw new Error("this test needs the SQLite store");
   return (deps.store as SqliteStore).sqlite;
 }
-

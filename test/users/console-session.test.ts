@@ -19,7 +19,11 @@ type Session = { cookie: string; csrf: string; setCookie: string };
 
 async function signIn(app: TestApp, password = alice.basic.password, headers: Record<string, string> = {}): Promise<Session> {
   const res = await app.handle(
-    new Request(`${app.publicUrl}/api/v1/session`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ username: "alice", password }) }),
+    new Request(`${app.publicUrl}/api/v1/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ username: "alice", password }),
+    }),
   );
   const body = await readResponse(res);
   if (res.status !== 201) throw new Error(`sign-in answered ${res.status}: ${body.text}`);
@@ -28,14 +32,27 @@ async function signIn(app: TestApp, password = alice.basic.password, headers: Re
 }
 
 /** A request as the console's page sends it: the cookie, and for changes the CSRF header and its own origin. */
-const asConsole = (s: Session, method: string, path: string, options: { body?: unknown; csrf?: string | null; origin?: string | null } = {}) => {
+const asConsole = (
+  s: Session,
+  method: string,
+  path: string,
+  options: { body?: unknown; csrf?: string | null; origin?: string | null } = {},
+) => {
   const headers: Record<string, string> = { cookie: s.cookie };
   const csrf = options.csrf === undefined ? s.csrf : options.csrf;
   if (csrf !== null && method !== "GET") headers["x-csrf-token"] = csrf;
   const origin = options.origin === undefined ? t.publicUrl : options.origin;
   if (origin !== null && method !== "GET") headers.origin = origin;
   if (options.body !== undefined) headers["content-type"] = "application/json";
-  return t.handle(new Request(`${t.publicUrl}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) })).then(readResponse);
+  return t
+    .handle(
+      new Request(`${t.publicUrl}${path}`, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      }),
+    )
+    .then(readResponse);
 };
 
 describe("signing in", () => {
@@ -55,12 +72,20 @@ describe("signing in", () => {
       try {
         await app.user("alice");
         const s = await signIn(app);
-        expect(s.setCookie, publicUrl).toMatch(/^__Host-cs_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
-        const me = (cookie: string) => app.handle(new Request(`${publicUrl}/api/v1/users/me`, { headers: { cookie } })).then(readResponse);
+        expect(s.setCookie, publicUrl).toMatch(
+          /^__Host-cs_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/,
+        );
+        const me = (cookie: string) =>
+          app.handle(new Request(`${publicUrl}/api/v1/users/me`, { headers: { cookie } })).then(readResponse);
         expect((await me(s.cookie)).body.username).toBe("alice");
         // A sibling host or a plain-http page can set a cookie without the prefix (cookie tossing): it signs nobody in.
         expectProblem(await me(`cs_session=${s.cookie.split("=")[1]}`), 401);
-        const out = await app.handle(new Request(`${publicUrl}/api/v1/session`, { method: "DELETE", headers: { cookie: s.cookie, "x-csrf-token": s.csrf, origin: new URL(publicUrl).origin } }));
+        const out = await app.handle(
+          new Request(`${publicUrl}/api/v1/session`, {
+            method: "DELETE",
+            headers: { cookie: s.cookie, "x-csrf-token": s.csrf, origin: new URL(publicUrl).origin },
+          }),
+        );
         expect(out.headers.get("set-cookie")).toBe("__Host-cs_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure");
       } finally {
         await app.close();
@@ -70,7 +95,13 @@ describe("signing in", () => {
 
   test("a wrong password is a 401 and counts toward AUTH__MAX_FAILURES", async () => {
     const attempt = (password: string) =>
-      t.handle(new Request(`${t.publicUrl}/api/v1/session`, { method: "POST", headers: { "content-type": "application/json", "x-test-client": "console-guesser" }, body: JSON.stringify({ username: "alice", password }) }));
+      t.handle(
+        new Request(`${t.publicUrl}/api/v1/session`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-test-client": "console-guesser" },
+          body: JSON.stringify({ username: "alice", password }),
+        }),
+      );
     const wrong = await readResponse(await attempt("not-the-password"));
     expectProblem(wrong, 401);
     expect(wrong.headers.get("set-cookie")).toBeNull();
@@ -79,7 +110,15 @@ describe("signing in", () => {
   });
 
   test("a malformed sign-in is a 422 naming the field", async () => {
-    const res = await readResponse(await t.handle(new Request(`${t.publicUrl}/api/v1/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "alice" }) })));
+    const res = await readResponse(
+      await t.handle(
+        new Request(`${t.publicUrl}/api/v1/session`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ username: "alice" }),
+        }),
+      ),
+    );
     expectProblem(res, 422);
     expect(res.text).toContain("password");
   });
@@ -106,7 +145,13 @@ describe("using the session", () => {
   test("the MCP proxy does not take the cookie", async () => {
     const s = await signIn(t);
     const created = await asConsole(s, "POST", "/api/v1/connectors", { body: { url: "https://mcp.example/other" } });
-    const res = await t.handle(new Request(`${t.publicUrl}/api/v1/connectors/${created.body.id}/mcp`, { method: "POST", headers: { cookie: s.cookie, "x-csrf-token": s.csrf, "content-type": "application/json" }, body: "{}" }));
+    const res = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors/${created.body.id}/mcp`, {
+        method: "POST",
+        headers: { cookie: s.cookie, "x-csrf-token": s.csrf, "content-type": "application/json" },
+        body: "{}",
+      }),
+    );
     expect(res.status).toBe(401);
   });
 
@@ -125,18 +170,31 @@ describe("using the session", () => {
   test("changing one's password ends one's other sessions, not this one", async () => {
     const bob = await t.user("bob");
     const login = async () => {
-      const res = await t.handle(new Request(`${t.publicUrl}/api/v1/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "bob", password: bob.basic.password }) }));
+      const res = await t.handle(
+        new Request(`${t.publicUrl}/api/v1/session`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ username: "bob", password: bob.basic.password }),
+        }),
+      );
       const body = await res.json();
       return { cookie: res.headers.get("set-cookie")!.split(";")[0]!, csrf: body.csrf_token, setCookie: "" };
     };
     const here = await login();
     const elsewhere = await login();
-    const wrong = await asConsole(here, "PUT", "/api/v1/users/me/password", { body: { current_password: "nope", new_password: "a-new-password" } });
+    const wrong = await asConsole(here, "PUT", "/api/v1/users/me/password", {
+      body: { current_password: "nope", new_password: "a-new-password" },
+    });
     expectProblem(wrong, 422);
     expect(wrong.text).toContain("current_password");
-    const changed = await asConsole(here, "PUT", "/api/v1/users/me/password", { body: { current_password: bob.basic.password, new_password: "a-new-password" } });
+    const changed = await asConsole(here, "PUT", "/api/v1/users/me/password", {
+      body: { current_password: bob.basic.password, new_password: "a-new-password" },
+    });
     expect(changed.status).toBe(200);
-    expect(changed.body).toEqual({ revoked: { console_sessions: 1, api_tokens: 0, grants: 0 }, still_working: { console_sessions: 1, api_tokens: 1, grants: 0 } });
+    expect(changed.body).toEqual({
+      revoked: { console_sessions: 1, api_tokens: 0, grants: 0 },
+      still_working: { console_sessions: 1, api_tokens: 1, grants: 0 },
+    });
     expect((await asConsole(here, "GET", "/api/v1/users/me")).status).toBe(200);
     expect((await bob.api("GET", "/api/v1/users/me")).status).toBe(200);
     expectProblem(await asConsole(elsewhere, "GET", "/api/v1/users/me"), 401);

@@ -3,7 +3,13 @@ import { createFailureLimit } from "../../src/users/failure-limit";
 
 const limit = (options: { maxEntries?: number; maxAddressFailures?: number } = {}) => {
   let now = 1_000_000;
-  const limiter = createFailureLimit({ clock: () => now, maxFailures: 3, maxAddressFailures: options.maxAddressFailures ?? 6, windowMs: 60_000, ...options });
+  const limiter = createFailureLimit({
+    clock: () => now,
+    maxFailures: 3,
+    maxAddressFailures: options.maxAddressFailures ?? 6,
+    windowMs: 60_000,
+    ...options,
+  });
   const brakeOf = (address: string) => limiter.brake(() => address);
   return {
     brakeOf,
@@ -22,7 +28,8 @@ const status = (f: () => unknown) => {
     return (e as { status?: number }).status;
   }
 };
-const refused = (l: ReturnType<typeof limit>, address: string, user: string) => status(() => l.brakeOf(address).check(user)) === 429;
+const refused = (l: ReturnType<typeof limit>, address: string, user: string) =>
+  status(() => l.brakeOf(address).check(user)) === 429;
 
 test("a user name over its failures from an address is refused until the window ends, then forgotten: no address is looked up any more", () => {
   const l = limit();

@@ -25,9 +25,13 @@ describe("disabling a user", () => {
     expect(disabled.body).toMatchObject({ username: "carol", disabled: true });
     expectProblem(await carol.api("GET", "/api/v1/users/me"), 401);
     expectProblem(await carol.api("GET", "/api/v1/users/me", { as: carol.basic }), 401);
-    expect((await t.api("GET", "/api/v1/users")).body.items.find((u: { username: string }) => u.username === "carol").disabled).toBe(true);
+    expect(
+      (await t.api("GET", "/api/v1/users")).body.items.find((u: { username: string }) => u.username === "carol").disabled,
+    ).toBe(true);
 
-    expect((await t.api("PATCH", `/api/v1/users/${carol.principal.id}`, { body: { disabled: false } })).body.disabled).toBe(false);
+    expect((await t.api("PATCH", `/api/v1/users/${carol.principal.id}`, { body: { disabled: false } })).body.disabled).toBe(
+      false,
+    );
     expect((await carol.api("GET", "/api/v1/users/me")).status).toBe(200);
   });
 
@@ -67,11 +71,18 @@ describe("reading users", () => {
 describe("resetting a password", () => {
   test("the old one stops, the new one works; only administrators", async () => {
     const gina = await t.user("gina");
-    expectProblem(await gina.api("POST", `/api/v1/users/${gina.principal.id}/password`, { body: { new_password: "self-service-no" } }), 403);
+    expectProblem(
+      await gina.api("POST", `/api/v1/users/${gina.principal.id}/password`, { body: { new_password: "self-service-no" } }),
+      403,
+    );
     expectProblem(await t.api("POST", `/api/v1/users/${gina.principal.id}/password`, { body: { new_password: "short" } }), 422);
-    expect((await t.api("POST", `/api/v1/users/${gina.principal.id}/password`, { body: { new_password: "reset-by-admin" } })).status).toBe(200);
+    expect(
+      (await t.api("POST", `/api/v1/users/${gina.principal.id}/password`, { body: { new_password: "reset-by-admin" } })).status,
+    ).toBe(200);
     expectProblem(await gina.api("GET", "/api/v1/users/me", { as: gina.basic }), 401);
-    expect((await gina.api("GET", "/api/v1/users/me", { as: { username: "gina", password: "reset-by-admin" } })).status).toBe(200);
+    expect((await gina.api("GET", "/api/v1/users/me", { as: { username: "gina", password: "reset-by-admin" } })).status).toBe(
+      200,
+    );
   });
 });
 

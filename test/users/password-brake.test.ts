@@ -17,7 +17,9 @@ let proxyUrl: string;
 const OFFICE = { "x-test-client": "203.0.113.10" };
 
 beforeAll(async () => {
-  t = await createTestApp({ env: { AUTH__MAX_FAILURES: "3", AUTH__MAX_FAILURES_PER_ADDRESS: "8", AUTH__FAILURE_WINDOW_SECONDS: "60" } });
+  t = await createTestApp({
+    env: { AUTH__MAX_FAILURES: "3", AUTH__MAX_FAILURES_PER_ADDRESS: "8", AUTH__FAILURE_WINDOW_SECONDS: "60" },
+  });
   t.network.serve("https://mcp.example", scriptedServer().handler);
   alice = await t.user("alice");
   bob = await t.user("bob");
@@ -28,16 +30,28 @@ afterAll(() => t.close());
 afterEach(() => t.clock.advance(61_000));
 
 const me = (as: Credentials, from: Record<string, string> = OFFICE) => t.apiOf(as)("GET", "/api/v1/users/me", { headers: from });
-const guess = (username: string, i: number, from: Record<string, string> = OFFICE) => me({ username, password: `wrong-guess-${i}` }, from);
+const guess = (username: string, i: number, from: Record<string, string> = OFFICE) =>
+  me({ username, password: `wrong-guess-${i}` }, from);
 
 /** An access token of the service's authorization server for alice at `proxyUrl`, as an MCP client gets one. */
 async function accessToken(): Promise<string> {
   const oauth = byHand(t.handle, t.publicUrl);
   const client_id = await oauth.register();
   const { verifier, challenge } = pkce();
-  const { location } = await approveInForms(t.handle, oauth.authorizeUrl({ client_id, challenge, resource: proxyUrl }), alice.basic);
+  const { location } = await approveInForms(
+    t.handle,
+    oauth.authorizeUrl({ client_id, challenge, resource: proxyUrl }),
+    alice.basic,
+  );
   const code = new URL(location).searchParams.get("code")!;
-  const tokens = await oauth.token({ grant_type: "authorization_code", client_id, code, code_verifier: verifier, redirect_uri: REDIRECT_URI, resource: proxyUrl });
+  const tokens = await oauth.token({
+    grant_type: "authorization_code",
+    client_id,
+    code,
+    code_verifier: verifier,
+    redirect_uri: REDIRECT_URI,
+    resource: proxyUrl,
+  });
   return (await tokens.json()).access_token;
 }
 
@@ -45,7 +59,12 @@ const ping = (token: string, from: Record<string, string> = OFFICE) =>
   t.handle(
     new Request(proxyUrl, {
       method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...from },
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...from,
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
     }),
   );
@@ -54,7 +73,11 @@ describe("what the brake never touches", () => {
   test("wrong passwords from an address leave API tokens, OAuth access tokens and console sessions from it working", async () => {
     const oauthToken = await accessToken();
     const signIn = await t.handle(
-      new Request(`${t.publicUrl}/api/v1/session`, { method: "POST", headers: { "content-type": "application/json", ...OFFICE }, body: JSON.stringify(alice.basic) }),
+      new Request(`${t.publicUrl}/api/v1/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...OFFICE },
+        body: JSON.stringify(alice.basic),
+      }),
     );
     expect(signIn.status).toBe(201);
     const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
@@ -64,7 +87,9 @@ describe("what the brake never touches", () => {
 
     expect((await me({ token: alice.token })).status).toBe(200);
     expect((await ping(oauthToken)).status).toBe(200);
-    const bySession = await readResponse(await t.handle(new Request(`${t.publicUrl}/api/v1/users/me`, { headers: { cookie, ...OFFICE } })));
+    const bySession = await readResponse(
+      await t.handle(new Request(`${t.publicUrl}/api/v1/users/me`, { headers: { cookie, ...OFFICE } })),
+    );
     expect(bySession.status).toBe(200);
     expect(bySession.body.username).toBe("alice");
   });
@@ -153,7 +178,13 @@ describe("a disabled user", () => {
     const elsewhere = { "x-test-client": "198.51.100.30" };
     const signIn = (password: string) =>
       t
-        .handle(new Request(`${t.publicUrl}/api/v1/session`, { method: "POST", headers: { "content-type": "application/json", ...elsewhere }, body: JSON.stringify({ username: "dora", password }) }))
+        .handle(
+          new Request(`${t.publicUrl}/api/v1/session`, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...elsewhere },
+            body: JSON.stringify({ username: "dora", password }),
+          }),
+        )
         .then(readResponse);
     const rightSignIn = await signIn(dora.basic.password);
     expectProblem(rightSignIn, 401);

@@ -26,18 +26,32 @@ async function userWithGrant(name: string) {
   const { verifier, challenge } = pkce();
   const { location } = await approveInForms(t.handle, oauth.authorizeUrl({ client_id, challenge, resource: own }), user.basic);
   const code = new URL(location).searchParams.get("code")!;
-  const tokens = await (await oauth.token({ grant_type: "authorization_code", client_id, code, code_verifier: verifier, redirect_uri: REDIRECT_URI, resource: own })).json();
+  const tokens = await (
+    await oauth.token({
+      grant_type: "authorization_code",
+      client_id,
+      code,
+      code_verifier: verifier,
+      redirect_uri: REDIRECT_URI,
+      resource: own,
+    })
+  ).json();
   const ping = async () =>
     (
       await t.handle(
         new Request(own, {
           method: "POST",
-          headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+          headers: {
+            authorization: `Bearer ${tokens.access_token}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+          },
           body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
         }),
       )
     ).status;
-  const refresh = async () => (await oauth.token({ grant_type: "refresh_token", client_id, refresh_token: tokens.refresh_token })).status;
+  const refresh = async () =>
+    (await oauth.token({ grant_type: "refresh_token", client_id, refresh_token: tokens.refresh_token })).status;
   expect(await ping()).toBe(200);
   return { ...user, ping, refresh };
 }
@@ -45,19 +59,31 @@ async function userWithGrant(name: string) {
 describe("an administrator's reset", () => {
   test("revokes the user's API tokens and grants by default, and says so", async () => {
     const ursula = await userWithGrant("ursula");
-    const reset = await t.api("POST", `/api/v1/users/${ursula.principal.id}/password`, { body: { new_password: "reset-by-admin" } });
+    const reset = await t.api("POST", `/api/v1/users/${ursula.principal.id}/password`, {
+      body: { new_password: "reset-by-admin" },
+    });
     expect(reset.status).toBe(200);
-    expect(reset.body).toEqual({ revoked: { console_sessions: 0, api_tokens: 1, grants: 1 }, still_working: { console_sessions: 0, api_tokens: 0, grants: 0 } });
+    expect(reset.body).toEqual({
+      revoked: { console_sessions: 0, api_tokens: 1, grants: 1 },
+      still_working: { console_sessions: 0, api_tokens: 0, grants: 0 },
+    });
     expectProblem(await ursula.api("GET", "/api/v1/users/me"), 401);
     expect(await ursula.ping()).toBe(401);
     expect(await ursula.refresh()).toBe(400);
-    expect((await ursula.api("GET", "/api/v1/grants", { as: { username: "ursula", password: "reset-by-admin" } })).body.items).toEqual([]);
+    expect(
+      (await ursula.api("GET", "/api/v1/grants", { as: { username: "ursula", password: "reset-by-admin" } })).body.items,
+    ).toEqual([]);
   });
 
   test("keeps them when told, and the answer counts what still works", async () => {
     const victor = await userWithGrant("victor");
-    const reset = await t.api("POST", `/api/v1/users/${victor.principal.id}/password`, { body: { new_password: "reset-by-admin", revoke_tokens: false, revoke_grants: false } });
-    expect(reset.body).toEqual({ revoked: { console_sessions: 0, api_tokens: 0, grants: 0 }, still_working: { console_sessions: 0, api_tokens: 1, grants: 1 } });
+    const reset = await t.api("POST", `/api/v1/users/${victor.principal.id}/password`, {
+      body: { new_password: "reset-by-admin", revoke_tokens: false, revoke_grants: false },
+    });
+    expect(reset.body).toEqual({
+      revoked: { console_sessions: 0, api_tokens: 0, grants: 0 },
+      still_working: { console_sessions: 0, api_tokens: 1, grants: 1 },
+    });
     expect((await victor.api("GET", "/api/v1/users/me")).status).toBe(200);
     expect(await victor.ping()).toBe(200);
   });
@@ -66,9 +92,14 @@ describe("an administrator's reset", () => {
 describe("changing one's own password", () => {
   test("keeps tokens and grants unless asked, and says they still work", async () => {
     const wanda = await userWithGrant("wanda");
-    const changed = await wanda.api("PUT", "/api/v1/users/me/password", { body: { current_password: wanda.basic.password, new_password: "my-new-password" } });
+    const changed = await wanda.api("PUT", "/api/v1/users/me/password", {
+      body: { current_password: wanda.basic.password, new_password: "my-new-password" },
+    });
     expect(changed.status).toBe(200);
-    expect(changed.body).toEqual({ revoked: { console_sessions: 0, api_tokens: 0, grants: 0 }, still_working: { console_sessions: 0, api_tokens: 1, grants: 1 } });
+    expect(changed.body).toEqual({
+      revoked: { console_sessions: 0, api_tokens: 0, grants: 0 },
+      still_working: { console_sessions: 0, api_tokens: 1, grants: 1 },
+    });
     expect(await wanda.ping()).toBe(200);
   });
 
@@ -78,17 +109,24 @@ describe("changing one's own password", () => {
     const changed = await xena.api("PUT", "/api/v1/users/me/password", {
       body: { current_password: xena.basic.password, new_password: "my-new-password", revoke_tokens: true, revoke_grants: true },
     });
-    expect(changed.body).toEqual({ revoked: { console_sessions: 0, api_tokens: 2, grants: 1 }, still_working: { console_sessions: 0, api_tokens: 0, grants: 0 } });
+    expect(changed.body).toEqual({
+      revoked: { console_sessions: 0, api_tokens: 2, grants: 1 },
+      still_working: { console_sessions: 0, api_tokens: 0, grants: 0 },
+    });
     expectProblem(await xena.api("GET", "/api/v1/users/me"), 401);
     expectProblem(await xena.api("GET", "/api/v1/users/me", { as: { token: extra } }), 401);
     expect(await xena.ping()).toBe(401);
     expect(await xena.refresh()).toBe(400);
-    expect((await xena.api("GET", "/api/v1/users/me", { as: { username: "xena", password: "my-new-password" } })).status).toBe(200);
+    expect((await xena.api("GET", "/api/v1/users/me", { as: { username: "xena", password: "my-new-password" } })).status).toBe(
+      200,
+    );
   });
 
   test("a revocation flag that is not a boolean is a 422 naming it", async () => {
     const yuri = await t.user("yuri");
-    const res = await yuri.api("PUT", "/api/v1/users/me/password", { body: { current_password: yuri.basic.password, new_password: "my-new-password", revoke_tokens: "yes" } });
+    const res = await yuri.api("PUT", "/api/v1/users/me/password", {
+      body: { current_password: yuri.basic.password, new_password: "my-new-password", revoke_tokens: "yes" },
+    });
     expectProblem(res, 422);
     expect(res.text).toContain("revoke_tokens");
   });

@@ -40,7 +40,9 @@ async function untilEnd(reader: ReturnType<typeof sseReader>): Promise<string[]>
   }
 }
 
-const created = async () => (await alice.api("POST", "/api/v1/connectors", { body: { url: `https://mcp.example/${crypto.randomUUID()}` } })).body.id as string;
+const created = async () =>
+  (await alice.api("POST", "/api/v1/connectors", { body: { url: `https://mcp.example/${crypto.randomUUID()}` } })).body
+    .id as string;
 
 describe("the connector events stream", () => {
   test("an administrator demoted (and disabled) stops getting everyone's events: the stream ends at the next check", async () => {
@@ -60,7 +62,13 @@ describe("the connector events stream", () => {
     expect(JSON.parse(next.data).owner_id).toBe(carol.principal.id);
     await again.close();
     expect((await t.api("PATCH", `/api/v1/users/${carol.principal.id}`, { body: { disabled: true } })).status).toBe(200);
-    expect((await t.handle(new Request(`${t.publicUrl}/api/v1/connectors/events`, { headers: { authorization: `Bearer ${carol.token}` } }))).status).toBe(401);
+    expect(
+      (
+        await t.handle(
+          new Request(`${t.publicUrl}/api/v1/connectors/events`, { headers: { authorization: `Bearer ${carol.token}` } }),
+        )
+      ).status,
+    ).toBe(401);
   });
 
   test("a revoked API token, a disabled user, an ended console session: each one's stream ends; the others go on", async () => {
@@ -69,19 +77,30 @@ describe("the connector events stream", () => {
     const tokens = await dave.api("GET", "/api/v1/tokens");
     const byToken = await events({ authorization: `Bearer ${dave.token}` });
     const signIn = await t.handle(
-      new Request(`${t.publicUrl}/api/v1/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(erin.basic) }),
+      new Request(`${t.publicUrl}/api/v1/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(erin.basic),
+      }),
     );
     const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
     const csrf = ((await signIn.json()) as { csrf_token: string }).csrf_token;
     const bySession = await events({ cookie });
-    const byPassword = await events({ authorization: `Basic ${Buffer.from(`${erin.basic.username}:${erin.basic.password}`).toString("base64")}` });
+    const byPassword = await events({
+      authorization: `Basic ${Buffer.from(`${erin.basic.username}:${erin.basic.password}`).toString("base64")}`,
+    });
     expect(await t.services.accessWatch.sweep()).toBe(0); // all still good
 
     expect((await dave.api("DELETE", `/api/v1/tokens/${tokens.body.items[0].id}`)).status).toBe(204);
     expect(await t.services.accessWatch.sweep()).toBe(1);
     expect(await untilEnd(byToken)).toEqual([]);
 
-    const signOut = await t.handle(new Request(`${t.publicUrl}/api/v1/session`, { method: "DELETE", headers: { cookie, origin: t.publicUrl, "x-csrf-token": csrf } }));
+    const signOut = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/session`, {
+        method: "DELETE",
+        headers: { cookie, origin: t.publicUrl, "x-csrf-token": csrf },
+      }),
+    );
     expect(signOut.status).toBeLessThan(300);
     expect(await t.services.accessWatch.sweep()).toBe(1);
     expect(await untilEnd(bySession)).toEqual([]);
@@ -97,7 +116,11 @@ describe("the connector events stream", () => {
     const ended = untilEnd(stream);
     const started = Date.now();
     expect((await t.api("PATCH", `/api/v1/users/${frank.principal.id}`, { body: { disabled: true } })).status).toBe(200);
-    await waitFor("the stream to end", async () => (await Promise.race([ended.then(() => true), Bun.sleep(50).then(() => false)])) || undefined, 5_000);
+    await waitFor(
+      "the stream to end",
+      async () => (await Promise.race([ended.then(() => true), Bun.sleep(50).then(() => false)])) || undefined,
+      5_000,
+    );
     // Not a timing assertion of the service's speed: a bound to tell "ended by the watch" from "never ended".
     expect(Date.now() - started).toBeLessThan(4_000);
   });
@@ -113,7 +136,11 @@ describe("a relayed MCP event stream", () => {
     const res = await t.handle(
       new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
         method: "POST",
-        headers: { authorization: `Bearer ${gina.token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        headers: {
+          authorization: `Bearer ${gina.token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "slow", arguments: {} } }),
       }),
     );

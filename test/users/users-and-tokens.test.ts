@@ -36,7 +36,10 @@ describe("users", () => {
     expectProblem(await t.api("POST", "/api/v1/users", { body: { username: "frank", password: "other-password" } }), 409);
     expectProblem(await t.api("POST", "/api/v1/users", { body: { username: "gina", password: "short" } }), 422);
     expectProblem(await t.api("POST", "/api/v1/users", { body: { username: "has space", password: "long-enough" } }), 422);
-    expectProblem(await t.api("POST", "/api/v1/users", { body: { username: "hal", password: "long-enough", role: "root" } }), 422);
+    expectProblem(
+      await t.api("POST", "/api/v1/users", { body: { username: "hal", password: "long-enough", role: "root" } }),
+      422,
+    );
   });
 });
 
@@ -50,7 +53,12 @@ describe("API tokens", () => {
     expect((await bearer("GET", "/api/v1/users/me")).body.username).toBe("ivan");
 
     const list = await ivan("GET", "/api/v1/tokens");
-    expect(list.body.items).toContainEqual({ id: created.body.id, name: "ci", created_at: created.body.created_at, expires_at: null });
+    expect(list.body.items).toContainEqual({
+      id: created.body.id,
+      name: "ci",
+      created_at: created.body.created_at,
+      expires_at: null,
+    });
     expect(list.text).not.toContain(created.body.token);
 
     // Another user cannot revoke it.
@@ -105,7 +113,8 @@ describe("guessing", () => {
       expect(limited.headers.get("retry-after")).toBe("60");
       // Another client is not affected; a request without credentials is not a failure.
       expect((await guess(app.admin.basic.password, "198.51.100.8")).status).toBe(200);
-      for (let i = 0; i < 5; i++) expectProblem(await app.api("GET", "/api/v1/users/me", { as: null, headers: { "x-test-client": "198.51.100.9" } }), 401);
+      for (let i = 0; i < 5; i++)
+        expectProblem(await app.api("GET", "/api/v1/users/me", { as: null, headers: { "x-test-client": "198.51.100.9" } }), 401);
       app.clock.advance(30_000);
       expect((await guess(app.admin.basic.password)).headers.get("retry-after")).toBe("30");
       app.clock.advance(30_000);
@@ -128,10 +137,17 @@ describe("guessing", () => {
       for (const attempt of ["a", "b", "c"]) expectProblem(await change(attempt), 422);
       // The right one is refused now, before it is checked; and so is that client's next password sign-in as admin.
       expectProblem(await change(app.admin.basic.password), 429);
-      expectProblem(await app.api("GET", "/api/v1/users/me", { as: app.admin.basic, headers: { "x-test-client": "198.51.100.20" } }), 429);
+      expectProblem(
+        await app.api("GET", "/api/v1/users/me", { as: app.admin.basic, headers: { "x-test-client": "198.51.100.20" } }),
+        429,
+      );
       // The password did not change; the token goes on working.
-      expect((await app.api("GET", "/api/v1/users/me", { as: app.admin.basic, headers: { "x-test-client": "198.51.100.21" } })).status).toBe(200);
-      expect((await app.api("GET", "/api/v1/users/me", { as: { token }, headers: { "x-test-client": "198.51.100.20" } })).status).toBe(200);
+      expect(
+        (await app.api("GET", "/api/v1/users/me", { as: app.admin.basic, headers: { "x-test-client": "198.51.100.21" } })).status,
+      ).toBe(200);
+      expect(
+        (await app.api("GET", "/api/v1/users/me", { as: { token }, headers: { "x-test-client": "198.51.100.20" } })).status,
+      ).toBe(200);
     } finally {
       app.close();
     }

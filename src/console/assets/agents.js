@@ -29,14 +29,37 @@ function agentCard(p) {
   const actions = [];
   if (isAdmin && p.agent_card_url) {
     actions.push(
-      h("button", { type: "button", class: "button small", "data-focus-key": "refresh", onclick: (e) => busy(e.currentTarget, () => refresh(p)) }, "Fetch the card again", hidden(` of ${p.name}`)),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "button small",
+          "data-focus-key": "refresh",
+          onclick: (e) => busy(e.currentTarget, () => refresh(p)),
+        },
+        "Fetch the card again",
+        hidden(` of ${p.name}`),
+      ),
     );
   }
-  if (isAdmin) actions.push(h("button", { type: "button", class: "button small danger", "data-focus-key": "remove", onclick: () => removeAgent(p) }, "Remove", hidden(` ${p.name}`)));
+  if (isAdmin)
+    actions.push(
+      h(
+        "button",
+        { type: "button", class: "button small danger", "data-focus-key": "remove", onclick: () => removeAgent(p) },
+        "Remove",
+        hidden(` ${p.name}`),
+      ),
+    );
   return h(
     "li",
     { class: "card", "data-id": p.id, "aria-labelledby": titleId },
-    h("div", { class: "card-head" }, h("h2", { id: titleId, tabindex: "-1" }, p.name), p.refresh_error ? h("span", { class: "tag bad" }, "Refresh failed") : null),
+    h(
+      "div",
+      { class: "card-head" },
+      h("h2", { id: titleId, tabindex: "-1" }, p.name),
+      p.refresh_error ? h("span", { class: "tag bad" }, "Refresh failed") : null,
+    ),
     p.description ? h("p", { class: "muted" }, p.description) : null,
     p.refresh_error ? h("p", { class: "reason" }, h("strong", {}, "Last refresh: "), p.refresh_error) : null,
     copyField("Agent card URL", p.card_url),
@@ -53,7 +76,9 @@ function agentCard(p) {
 async function refresh(p) {
   try {
     const updated = await api("POST", `/api/v1/providers/${encodeURIComponent(p.id)}/refresh`);
-    announce(updated.refresh_error ? `The card could not be fetched: ${updated.refresh_error}` : `${updated.name}: card fetched again.`);
+    announce(
+      updated.refresh_error ? `The card could not be fetched: ${updated.refresh_error}` : `${updated.name}: card fetched again.`,
+    );
   } catch (error) {
     announce(`Could not fetch the card: ${error.message}`);
   }
@@ -81,14 +106,27 @@ async function removeAgent(p) {
 
 function openRegister() {
   const ids = { url: uid("card-url"), card: uid("card-json"), hint: uid("card-hint") };
-  const url = h("input", { id: ids.url, type: "url", maxlength: "2048", autocomplete: "off", spellcheck: "false", placeholder: "https://agent.example/.well-known/agent-card.json" });
+  const url = h("input", {
+    id: ids.url,
+    type: "url",
+    maxlength: "2048",
+    autocomplete: "off",
+    spellcheck: "false",
+    placeholder: "https://agent.example/.well-known/agent-card.json",
+  });
   const card = h("textarea", { id: ids.card, spellcheck: "false", "aria-describedby": ids.hint });
   const dialog = formDialog({
     title: "Register an agent",
     submitLabel: "Register",
     fields: [
       h("div", { class: "field" }, h("label", { for: ids.url }, "Agent card URL"), url),
-      h("div", { class: "field" }, h("label", { for: ids.card }, "Or the card itself (JSON)"), card, h("p", { class: "hint", id: ids.hint }, "An A2A 0.3.0 agent card. A card given by URL is fetched again periodically.")),
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: ids.card }, "Or the card itself (JSON)"),
+        card,
+        h("p", { class: "hint", id: ids.hint }, "An A2A 0.3.0 agent card. A card given by URL is fetched again periodically."),
+      ),
     ],
     submit: () => {
       let body;

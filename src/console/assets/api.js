@@ -53,7 +53,10 @@ export async function api(method, path, body, { quiet401 = false } = {}) {
       redirect: "error",
     });
   } catch {
-    throw new ApiError(0, { title: "Network error", detail: "The service could not be reached. Check the connection and try again." });
+    throw new ApiError(0, {
+      title: "Network error",
+      detail: "The service could not be reached. Check the connection and try again.",
+    });
   }
   if (response.status === 204) return null;
   const text = await response.text();
@@ -64,7 +67,10 @@ export async function api(method, path, body, { quiet401 = false } = {}) {
     data = null;
   }
   if (!response.ok) {
-    const error = new ApiError(response.status, data ?? { detail: `The service answered ${response.status} ${response.statusText}.` });
+    const error = new ApiError(
+      response.status,
+      data ?? { detail: `The service answered ${response.status} ${response.statusText}.` },
+    );
     if (response.status === 401 && !quiet401) onSignedOut(error);
     throw error;
   }

@@ -245,17 +245,26 @@ function card(c) {
   const actions = [];
   if (c.state === "created") actions.push(button("connect", "Connect", () => openConnect(c.id), "button small primary"));
   if (c.state === "auth_required") {
-    if (c.auth_request) actions.push(button("open-auth", "Open sign-in page", () => reopenAuthorization(c.id), "button small primary"));
+    if (c.auth_request)
+      actions.push(button("open-auth", "Open sign-in page", () => reopenAuthorization(c.id), "button small primary"));
     actions.push(button("connect", "Start again", () => openConnect(c.id)));
   }
-  if (c.state === "disconnected") actions.push(button("reauthorize", "Re-authorize", () => openConnect(c.id), "button small primary"));
-  if (c.state === "connected" || c.state === "auth_required") actions.push(button("disconnect", "Disconnect", () => disconnect(c.id)));
+  if (c.state === "disconnected")
+    actions.push(button("reauthorize", "Re-authorize", () => openConnect(c.id), "button small primary"));
+  if (c.state === "connected" || c.state === "auth_required")
+    actions.push(button("disconnect", "Disconnect", () => disconnect(c.id)));
   actions.push(button("delete", "Delete", () => deleteConnector(c.id), "button small danger"));
 
   let note = null;
-  if (c.state === "disconnected" && c.disconnect_reason) note = h("p", { class: "reason", "data-reason": true }, h("strong", {}, "Reason: "), c.disconnect_reason);
+  if (c.state === "disconnected" && c.disconnect_reason)
+    note = h("p", { class: "reason", "data-reason": true }, h("strong", {}, "Reason: "), c.disconnect_reason);
   if (c.state === "auth_required")
-    note = h("p", { class: "reason waiting" }, c.disconnect_reason || "Waiting for you to sign in with the server, in the window that opened (or with “Open sign-in page”).");
+    note = h(
+      "p",
+      { class: "reason waiting" },
+      c.disconnect_reason ||
+        "Waiting for you to sign in with the server, in the window that opened (or with “Open sign-in page”).",
+    );
 
   return h(
     "li",
@@ -264,7 +273,12 @@ function card(c) {
       "div",
       { class: "card-head" },
       h("h2", { id: titleId, tabindex: "-1", "data-focus-fallback": true }, name),
-      h("span", { class: `state state-${c.state}`, "data-state-label": true }, h("span", { class: "visually-hidden" }, "State: "), STATE_LABELS[c.state] ?? c.state),
+      h(
+        "span",
+        { class: `state state-${c.state}`, "data-state-label": true },
+        h("span", { class: "visually-hidden" }, "State: "),
+        STATE_LABELS[c.state] ?? c.state,
+      ),
     ),
     h("p", { class: "url" }, c.url),
     c.metadata && c.metadata.description ? h("p", { class: "muted" }, c.metadata.description) : null,
@@ -290,7 +304,13 @@ async function openCreate() {
       announce(`The presets could not be loaded: ${error.message}`);
     }
   }
-  const ids = { preset: uid("preset"), presetHint: uid("preset-hint"), url: uid("url"), name: uid("name"), description: uid("description") };
+  const ids = {
+    preset: uid("preset"),
+    presetHint: uid("preset-hint"),
+    url: uid("url"),
+    name: uid("name"),
+    description: uid("description"),
+  };
   const select = h(
     "select",
     { id: ids.preset, name: "preset", "aria-describedby": ids.presetHint },
@@ -298,7 +318,16 @@ async function openCreate() {
     presets.map((p, i) => h("option", { value: String(i) }, (p.metadata && p.metadata.name) || p.url)),
   );
   const hint = h("p", { class: "hint", id: ids.presetHint }, "Presets fill in the URL, a name and, for some, the OAuth client.");
-  const url = h("input", { id: ids.url, name: "url", type: "url", required: true, maxlength: "2048", autocomplete: "off", spellcheck: "false", placeholder: "https://mcp.example.com/mcp" });
+  const url = h("input", {
+    id: ids.url,
+    name: "url",
+    type: "url",
+    required: true,
+    maxlength: "2048",
+    autocomplete: "off",
+    spellcheck: "false",
+    placeholder: "https://mcp.example.com/mcp",
+  });
   const name = h("input", { id: ids.name, name: "name", maxlength: "200", autocomplete: "off" });
   const description = h("input", { id: ids.description, name: "description", maxlength: "2000", autocomplete: "off" });
   let chosen = null;
@@ -307,7 +336,9 @@ async function openCreate() {
     url.value = chosen ? chosen.url : "";
     name.value = (chosen && chosen.metadata && chosen.metadata.name) || "";
     description.value = (chosen && chosen.metadata && chosen.metadata.description) || "";
-    hint.textContent = chosen ? (chosen.metadata && chosen.metadata.description) || chosen.url : "Presets fill in the URL, a name and, for some, the OAuth client.";
+    hint.textContent = chosen
+      ? (chosen.metadata && chosen.metadata.description) || chosen.url
+      : "Presets fill in the URL, a name and, for some, the OAuth client.";
   });
   const dialog = formDialog({
     title: "Add a connector",
@@ -326,7 +357,9 @@ async function openCreate() {
       if (description.value.trim()) metadata.description = description.value.trim();
       // Unchanged preset metadata is left to the preset (it may carry more than a name and description).
       const presetMetadata = (chosen && chosen.metadata) || {};
-      const changed = (metadata.name ?? "") !== (presetMetadata.name ?? "") || (metadata.description ?? "") !== (presetMetadata.description ?? "");
+      const changed =
+        (metadata.name ?? "") !== (presetMetadata.name ?? "") ||
+        (metadata.description ?? "") !== (presetMetadata.description ?? "");
       if (Object.keys(metadata).length && (!chosen || changed || chosen.url !== body.url)) body.metadata = metadata;
       return async (close) => {
         const created = await api("POST", "/api/v1/connectors", body);
@@ -421,9 +454,26 @@ function openConnect(id) {
     const row = h(
       "div",
       { class: "header-row" },
-      h("div", { class: "field" }, h("label", { for: n }, "Header"), h("input", { id: n, name: "header-name", value: headerName, autocomplete: "off", spellcheck: "false", maxlength: "256" })),
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: n }, "Header"),
+        h("input", { id: n, name: "header-name", value: headerName, autocomplete: "off", spellcheck: "false", maxlength: "256" }),
+      ),
       // A password field: the value is a secret; it is sent once, stored sealed and never shown again.
-      h("div", { class: "field" }, h("label", { for: v }, "Value"), h("input", { id: v, name: "header-value", type: "password", autocomplete: "off", spellcheck: "false", maxlength: "8192" })),
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: v }, "Value"),
+        h("input", {
+          id: v,
+          name: "header-value",
+          type: "password",
+          autocomplete: "off",
+          spellcheck: "false",
+          maxlength: "8192",
+        }),
+      ),
       h(
         "button",
         {
@@ -446,7 +496,11 @@ function openConnect(id) {
   const headerSection = h(
     "div",
     { hidden: !useHeaders },
-    h("p", { class: "hint", id: ids.note }, "Sent with every request to the server. Stored sealed; the values are never shown again (only the names)."),
+    h(
+      "p",
+      { class: "hint", id: ids.note },
+      "Sent with every request to the server. Stored sealed; the values are never shown again (only the names).",
+    ),
     rows,
     h(
       "button",
@@ -470,7 +524,12 @@ function openConnect(id) {
         "fieldset",
         {},
         h("legend", {}, "How does this server take credentials?"),
-        h("label", { class: "choice", for: ids.oauth }, oauth, h("span", {}, "Sign in with the server (OAuth) — or none, for an open server")),
+        h(
+          "label",
+          { class: "choice", for: ids.oauth },
+          oauth,
+          h("span", {}, "Sign in with the server (OAuth) — or none, for an open server"),
+        ),
         h("label", { class: "choice", for: ids.headers }, withHeaders, h("span", {}, "Headers, such as an API key")),
       ),
       headerSection,
@@ -523,7 +582,8 @@ async function disconnect(id) {
   if (!c) return;
   const ok = await confirmAction({
     title: `Disconnect ${nameOf(c)}?`,
-    message: "Its credentials are forgotten (an OAuth grant is revoked at the server). MCP clients using its proxy URL stop working until it is connected again.",
+    message:
+      "Its credentials are forgotten (an OAuth grant is revoked at the server). MCP clients using its proxy URL stop working until it is connected again.",
     confirmLabel: "Disconnect",
   });
   if (!ok) return;
@@ -541,7 +601,8 @@ async function deleteConnector(id) {
   if (!c) return;
   const ok = await confirmAction({
     title: `Delete ${nameOf(c)}?`,
-    message: "The connector and its credentials are deleted (an OAuth grant is revoked at the server). MCP clients using its proxy URL stop working. This cannot be undone.",
+    message:
+      "The connector and its credentials are deleted (an OAuth grant is revoked at the server). MCP clients using its proxy URL stop working. This cannot be undone.",
     confirmLabel: "Delete",
   });
   if (!ok) return;

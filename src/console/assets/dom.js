@@ -130,7 +130,13 @@ export function formDialog({ submitLabel, fields, submit, ...options }) {
         });
       };
       const cancel = h("button", { type: "button", class: "button", onclick: close }, "Cancel");
-      return h("form", { class: "stack", novalidate: true, onsubmit }, fields, error, h("div", { class: "actions" }, button, cancel));
+      return h(
+        "form",
+        { class: "stack", novalidate: true, onsubmit },
+        fields,
+        error,
+        h("div", { class: "actions" }, button, cancel),
+      );
     },
   });
 }
@@ -162,7 +168,15 @@ export function confirmAction({ title, message, confirmLabel, danger = true }) {
           h(
             "div",
             { class: "actions" },
-            h("button", { type: "button", class: `button ${danger ? "danger-solid" : "primary"}`, onclick: () => ((answer = true), close()) }, confirmLabel),
+            h(
+              "button",
+              {
+                type: "button",
+                class: `button ${danger ? "danger-solid" : "primary"}`,
+                onclick: () => ((answer = true), close()),
+              },
+              confirmLabel,
+            ),
             h("button", { type: "button", class: "button", "data-cancel": true, onclick: close }, "Cancel"),
           ),
         ),
@@ -193,13 +207,30 @@ export async function copyText(text, field) {
 /** A read-only field with a label and a Copy button. */
 export function copyField(label, value, { secret = false } = {}) {
   const id = uid("copy");
-  const input = h("input", { id, readonly: true, value, spellcheck: "false", autocomplete: "off", "data-secret": secret || undefined });
+  const input = h("input", {
+    id,
+    readonly: true,
+    value,
+    spellcheck: "false",
+    autocomplete: "off",
+    "data-secret": secret || undefined,
+  });
   input.addEventListener("focus", () => input.select());
   return h(
     "div",
     { class: "field" },
     h("label", { for: id }, label),
-    h("div", { class: "copy-row" }, input, h("button", { type: "button", class: "button small", onclick: () => copyText(value, input) }, "Copy", hidden(` ${label.toLowerCase()}`))),
+    h(
+      "div",
+      { class: "copy-row" },
+      input,
+      h(
+        "button",
+        { type: "button", class: "button small", onclick: () => copyText(value, input) },
+        "Copy",
+        hidden(` ${label.toLowerCase()}`),
+      ),
+    ),
   );
 }
 
@@ -216,7 +247,9 @@ export function facts(pairs) {
   return h(
     "dl",
     { class: "facts" },
-    pairs.filter(([, value]) => value !== undefined && value !== null && value !== "").map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
+    pairs
+      .filter(([, value]) => value !== undefined && value !== null && value !== "")
+      .map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
   );
 }
 

@@ -41,9 +41,21 @@ function tokenRow(token) {
       "div",
       { class: "main" },
       h("p", { class: "name" }, token.name),
-      h("p", { class: "muted small" }, "Created ", when(token.created_at), " · ", token.expires_at ? ["expires ", when(token.expires_at)] : "never expires"),
+      h(
+        "p",
+        { class: "muted small" },
+        "Created ",
+        when(token.created_at),
+        " · ",
+        token.expires_at ? ["expires ", when(token.expires_at)] : "never expires",
+      ),
     ),
-    h("button", { type: "button", class: "button small danger", "data-focus-key": "revoke", onclick: () => revokeToken(token) }, "Revoke", hidden(` ${token.name}`)),
+    h(
+      "button",
+      { type: "button", class: "button small danger", "data-focus-key": "revoke", onclick: () => revokeToken(token) },
+      "Revoke",
+      hidden(` ${token.name}`),
+    ),
   );
 }
 
@@ -56,7 +68,8 @@ async function createToken(form) {
   const body = { name };
   if (days) {
     const n = Number(days);
-    if (!Number.isInteger(n) || n < 1 || n > 3650) return showError(error, new Error("Expiry: a whole number of days from 1 to 3650, or empty for none."));
+    if (!Number.isInteger(n) || n < 1 || n > 3650)
+      return showError(error, new Error("Expiry: a whole number of days from 1 to 3650, or empty for none."));
     body.expires_in_days = n;
   }
   let created;
@@ -80,7 +93,12 @@ function showCreatedToken(created) {
       h(
         "div",
         { class: "stack" },
-        h("p", {}, h("strong", {}, "Copy it now: it will not be shown again. "), `“${created.name}” — send it as Authorization: Bearer <token>.`),
+        h(
+          "p",
+          {},
+          h("strong", {}, "Copy it now: it will not be shown again. "),
+          `“${created.name}” — send it as Authorization: Bearer <token>.`,
+        ),
         h("div", { class: "secret-box" }, copyField("API token", created.token, { secret: true })),
         h("div", { class: "actions" }, h("button", { type: "button", class: "button primary", onclick: close }, "Done")),
       ),
@@ -123,10 +141,27 @@ function grantRow(grant) {
       "div",
       { class: "main" },
       h("p", { class: "name mono" }, grant.client_id),
-      h("p", { class: "muted small" }, `Connector ${connectorName(grant.connector_id) ?? grant.connector_id}`, grant.scope ? ` · scope ${grant.scope}` : ""),
-      h("p", { class: "muted small" }, "Allowed ", when(grant.created_at), " · last used ", grant.last_used_at ? when(grant.last_used_at) : "never"),
+      h(
+        "p",
+        { class: "muted small" },
+        `Connector ${connectorName(grant.connector_id) ?? grant.connector_id}`,
+        grant.scope ? ` · scope ${grant.scope}` : "",
+      ),
+      h(
+        "p",
+        { class: "muted small" },
+        "Allowed ",
+        when(grant.created_at),
+        " · last used ",
+        grant.last_used_at ? when(grant.last_used_at) : "never",
+      ),
     ),
-    h("button", { type: "button", class: "button small danger", onclick: () => revokeGrant(grant) }, "Revoke", hidden(` ${grant.client_id}`)),
+    h(
+      "button",
+      { type: "button", class: "button small danger", onclick: () => revokeGrant(grant) },
+      "Revoke",
+      hidden(` ${grant.client_id}`),
+    ),
   );
 }
 

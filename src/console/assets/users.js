@@ -50,8 +50,12 @@ function userRow(user) {
       : h(
           "div",
           { class: "actions" },
-          button("role", user.role === "admin" ? "Make user" : "Make administrator", (e) => busy(e.currentTarget, () => update(user, { role: user.role === "admin" ? "user" : "admin" }, "role"))),
-          button("disable", user.disabled ? "Enable" : "Disable", (e) => busy(e.currentTarget, () => update(user, { disabled: !user.disabled }, "disable"))),
+          button("role", user.role === "admin" ? "Make user" : "Make administrator", (e) =>
+            busy(e.currentTarget, () => update(user, { role: user.role === "admin" ? "user" : "admin" }, "role")),
+          ),
+          button("disable", user.disabled ? "Enable" : "Disable", (e) =>
+            busy(e.currentTarget, () => update(user, { disabled: !user.disabled }, "disable")),
+          ),
           button("password", "Set password", () => openSetPassword(user)),
           button("delete", "Delete", () => deleteUser(user), "button small danger"),
         ),
@@ -81,7 +85,8 @@ function refocus(id, key) {
 async function deleteUser(user) {
   const ok = await confirmAction({
     title: `Delete ${user.username}?`,
-    message: "Their connectors are deleted too (upstream grants revoked), and their tokens, sessions and MCP clients' grants end. This cannot be undone.",
+    message:
+      "Their connectors are deleted too (upstream grants revoked), and their tokens, sessions and MCP clients' grants end. This cannot be undone.",
     confirmLabel: "Delete",
   });
   if (!ok) return;
@@ -101,7 +106,15 @@ function passwordField(id, label) {
     "div",
     { class: "field" },
     h("label", { for: id }, label),
-    h("input", { id, type: "password", autocomplete: "new-password", required: true, minlength: "8", maxlength: "1024", "aria-describedby": hintId }),
+    h("input", {
+      id,
+      type: "password",
+      autocomplete: "new-password",
+      required: true,
+      minlength: "8",
+      maxlength: "1024",
+      "aria-describedby": hintId,
+    }),
     h("p", { class: "hint", id: hintId }, "8 characters or more."),
   );
 }
@@ -116,7 +129,15 @@ function openAdd() {
         "div",
         { class: "field" },
         h("label", { for: ids.username }, "User name"),
-        h("input", { id: ids.username, required: true, maxlength: "64", autocomplete: "off", autocapitalize: "none", spellcheck: "false", "aria-describedby": ids.hint }),
+        h("input", {
+          id: ids.username,
+          required: true,
+          maxlength: "64",
+          autocomplete: "off",
+          autocapitalize: "none",
+          spellcheck: "false",
+          "aria-describedby": ids.hint,
+        }),
         h("p", { class: "hint", id: ids.hint }, "Letters, digits and . _ @ - (up to 64)."),
       ),
       passwordField(ids.password, "Password"),
@@ -137,7 +158,9 @@ function openAdd() {
         const created = await api("POST", "/api/v1/users", body);
         announce(`${created.username} was added.`);
         await showUsers(me);
-        dialog.returnFocusTo = document.querySelector(`#user-list li[data-id="${CSS.escape(created.id)}"] [data-focus-key="role"]`);
+        dialog.returnFocusTo = document.querySelector(
+          `#user-list li[data-id="${CSS.escape(created.id)}"] [data-focus-key="role"]`,
+        );
         close();
       };
     },
@@ -165,7 +188,11 @@ function openSetPassword(user) {
       ),
     ],
     submit: () => {
-      const body = { new_password: dialog.querySelector(`#${id}`).value, revoke_tokens: revokeTokens.checked, revoke_grants: revokeGrants.checked };
+      const body = {
+        new_password: dialog.querySelector(`#${id}`).value,
+        revoke_tokens: revokeTokens.checked,
+        revoke_grants: revokeGrants.checked,
+      };
       return async (close) => {
         const answer = await api("POST", `/api/v1/users/${encodeURIComponent(user.id)}/password`, body);
         announce(`${user.username}'s password was set. ${describeChange(answer)}`);

@@ -3,7 +3,15 @@ import type { Logger } from "../../observability/logger";
 import { DeploymentFailed, READINESS_TIMEOUT_MS, type DeploymentState, type Runtime } from "../runtime";
 import { randomBytes } from "node:crypto";
 import { GATEWAY_TOKEN_HEADER } from "../../gateway/token";
-import { buildManifests, CONNECTOR_LABEL, GATEWAY_PORT, GATEWAY_TOKEN_KEY, MANAGED_BY, objectName, tokenSecretName } from "./manifests";
+import {
+  buildManifests,
+  CONNECTOR_LABEL,
+  GATEWAY_PORT,
+  GATEWAY_TOKEN_KEY,
+  MANAGED_BY,
+  objectName,
+  tokenSecretName,
+} from "./manifests";
 import { readFileSync } from "node:fs";
 
 export type KubernetesRuntimeOptions = {
@@ -22,7 +30,10 @@ type ApiError = { code?: number; body?: unknown; message?: string };
 const status = (e: unknown) => (e as ApiError).code;
 const describe = (e: unknown) => {
   const body = (e as ApiError).body;
-  const message = typeof body === "string" ? (JSON.parse(body || "{}") as { message?: string }).message : (body as { message?: string } | undefined)?.message;
+  const message =
+    typeof body === "string"
+      ? (JSON.parse(body || "{}") as { message?: string }).message
+      : (body as { message?: string } | undefined)?.message;
   return `${status(e) ?? "no answer"}: ${message ?? (e as Error).message}`;
 };
 
@@ -74,17 +85,23 @@ export async function createKubernetesRuntime(options: KubernetesRuntimeOptions)
     await core.deleteNamespacedSecret({ name: tokenSecretName(connectorId), namespace }).catch(ignoreMissing);
   }
 
-  function readiness(deployment: { status?: { readyReplicas?: number; conditions?: { type?: string; status?: string; reason?: string; message?: string }[] } }): DeploymentState {
+  function readiness(deployment: {
+    status?: { readyReplicas?: number; conditions?: { type?: string; status?: string; reason?: string; message?: string }[] };
+  }): DeploymentState {
     if ((deployment.status?.readyReplicas ?? 0) >= 1) return { ready: true };
     const failing = deployment.status?.conditions?.find((c) => c.status === "False" || c.reason === "ProgressDeadlineExceeded");
-    return { ready: false, reason: failing ? `${failing.reason ?? failing.type}: ${failing.message ?? ""}`.trim() : "no ready replica" };
+    return {
+      ready: false,
+      reason: failing ? `${failing.reason ?? failing.type}: ${failing.message ?? ""}`.trim() : "no ready replica",
+    };
   }
 
   // Outside the cluster, the Service is reached through the API server's service proxy, with the kubeconfig's
   // credentials (Bun's fetch takes TLS material directly; Node agents would be ignored under Bun).
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
-  const read = (data?: string, file?: string) => (data ? Buffer.from(data, "base64").toString() : file ? readFileSync(file, "utf8") : undefined);
+  const read = (data?: string, file?: string) =>
+    data ? Buffer.from(data, "base64").toString() : file ? readFileSync(file, "utf8") : undefined;
   const tls = {
     ca: read(cluster?.caData, cluster?.caFile),
     cert: read(user?.certData, user?.certFile),
@@ -123,10 +140,28 @@ export async function createKubernetesRuntime(options: KubernetesRuntimeOptions)
       const manifests = buildManifests(spec, { namespace, gatewayImage: options.gatewayImage, gatewayToken: token });
       const name = objectName(spec.connectorId);
       const secret = manifests.secret;
-      await upsert("Secret", secret, () => core.createNamespacedSecret({ namespace, body: secret }), () => core.readNamespacedSecret({ name: secret.metadata!.name!, namespace }), (b) => core.replaceNamespacedSecret({ name: secret.metadata!.name!, namespace, body: b }));
+      await upsert(
+        "Secret",
+        secret,
+        () => core.createNamespacedSecret({ namespace, body: secret }),
+        () => core.readNamespacedSecret({ name: secret.metadata!.name!, namespace }),
+        (b) => core.replaceNamespacedSecret({ name: secret.metadata!.name!, namespace, body: b }),
+      );
       gatewayTokens.set(spec.connectorId, token);
-      await upsert("Deployment", manifests.deployment, () => apps.createNamespacedDeployment({ namespace, body: manifests.deployment }), () => apps.readNamespacedDeployment({ name, namespace }), (b) => apps.replaceNamespacedDeployment({ name, namespace, body: b }));
-      await upsert("Service", manifests.service, () => core.createNamespacedService({ namespace, body: manifests.service }), () => core.readNamespacedService({ name, namespace }), (b) => core.replaceNamespacedService({ name, namespace, body: b }));
+      await upsert(
+        "Deployment",
+        manifests.deployment,
+        () => apps.createNamespacedDeployment({ namespace, body: manifests.deployment }),
+        () => apps.readNamespacedDeployment({ name, namespace }),
+        (b) => apps.replaceNamespacedDeployment({ name, namespace, body: b }),
+      );
+      await upsert(
+        "Service",
+        manifests.service,
+        () => core.createNamespacedService({ namespace, body: manifests.service }),
+        () => core.readNamespacedService({ name, namespace }),
+        (b) => core.replaceNamespacedService({ name, namespace, body: b }),
+      );
 
       const until = clock() + readinessTimeoutMs;
       let state: DeploymentState = { ready: false, reason: "no ready replica" };
@@ -139,7 +174,10 @@ export async function createKubernetesRuntime(options: KubernetesRuntimeOptions)
         await sleep(options.pollMs ?? 1000);
       }
       await remove(spec.connectorId);
-      throw new DeploymentFailed(`the Deployment ${name} was not ready within ${readinessTimeoutMs / 1000} s (${state.ready ? "" : state.reason})`, true);
+      throw new DeploymentFailed(
+        `the Deployment ${name} was not ready within ${readinessTimeoutMs / 1000} s (${state.ready ? "" : state.reason})`,
+        true,
+      );
     },
     endpoint(connectorId) {
       const name = objectName(connectorId);

@@ -38,7 +38,9 @@ const containerSecurity = { allowPrivilegeEscalation: false, capabilities: { dro
 export function buildManifests(spec: DeploymentSpec, options: ManifestOptions): Manifests {
   const command = [...(spec.stdio.command ?? []), ...(spec.stdio.args ?? [])];
   if (!spec.stdio.command?.length) {
-    throw new DeploymentFailed("the kubernetes driver needs the preset's stdio.command: the image's own entrypoint cannot be wrapped to use the gateway's pipes");
+    throw new DeploymentFailed(
+      "the kubernetes driver needs the preset's stdio.command: the image's own entrypoint cannot be wrapped to use the gateway's pipes",
+    );
   }
   const name = objectName(spec.connectorId);
   const meta = { name, namespace: options.namespace, labels: labels(spec.connectorId) };
@@ -72,13 +74,25 @@ export function buildManifests(spec: DeploymentSpec, options: ManifestOptions): 
         spec: {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 10001,
+            runAsGroup: 10001,
+            fsGroup: 10001,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
           volumes: [{ name: "stdio", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } }],
           containers: [
             {
               name: "mcp-server",
               image: spec.stdio.image,
-              command: ["/bin/sh", "-c", `mkfifo ${STDIO_DIR}/in ${STDIO_DIR}/out 2>/dev/null; exec "$@" < ${STDIO_DIR}/in > ${STDIO_DIR}/out`, "mcp-server", ...command],
+              command: [
+                "/bin/sh",
+                "-c",
+                `mkfifo ${STDIO_DIR}/in ${STDIO_DIR}/out 2>/dev/null; exec "$@" < ${STDIO_DIR}/in > ${STDIO_DIR}/out`,
+                "mcp-server",
+                ...command,
+              ],
               env,
               volumeMounts: stdioMount,
               resources: { requests: { cpu: "50m", memory: "64Mi" }, limits: { cpu: "1", memory: "512Mi" } },
@@ -105,7 +119,11 @@ export function buildManifests(spec: DeploymentSpec, options: ManifestOptions): 
     apiVersion: "v1",
     kind: "Service",
     metadata: meta,
-    spec: { type: "ClusterIP", selector: { [CONNECTOR_LABEL]: spec.connectorId }, ports: [{ name: "mcp", port: GATEWAY_PORT, targetPort: "mcp" }] },
+    spec: {
+      type: "ClusterIP",
+      selector: { [CONNECTOR_LABEL]: spec.connectorId },
+      ports: [{ name: "mcp", port: GATEWAY_PORT, targetPort: "mcp" }],
+    },
   };
   return { deployment, service, secret };
 }
