@@ -1,20 +1,19 @@
 import { Elysia } from "elysia";
-import { createClients } from "./authserver/clients";
-import { createAuthServerRepository } from "./authserver/repository";
-import { authServerRoutes } from "./authserver/routes";
-import { createAuthServer } from "./authserver/service";
-import { ACCESS_TOKEN_PREFIX } from "./authserver/model";
+import { createClients } from "./oauth-server/clients";
+import { createAuthServerRepository } from "./oauth-server/repository";
+import { authServerRoutes } from "./oauth-server/routes";
+import { createAuthServer } from "./oauth-server/service";
+import { ACCESS_TOKEN_PREFIX } from "./oauth-server/model";
 import { InvalidToken, Unauthorized } from "./http-errors/errors";
 import { Problem } from "./http-errors/model";
 import { createProviderRepository } from "./a2a/repository";
 import { a2aRoutes, providerRoutes } from "./a2a/routes";
 import { createProviderService } from "./a2a/service";
 import type { Config } from "./config/load";
-import { connectionRoutes } from "./connections/routes";
-import { createConnectionService } from "./connections/service";
+import { createConnectionService } from "./connector-api/connections";
 import { createConnectorCredentials } from "./connectors/credentials";
 import { createConnectorRepository, type ConnectorRow } from "./connectors/repository";
-import { connectorRoutes } from "./connectors/routes";
+import { connectorRoutes } from "./connector-api/routes";
 import { CONNECTOR_STATES } from "./connectors/model";
 import { createConnectorService, isManaged } from "./connectors/service";
 import { createTransitions } from "./connectors/transitions";
@@ -42,12 +41,12 @@ import type { RequestIds } from "./http/request-id";
 import { registerProcessMetrics } from "./metrics/process";
 import { createRegistry } from "./metrics/registry";
 import { metricsRoutes } from "./metrics/routes";
-import { createAuthorization } from "./oauth/authorization";
-import { createCallback } from "./oauth/callback";
-import { createOAuthClient, REFRESH_OUTCOMES } from "./oauth/client";
-import { createOAuthHttp } from "./oauth/http";
-import { createOAuthRepository } from "./oauth/repository";
-import { oauthRoutes } from "./oauth/routes";
+import { createAuthorization } from "./oauth-client/authorization";
+import { createCallback } from "./oauth-client/callback";
+import { createOAuthClient, REFRESH_OUTCOMES } from "./oauth-client/client";
+import { createOAuthHttp } from "./oauth-client/http";
+import { createOAuthRepository } from "./oauth-client/repository";
+import { oauthRoutes } from "./oauth-client/routes";
 import type { Logger } from "./observability/logger";
 import { createTracing } from "./observability/tracing";
 import { createPresetCatalog } from "./presets/catalog";
@@ -60,7 +59,7 @@ import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
 import { createTargets } from "./proxy/target";
-import { relayOptions } from "./relay/forward";
+import { forwardOptions } from "./forward/forward";
 import type { Runtime } from "./runtime/runtime";
 import type { Job } from "./scheduler/scheduler";
 import type { Sealer } from "./secrets/sealer";
@@ -308,7 +307,7 @@ export function createServices(deps: Deps) {
     credentialCheck: createCredentialCheck({ handshake: mcpHandshake, clock }),
     clock,
     watch: accessWatch,
-    forward: relayOptions(
+    forward: forwardOptions(
       metrics,
       "mcp",
       "MCP server",
@@ -316,7 +315,7 @@ export function createServices(deps: Deps) {
       relaySettings,
     ),
   });
-  // The service as the authorization server of its own proxy URLs (authserver/): MCP clients that know only a URL.
+  // The service as the authorization server of its own proxy URLs (oauth-server/): MCP clients that know only a URL.
   const authServerClients = createClients({
     repository: authServerRows,
     // A metadata document's URL comes from anyone who opens the authorization endpoint: it must be a public address,
@@ -452,7 +451,7 @@ export function createServices(deps: Deps) {
         "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
       ),
     }),
-    a2aForward: relayOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
+    a2aForward: forwardOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
     metrics,
     jobs,
   };
@@ -482,8 +481,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(oauthRoutes(services.callback, deps.publicUrl))
     .use(eventRoutes(services.eventStreams, auth))
     .use(auditRoutes(services.audit, auth))
-    .use(connectorRoutes(services.connectors, auth, apiBody))
-    .use(connectionRoutes(services.connections, auth, apiBody))
+    .use(connectorRoutes(services.connectors, services.connections, auth, apiBody))
     .use(proxyRoutes(services.proxyEntry))
     .use(authServerRoutes(services.authServer, auth))
     .use(providerRoutes(services.providers, auth, apiBody))

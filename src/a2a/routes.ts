@@ -4,8 +4,8 @@ import { OWN_BODY } from "../docs/plugin";
 import { Problem } from "../http-errors/model";
 import { RELAYED_JSON_BODY, type ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
-import { forward, type ForwardOptions } from "../relay/forward";
-import { relayedRequestHeaders } from "../relay/headers";
+import { forward, type ForwardOptions } from "../forward/forward";
+import { upstreamRequestHeaders } from "../forward/headers";
 import { streamCredential, type AccessWatch } from "../users/access-watch";
 import type { AuthPlugin } from "../users/auth-plugin";
 import type { Principal } from "../users/model";
@@ -101,9 +101,14 @@ export function a2aRoutes(
     principal: Principal;
   }) => {
     const target = await providers.agentUrl(params.provider_id);
-    const forwarded = await forward(request, target, relayedRequestHeaders(request.headers, A2A_REQUEST_HEADERS), forwardOptions);
+    const forwarded = await forward(
+      request,
+      target,
+      upstreamRequestHeaders(request.headers, A2A_REQUEST_HEADERS),
+      forwardOptions,
+    );
     // A message/stream ends when the caller loses access (users/access-watch.ts).
-    return forwarded.relay(undefined, (close) => watch.watch(streamCredential(request), principal, close));
+    return forwarded.respond(undefined, (close) => watch.watch(streamCredential(request), principal, close));
   };
   const proxyOptions = {
     auth: true as const,

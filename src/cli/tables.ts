@@ -11,7 +11,7 @@ import {
   as_requestsPg,
   as_tokens,
   as_tokensPg,
-} from "../authserver/table";
+} from "../oauth-server/table";
 import { SEALED_COLUMNS, sealContext } from "../connectors/sealing";
 import {
   connector_events,
@@ -23,8 +23,15 @@ import {
 } from "../connectors/table";
 import type { Store } from "../db/store";
 import { webhook_cursors, webhook_cursorsPg } from "../events/table";
-import { clientSeal, grantSeal, stateSeal } from "../oauth/sealing";
-import { oauth_clients, oauth_clientsPg, oauth_grants, oauth_grantsPg, oauth_states, oauth_statesPg } from "../oauth/table";
+import { clientSeal, grantSeal, stateSeal } from "../oauth-client/sealing";
+import {
+  oauth_clients,
+  oauth_clientsPg,
+  oauth_grants,
+  oauth_grantsPg,
+  oauth_states,
+  oauth_statesPg,
+} from "../oauth-client/table";
 import { job_leases, job_leasesPg } from "../scheduler/table";
 import { api_tokens, api_tokensPg, sessions, sessionsPg, users, usersPg } from "../users/table";
 

@@ -40,7 +40,7 @@ export function connectorView(row: ConnectorRow): Connector {
     // Also shown while re-authorization is pending (e.g. the server asked for a wider scope).
     disconnect_reason: row.state === "disconnected" || row.state === "auth_required" ? row.disconnect_reason : null,
     metadata: row.metadata,
-    // Checked when discovered (oauth/discovery.ts); one stored before that check is not shown rather than fail the listing.
+    // Checked when discovered (oauth-client/discovery.ts); one stored before that check is not shown rather than fail the listing.
     auth_request:
       row.state === "auth_required" &&
       row.authorization_url &&

@@ -115,7 +115,7 @@ export class UpstreamFailed extends AppError {
 }
 
 /**
- * An upstream's answer a relay does not pass on (relay/forward.ts): a redirect, or a body of a type a browser could
+ * An upstream's answer a relay does not pass on (forward/forward.ts): a redirect, or a body of a type a browser could
  * render on the service's origin. A client's error (4xx) keeps its status, so a client still learns "unknown session"
  * (404) or "no stream here" (405); anything else is a 502.
  */

@@ -5,7 +5,7 @@ import { problemResponse } from "../http-errors/problem";
  * CORS ([Fetch standard §3.2](https://fetch.spec.whatwg.org/#http-cors-protocol)) for what browser-based MCP clients
  * call across origins: the proxy URLs, the OAuth metadata documents and the token, registration and revocation
  * endpoints. The REST API and the authorization page stay same-origin. The service's own policy decides: an upstream's
- * CORS headers are never relayed (relay/headers.ts).
+ * CORS headers are never relayed (forward/headers.ts).
  */
 
 /** Response headers a browser client must be able to read: the MCP session, the 401 challenge, retry hints. */

@@ -1,6 +1,6 @@
 /**
  * The client's request headers the MCP proxy forwards (DESIGN.md "MCP proxy"): the MCP transport's own; then
- * the connector's stored credentials are added (relay/headers.ts).
+ * the connector's stored credentials are added (forward/headers.ts).
  */
 export const MCP_REQUEST_HEADERS = [
   "accept",

@@ -14,9 +14,9 @@ import {
   UpstreamFailed,
   InvalidToken,
 } from "../http-errors/errors";
-import type { Authorization } from "../oauth/authorization";
-import { forward, type ForwardOptions, type Forwarded } from "../relay/forward";
-import { relayedRequestHeaders } from "../relay/headers";
+import type { Authorization } from "../oauth-client/authorization";
+import { forward, type ForwardOptions, type Forwarded } from "../forward/forward";
+import { upstreamRequestHeaders } from "../forward/headers";
 import { streamCredential, type AccessWatch } from "../users/access-watch";
 import type { Principal } from "../users/model";
 import { describeRequest, tapResponse, type Described, type Observed } from "./audit-tap";
@@ -119,7 +119,7 @@ export function createProxyService({
       const rejected = headers.get("authorization")?.replace(/^Bearer /, "");
       const refreshed = await authorization.refresh(row.id, rejected);
       if (!refreshed.ok) {
-        // A refresh that cannot succeed disconnected the connector already (oauth/authorization.ts); another may next time.
+        // A refresh that cannot succeed disconnected the connector already (oauth-client/authorization.ts); another may next time.
         if (refreshed.failure.permanent || refreshed.expired)
           return credentialsRejected(row, `access token (HTTP 401) and its refresh failed (${refreshed.failure.reason})`);
         throw new UpstreamFailed(
@@ -159,7 +159,7 @@ export function createProxyService({
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
     const { url } = target;
     const options = target.fetch ? { ...baseOptions, fetch: target.fetch } : baseOptions;
-    const headers = relayedRequestHeaders(request.headers, MCP_REQUEST_HEADERS, await targets.credentials(row));
+    const headers = upstreamRequestHeaders(request.headers, MCP_REQUEST_HEADERS, await targets.credentials(row));
     const oauth = row.auth_method === "oauth";
     const view: ToolView | undefined = row.tool_policy
       ? {
@@ -246,7 +246,7 @@ export function createProxyService({
       }
     }
     // An event stream lasts: it ends when the caller loses access (disabled, demoted, its token revoked).
-    const relayed = await forwarded.relay(ended, watch && ((close) => watch.watch(streamCredential(request), caller, close)));
+    const relayed = await forwarded.respond(ended, watch && ((close) => watch.watch(streamCredential(request), caller, close)));
     return view && listIds.size > 0 ? rewriteResponse(relayed, listIds, view, heldBytes.maxMessageBytes) : relayed;
   }
 

@@ -2,7 +2,7 @@ import type { ConnectorCredentials } from "../connectors/credentials";
 import type { ConnectorRow } from "../connectors/repository";
 import { isManaged } from "../connectors/service";
 import type { FetchLike } from "../http/fetch";
-import type { OAuthClient } from "../oauth/client";
+import type { OAuthClient } from "../oauth-client/client";
 import type { Runtime } from "../runtime/runtime";
 
 /** Where the proxy sends a connector's requests, and how: its URL, or its managed deployment's endpoint. */

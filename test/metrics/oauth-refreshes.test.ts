@@ -3,7 +3,7 @@ import { scriptedOAuth, type ScriptedOAuth } from "../peers/scripted-oauth";
 import { createTestApp, type TestApp } from "../support/app";
 import { finishCallback } from "../support/callback";
 import { storedGrant } from "../support/oauth";
-import { createOAuthRepository } from "../../src/oauth/repository";
+import { createOAuthRepository } from "../../src/oauth-client/repository";
 import { logLines, scrape } from "./scrape";
 
 // oauth_token_refreshes_total{outcome} and the log line of each refresh, through app.handle against the scripted

@@ -1,5 +1,5 @@
 import type { Deps } from "../../src/app";
-import { createOAuthRepository } from "../../src/oauth/repository";
+import { createOAuthRepository } from "../../src/oauth-client/repository";
 
 export type GrantSecrets = { access_token: string; refresh_token: string | null };
 

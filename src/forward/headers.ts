@@ -2,7 +2,7 @@
  * Request headers a relay passes on: only those named (the protocol's own), then `extra` (a connector's stored
  * credentials). Never the client's Authorization or cookies, which are for this service.
  */
-export function relayedRequestHeaders(client: Headers, names: readonly string[], extra: Record<string, string> = {}): Headers {
+export function upstreamRequestHeaders(client: Headers, names: readonly string[], extra: Record<string, string> = {}): Headers {
   const out = new Headers();
   for (const name of names) {
     const value = client.get(name);

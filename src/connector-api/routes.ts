@@ -1,18 +1,80 @@
 import { Elysia, t } from "elysia";
-import { connectorProblems } from "../connectors/routes";
-import { ConnectBody, Connector, UpdateConnectorBody } from "../connectors/model";
+import {
+  ApproveToolsBody,
+  ConnectBody,
+  Connector,
+  ConnectorList,
+  CreateConnectorBody,
+  ListQuery,
+  UpdateConnectorBody,
+} from "../connectors/model";
+import type { ConnectorService } from "../connectors/service";
+import { OPTIONAL_BODY } from "../docs/plugin";
 import { Problem } from "../http-errors/model";
 import type { ApiBodyPlugin } from "../http/json-body";
-import { OPTIONAL_BODY } from "../docs/plugin";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "../users/auth-plugin";
-import type { ConnectionService } from "./service";
+import type { ConnectionService } from "./connections";
 
-/** Connect, disconnect and delete: the routes that change a connector's connection. */
-export function connectionRoutes(connections: ConnectionService, auth: AuthPlugin, apiBody: ApiBodyPlugin) {
+const connectorProblems = { 401: Problem, 404: Problem, 409: Problem, 422: Problem };
+
+/**
+ * The connector resource, `/api/v1/connectors`: create, list, read, change and delete a connector, approve its tools,
+ * and connect or disconnect it. Reading and the records are `connectors/` (the proxy and the OAuth client use them
+ * too); connecting, disconnecting and deleting are `connections.ts`, which reaches the OAuth client and the runtime.
+ */
+export function connectorRoutes(
+  connectors: ConnectorService,
+  connections: ConnectionService,
+  auth: AuthPlugin,
+  apiBody: ApiBodyPlugin,
+) {
   return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } })
     .use(auth)
     .use(apiBody)
+    .post(
+      "",
+      async ({ principal, body, set }) => {
+        const connector = await connectors.create(principal, body);
+        set.status = 201;
+        set.headers.location = `/api/v1/connectors/${connector.id}`;
+        return connector;
+      },
+      {
+        auth: true,
+        body: CreateConnectorBody,
+        response: { 201: Connector, 400: Problem, ...connectorProblems },
+        detail: {
+          summary: "Create a connector",
+          description:
+            "Registers an MCP server URL. With match_preset (default true) a preset with the same URL supplies client credentials and metadata that the request leaves out.",
+        },
+      },
+    )
+    .get("", ({ principal, query }) => connectors.list(principal, query), {
+      auth: true,
+      query: ListQuery,
+      response: { 200: ConnectorList, ...connectorProblems },
+      detail: { summary: "List connectors, newest first", description: "Administrators see every user's connectors." },
+    })
+    .get("/:id", ({ principal, params }) => connectors.get(principal, params.id), {
+      auth: true,
+      params: IdParams,
+      response: { 200: Connector, ...connectorProblems },
+      detail: { summary: "Get a connector" },
+    })
+    .post("/:id/tools/approve", ({ principal, params, body }) => connectors.approveTools(principal, params.id, body?.names), {
+      auth: true,
+      params: IdParams,
+      body: t.Optional(ApproveToolsBody),
+      response: { 200: Connector, ...connectorProblems },
+      detail: {
+        ...OPTIONAL_BODY,
+        summary: "Approve changed tool definitions",
+        description:
+          "With tool pinning: the current definitions of `names` (the server's tool names; all changed tools without a body) become the approved ones; under strict pinning they are listed and callable again.",
+      },
+    })
     .delete(
       "/:id",
       async ({ principal, params, set }) => {

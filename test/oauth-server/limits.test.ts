@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
-import { UNUSED_CLIENT_TTL_MS } from "../../src/authserver/model";
+import { UNUSED_CLIENT_TTL_MS } from "../../src/oauth-server/model";
 import { scriptedServer } from "../peers/scripted-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { openSqliteStore } from "../../src/db/sqlite";
-import { LEASE_POLL_MS } from "../../src/oauth/client";
-import { refreshAt, retryAt } from "../../src/oauth/refresh-plan";
-import { createOAuthRepository } from "../../src/oauth/repository";
+import { LEASE_POLL_MS } from "../../src/oauth-client/client";
+import { refreshAt, retryAt } from "../../src/oauth-client/refresh-plan";
+import { createOAuthRepository } from "../../src/oauth-client/repository";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
 import { createTestApp, steppedClock } from "../support/app";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ACCESS_TOKEN_TTL_MS, UNUSED_CLIENT_TTL_MS } from "../../src/authserver/model";
+import { ACCESS_TOKEN_TTL_MS, UNUSED_CLIENT_TTL_MS } from "../../src/oauth-server/model";
 import { scriptedServer } from "../peers/scripted-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";

@@ -12,7 +12,7 @@ const send = (request: Request) => fetch(request);
 import { expectProblem } from "../support/api";
 import { sql } from "drizzle-orm";
 import { queryRows } from "../support/store";
-import { createOAuthRepository } from "../../src/oauth/repository";
+import { createOAuthRepository } from "../../src/oauth-client/repository";
 
 // Real peers, no mocks of OAuth: oidc-provider as the authorization server, an MCP server checking its JWTs.
 // The service's clock is stepped, so "an hour later" takes no time; the scheduler's jobs run when the test says.

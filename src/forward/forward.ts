@@ -21,7 +21,7 @@ export type ForwardOptions = {
 export type RelaySettings = { fetch: FetchLike; headersTimeoutMs: number; maxBodyBytes: number };
 
 /** Forwarding options and metrics (`<prefix>_proxy_…`) for one relay: the MCP proxy ("mcp") or the A2A one ("a2a"). */
-export function relayOptions(
+export function forwardOptions(
   registry: Registry,
   prefix: string,
   upstreamName: string,
@@ -109,7 +109,7 @@ export type StreamWatch = (close: () => void) => () => void;
 export type Forwarded = {
   upstream: Response;
   /** The answer for the client; throws UpstreamAnswerRefused when it is not relayed (a redirect, a type a browser renders). */
-  relay(ended?: () => void, watch?: StreamWatch): Promise<Response>;
+  respond(ended?: () => void, watch?: StreamWatch): Promise<Response>;
 };
 
 /**
@@ -184,7 +184,7 @@ export async function forward(
 
   return {
     upstream,
-    async relay(ended, watch) {
+    async respond(ended, watch) {
       // MCP Streamable HTTP: a 202 carries no body; nor do 204 and 205 (RFC 9110 §15.3.5, §15.3.6): whatever came is dropped.
       const bodiless = upstream.status === 202 || upstream.status === 204 || upstream.status === 205;
       const body = bodiless ? null : upstream.headers.has("content-type") ? upstream.body : await untypedBody(upstream);

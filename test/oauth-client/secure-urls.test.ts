@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { assertSecureUrl } from "../../src/oauth/http";
+import { assertSecureUrl } from "../../src/oauth-client/http";
 import { UnsafeUrl } from "../../src/http/fetch";
 
 test("server-chosen URLs must be https, except loopback while private networks are allowed", () => {
