@@ -1,7 +1,9 @@
 import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import { readCapped } from "../http/read-capped";
 import { addressGroup } from "../security/addresses";
+import { InvalidClient, InvalidRedirectUri, InvalidRequest, TemporarilyUnavailable } from "./errors";
 import {
+  GRANT_TYPES_SUPPORTED,
   METADATA_DOCUMENT_MAX_BYTES,
   METADATA_DOCUMENT_TIMEOUT_MS,
   METADATA_DOCUMENT_TTL_MS,
@@ -10,8 +12,12 @@ import {
   type RegistrationBody,
 } from "./model";
 import type { AuthServerRepository, ClientRow } from "./repository";
+import { grantedScope } from "./scope";
 
-/** Why a client cannot be used, in words for the person (an error page) or the client (a registration error). */
+/**
+ * Why a client named at the authorization endpoint cannot be used, in words for the person (an error page); at the
+ * token and revocation endpoints it is an invalid_client (`tokenClient`).
+ */
 export class ClientRefused extends Error {}
 
 export type ClientsDeps = {
@@ -134,38 +140,54 @@ export function createClients(deps: ClientsDeps) {
     return undefined;
   }
 
+  /**
+   * The client by its id: registered, or its metadata document (fetched again once stale). A metadata document the
+   * service has not kept is fetched but not kept (anyone can name any URL): `remember` keeps it once a person signed
+   * in for it. `knownOnly`: such a client is refused instead (the token and revocation endpoints: it has no tokens).
+   * Throws ClientRefused.
+   */
+  async function find(clientId: string, options: { knownOnly?: boolean } = {}): Promise<ClientRow> {
+    const known = await repository.findClient(clientId);
+    if (!isMetadataDocumentUrl(clientId)) {
+      if (!known)
+        throw new ClientRefused(
+          `there is no client ${JSON.stringify(clientId.slice(0, 100))} (register it first, or use a client metadata document URL)`,
+        );
+      return known;
+    }
+    if (known && known.expires_at !== null && known.expires_at > clock()) return known;
+    if (!known && options.knownOnly)
+      throw new ClientRefused(`the client ${JSON.stringify(clientId.slice(0, 100))} has not been authorized here`);
+    const row: ClientRow = {
+      client_id: clientId,
+      kind: "metadata-document",
+      metadata: await fetchMetadataDocument(clientId),
+      created_at: known?.created_at ?? clock(),
+      expires_at: clock() + METADATA_DOCUMENT_TTL_MS,
+      last_used_at: known?.last_used_at ?? null,
+      registered_from: null,
+    };
+    if (known) await repository.saveMetadataClient(row);
+    return row;
+  }
+
   return {
     isMetadataDocumentUrl,
+    find,
 
     /**
-     * The client by its id: registered, or its metadata document (fetched again once stale). A metadata document the
-     * service has not kept is fetched but not kept (anyone can name any URL): `remember` keeps it once a person signed
-     * in for it. `knownOnly`: such a client is refused instead (the token and revocation endpoints: it has no tokens).
-     * Throws ClientRefused.
+     * The client of a token or revocation request: public, so it names itself ([RFC 6749 §3.2.1](https://www.rfc-editor.org/rfc/rfc6749#section-3.2.1),
+     * [RFC 7009 §2.1](https://www.rfc-editor.org/rfc/rfc7009#section-2.1)). A client known by its metadata document must
+     * have been kept (a person signed in for it): no other has tokens.
      */
-    async find(clientId: string, options: { knownOnly?: boolean } = {}): Promise<ClientRow> {
-      const known = await repository.findClient(clientId);
-      if (!isMetadataDocumentUrl(clientId)) {
-        if (!known)
-          throw new ClientRefused(
-            `there is no client ${JSON.stringify(clientId.slice(0, 100))} (register it first, or use a client metadata document URL)`,
-          );
-        return known;
+    async tokenClient(clientId: string | null): Promise<ClientRow> {
+      if (!clientId) throw new InvalidRequest("client_id is required (public clients identify themselves)");
+      try {
+        return await find(clientId, { knownOnly: true });
+      } catch (e) {
+        if (e instanceof ClientRefused) throw new InvalidClient(e.message);
+        throw e;
       }
-      if (known && known.expires_at !== null && known.expires_at > clock()) return known;
-      if (!known && options.knownOnly)
-        throw new ClientRefused(`the client ${JSON.stringify(clientId.slice(0, 100))} has not been authorized here`);
-      const row: ClientRow = {
-        client_id: clientId,
-        kind: "metadata-document",
-        metadata: await fetchMetadataDocument(clientId),
-        created_at: known?.created_at ?? clock(),
-        expires_at: clock() + METADATA_DOCUMENT_TTL_MS,
-        last_used_at: known?.last_used_at ?? null,
-        registered_from: null,
-      };
-      if (known) await repository.saveMetadataClient(row);
-      return row;
     },
 
     /** A client a person signed in for: one known by its metadata document is kept from now on. */
@@ -174,13 +196,13 @@ export function createClients(deps: ClientsDeps) {
     },
 
     /**
-     * [RFC 7591 §3](https://www.rfc-editor.org/rfc/rfc7591#section-3): registers a public client for the client at `address`; throws ClientRefused with
-     * the reason, TooManyRegistrations when over a bound.
+     * [RFC 7591 §3](https://www.rfc-editor.org/rfc/rfc7591#section-3): registers a public client for the client at
+     * `address`, and answers its client information; throws InvalidRedirectUri, or TemporarilyUnavailable when over a bound.
      */
-    async register(body: RegistrationBody, address: string | undefined): Promise<ClientRow> {
+    async register(body: RegistrationBody, address: string | undefined) {
       for (const uri of body.redirect_uris) {
         const why = checkRedirectUri(uri);
-        if (why) throw new ClientRefused(why);
+        if (why) throw new InvalidRedirectUri(why);
       }
       const row: ClientRow = {
         client_id: deps.newId(),
@@ -197,25 +219,24 @@ export function createClients(deps: ClientsDeps) {
       });
       if (refused) {
         const seconds = Math.max(1, Math.ceil((refused.until - clock()) / 1000));
-        throw new TooManyRegistrations(
+        throw new TemporarilyUnavailable(
           refused.bound === "address"
             ? `this address has registered ${deps.maxRegistrationsPerAddress} clients that have not been used yet (AUTHSERVER__MAX_REGISTRATIONS_PER_ADDRESS); try again in ${seconds} s`
             : `this server keeps at most ${deps.maxRegistrations} registered clients that have not been used yet (AUTHSERVER__MAX_REGISTRATIONS); try again in ${seconds} s`,
           seconds,
         );
       }
-      return row;
+      // [RFC 7591 §3.2.1](https://www.rfc-editor.org/rfc/rfc7591#section-3.2.1): the client's id and the metadata as registered (the scope it may be granted, whatever it asked).
+      return {
+        client_id: row.client_id,
+        client_id_issued_at: Math.floor(row.created_at / 1000),
+        token_endpoint_auth_method: "none",
+        grant_types: GRANT_TYPES_SUPPORTED,
+        response_types: ["code"],
+        scope: grantedScope(body.scope ?? null),
+        ...row.metadata,
+      };
     },
   };
 }
 export type Clients = ReturnType<typeof createClients>;
-
-/** Registration refused by a bound ([RFC 6585 §4](https://www.rfc-editor.org/rfc/rfc6585#section-4): 429), until room is made in `retryAfterSeconds`. */
-export class TooManyRegistrations extends ClientRefused {
-  constructor(
-    message: string,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(message);
-  }
-}

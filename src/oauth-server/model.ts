@@ -26,6 +26,9 @@ export const METADATA_DOCUMENT_MAX_BYTES = 16 * 1024;
 export const METADATA_DOCUMENT_TIMEOUT_MS = 5_000;
 export const METADATA_DOCUMENT_TTL_MS = 3_600_000;
 
+/** [RFC 8414 §2](https://www.rfc-editor.org/rfc/rfc8414#section-2) grant types: the ones the token endpoint answers (token.ts), as every client is registered. */
+export const GRANT_TYPES_SUPPORTED = ["authorization_code", "refresh_token"] as const;
+
 /** Prefixes that tell the proxy's authentication which kind of bearer token it holds. */
 export const ACCESS_TOKEN_PREFIX = "csa_";
 export const REFRESH_TOKEN_PREFIX = "csr_";
@@ -63,7 +66,7 @@ export const RegistrationBody = t.Object(
     software_id: t.Optional(t.String({ maxLength: 200 })),
     software_version: t.Optional(t.String({ maxLength: 100 })),
     token_endpoint_auth_method: t.Optional(t.Literal("none", { description: "Only public clients (PKCE) are registered" })),
-    grant_types: t.Optional(t.Array(t.Union([t.Literal("authorization_code"), t.Literal("refresh_token")]), { maxItems: 2 })),
+    grant_types: t.Optional(t.Array(t.Union(GRANT_TYPES_SUPPORTED.map((type) => t.Literal(type))), { maxItems: 2 })),
     response_types: t.Optional(t.Array(t.Literal("code"), { maxItems: 1 })),
     scope: t.Optional(t.String({ maxLength: 500 })),
   },
@@ -71,3 +74,30 @@ export const RegistrationBody = t.Object(
   { additionalProperties: true },
 );
 export type RegistrationBody = typeof RegistrationBody.static;
+
+/*
+ * How the endpoints document their answers in OpenAPI. The JSON endpoints and the pages answer as the OAuth RFCs say
+ * (the endpoints read their own bodies: requests.ts), so their refusals are these, not problem documents.
+ */
+export const JsonDocument = t.Record(t.String(), t.Unknown());
+export const OAuthErrorBody = t.Object(
+  { error: t.String(), error_description: t.Optional(t.String()) },
+  { description: "An OAuth error (RFC 6749 §5.2, RFC 7591 §3.2.2)" },
+);
+export const Html = (description: string) => t.String({ description, contentMediaType: "text/html" });
+export const FormBody = t.Any({
+  description: "application/x-www-form-urlencoded, as the OAuth RFCs define this endpoint's parameters",
+});
+
+export const GrantList = t.Object({
+  items: t.Array(
+    t.Object({
+      id: t.String(),
+      client_id: t.String(),
+      connector_id: t.String(),
+      scope: t.Union([t.String(), t.Null()]),
+      created_at: t.String({ format: "date-time" }),
+      last_used_at: t.Union([t.String({ format: "date-time" }), t.Null()]),
+    }),
+  ),
+});

@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import type { ConsentTarget } from "./authorization";
+import type { NoRedirect } from "./errors";
 import type { ClientRow } from "./repository";
 
 /**
@@ -22,8 +24,9 @@ const STYLE_SOURCE = `'sha256-${createHash("sha256").update(STYLE).digest("base6
  * Nothing but the page's own style; never in a frame (a framed Allow button could be clicked for the person); forms
  * post only to `formAction` (CSP3 form-action also governs where the answer to a form may redirect).
  */
-function pageHeaders(formAction: string) {
+function pageHeaders(formAction: string, extra: Record<string, string>) {
   return {
+    ...extra,
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
     "x-frame-options": "DENY",
@@ -33,12 +36,12 @@ function pageHeaders(formAction: string) {
   };
 }
 
-const page = (title: string, body: string, formAction: string, status = 200) =>
+const page = (title: string, body: string, formAction: string, status = 200, headers: Record<string, string> = {}) =>
   new Response(
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escape(title)} · connector-service</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`,
     {
       status,
-      headers: pageHeaders(formAction),
+      headers: pageHeaders(formAction, headers),
     },
   );
 
@@ -86,9 +89,11 @@ export function consentPage(
   handle: string,
   client: ClientRow,
   redirectUri: string,
-  connector: { name: string; url: string },
+  target: ConsentTarget,
   username: string,
 ): Response {
+  // A connector that is not the person's to give is not named (the request is refused when allowed: authorization.ts).
+  const connector = target ?? { name: "a connector that is not yours", url: "the request will be refused" };
   return page(
     "Allow access",
     `<h1>Allow access to an MCP connector?</h1>
@@ -104,11 +109,17 @@ export function consentPage(
   );
 }
 
-export function errorPage(message: string, status = 400): Response {
+/** The one rendering of the authorization endpoint's errors: a page for the person, never a redirect (errors.ts: NoRedirect). */
+export function errorPage(error: NoRedirect): Response {
   return page(
     "Cannot continue",
-    `<h1>This request cannot continue</h1><p class="error">${escape(message)}</p>`,
+    `<h1>This request cannot continue</h1><p class="error">${escape(error.message)}</p>`,
     "'none'",
-    status,
+    error.status,
+    error.headers,
   );
 }
+
+/** The answer to the consent form: back to the client's redirect URI ([RFC 6749 §4.1.2](https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2)), with 303 so the browser GETs it. */
+export const seeOther = (location: string) =>
+  new Response(null, { status: 303, headers: { location, "cache-control": "no-store", "x-content-type-options": "nosniff" } });

@@ -246,6 +246,9 @@ describe("the authorization endpoint", () => {
     }
     const braked = await signIn(alice.basic.password);
     expect(braked.status).toBe(429);
+    expect(braked.headers.get("location")).toBeNull();
+    // The page says when to try again, as the brake's 429 does elsewhere (RFC 6585 §4).
+    expect(Number(braked.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(await braked.text()).not.toContain('name="decision"');
   });
 });
