@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { freePort } from "../peers/ports";
 import { approveInForms } from "../support/oauth-client";
 import { byHand } from "../support/oauth-by-hand";
-import { createUser, startTestService, type TestService } from "../support/service";
+import { startTestService, type TestService } from "../support/service";
 
 // The conformance kit's authorization-server scenarios (`conformance authorization`, new in 0.2.0-alpha.12, installed
 // beside 0.1.16 as `conformance-next`) against the service as the authorization server of its proxy URLs: the
@@ -28,7 +28,7 @@ afterAll(async () => {
 type Check = { id: string; status: string; errorMessage?: string };
 
 test("every authorization-server scenario of the conformance kit passes", async () => {
-  const alice = await createUser(service.api, "alice");
+  const alice = (await service.user("alice")).basic;
   const created = await service.api("POST", "/api/v1/connectors", {
     as: alice,
     body: { url: "https://mcp.example/mcp", metadata: { name: "for the kit" } },

@@ -4,7 +4,7 @@ import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { CHROMIUM, launchChromium } from "../support/chromium";
 import { startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
-import { ADMIN, apiClient, createUser, startTestService, type TestService } from "../support/service";
+import { ADMIN, apiClient, startTestService, type TestService } from "../support/service";
 
 // Debian's Chromium, installed by .ci/run when missing. Without it (no package could be installed) this test is
 // skipped, and says so.
@@ -93,7 +93,7 @@ test.skipIf(!available)(
 test.skipIf(!available)(
   "another user's authorization URL, approved in the administrator's signed-in browser, is refused and exchanges nothing",
   async () => {
-    const mallory = await createUser(service.api, "mallory");
+    const mallory = (await service.user("mallory")).basic;
     const { id, url } = await pending(mallory);
     const context = await browser.newContext();
     expect((await context.request.post(`${service.url}/api/v1/session`, { data: ADMIN })).status()).toBe(201);

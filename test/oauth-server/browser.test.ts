@@ -9,7 +9,7 @@ import type { Api } from "../support/api";
 import { framedUrl, watchPolicy } from "../support/browser";
 import { connectedConnector, proxyUrl, toolText } from "../support/mcp";
 import { memoryOAuthProvider } from "../support/oauth-client";
-import { createUser, startTestService, type TestService } from "../support/service";
+import { startTestService, type TestService } from "../support/service";
 
 // An MCP client that knows nothing but the proxy URL gets from zero to a tool result through the browser login:
 // the real service over its socket, the real server-everything behind a connector, the official SDK client, and a
@@ -54,7 +54,7 @@ function startCallback() {
 beforeAll(async () => {
   [upstream, service, browser] = await Promise.all([startEverything(), startTestService(), launchChromium()]);
   callback = startCallback();
-  alice = await createUser(service.api, "alice");
+  alice = (await service.user("alice")).basic;
   asAlice = (method, path, options = {}) => service.api(method, path, { as: alice, ...options });
   connectorId = await connectedConnector(asAlice, upstream.url);
   proxy = proxyUrl(service, connectorId);

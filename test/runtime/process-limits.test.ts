@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PROBE_SERVER } from "../peers/probe-server";
 import { expectProblem, type Credentials } from "../support/api";
-import { ADMIN, createUser, startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService, type TestService } from "../support/service";
 import { waitFor } from "../support/wait";
 
 // The probe (a real stdio MCP server), started through a shell that says so on stderr first: the service logs each
@@ -31,8 +31,8 @@ beforeAll(async () => {
     RUNTIME__MAX_PROCESSES_PER_USER: "2",
     RUNTIME__MAX_PROCESSES: "3",
   });
-  alice = await createUser(service.api, "alice");
-  bob = await createUser(service.api, "bob");
+  alice = (await service.user("alice")).basic;
+  bob = (await service.user("bob")).basic;
 }, 30_000);
 afterAll(async () => {
   await service.stop();

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSealer } from "../../src/secrets/sealer";
 import { startBearerServer, type BearerServer } from "../peers/bearer-server";
-import { apiClient, createUser, startTestService, type TestService } from "../support/service";
+import { apiClient, startTestService, type TestService } from "../support/service";
 
 const SECRETS = {
   header: "hdr-9f8e7d6c5b4a-plaintext",
@@ -21,7 +21,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "cs-secrets-"));
   // No SECRETS__KEY: the key file beside the database is created.
   service = await startTestService({ DATABASE__PATH: join(dir, "cs.db"), SECRETS__KEY: "" });
-  const user = await createUser(service.api, "sam");
+  const user = (await service.user("sam")).basic;
   const sam = apiClient(service.url, { username: "sam", password: user.password });
   await service.api("POST", "/api/v1/users", { body: { username: "pat", password: SECRETS.userPassword } });
   const c = await sam("POST", "/api/v1/connectors", {

@@ -9,9 +9,23 @@ export const ADMIN = { username: "admin", password: "admin-password-for-tests" }
 export const apiClient = (baseUrl: string, defaultAs: Credentials = ADMIN): Api =>
   apiOver((request) => fetch(request), baseUrl, defaultAs);
 
+/** A user of a test service or app, as both harnesses give one (test/support/app.ts has the same shape). */
+export type TestUser = {
+  principal: { id: string; username: string; role: "admin" | "user" };
+  /** An API token of the user's. */
+  token: string;
+  basic: { username: string; password: string };
+  /** The API, authenticated with the token. */
+  api: Api;
+};
+
 export type TestService = RunningService & {
   api: Api;
   logs: string[];
+  /** The bootstrap administrator: Basic (no token made unless asked through `user`). */
+  admin: { basic: typeof ADMIN; api: Api };
+  /** A new user (role `user` unless said) with an API token, made through the API as the administrator. */
+  user(username: string, role?: "admin" | "user"): Promise<TestUser>;
   /** One tick of the scheduler: every job once, in order (the loop itself ticks once an hour unless told). */
   runJobs(): Promise<void>;
 };
@@ -39,10 +53,22 @@ export async function startTestService(
     },
     { writeLog: (line) => logs.push(line), ...options },
   );
+  const api = apiClient(service.url);
   return {
     ...service,
-    api: apiClient(service.url),
+    api,
     logs,
+    admin: { basic: ADMIN, api },
+    async user(username, role = "user") {
+      const password = `${username}-password`;
+      const created = await api("POST", "/api/v1/users", { body: { username, password, role } });
+      if (created.status !== 201) throw new Error(`creating ${username}: ${created.status} ${created.text}`);
+      const basic = { username, password };
+      const made = await apiClient(service.url, basic)("POST", "/api/v1/tokens", { body: { name: "tests" } });
+      if (made.status !== 201) throw new Error(`a token for ${username}: ${made.status} ${made.text}`);
+      const token = made.body.token as string;
+      return { principal: { id: created.body.id, username, role }, token, basic, api: apiClient(service.url, { token }) };
+    },
     async runJobs() {
       for (const job of service.services.jobs) await job.run();
     },
