@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { startService, type RunningService } from "../../src/cli/serve";
 import { freePort } from "../peers/ports";
 import { sharedPostgres, TEST_STORE, testDatabaseEnv } from "../support/store";
+import { waitFor } from "../support/wait";
 
 // The start listens first and creates the administrator after: these tests hold the administrator's argon2id hash
 // (Bun.password.hash) in the middle of a start to look at what the service answers in that window.
@@ -55,11 +56,11 @@ const basic = (username: string, password: string) => ({
 
 /** Polls until the port answers /healthz 200 (the listener is up), at most 10 s. */
 async function healthy(base: string): Promise<void> {
-  for (const until = Date.now() + 10_000; Date.now() < until; await Bun.sleep(2)) {
-    const response = await fetch(`${base}/healthz`).catch(() => undefined);
-    if (response?.status === 200) return;
-  }
-  throw new Error(`${base}/healthz never answered 200`);
+  await waitFor(
+    `${base}/healthz to answer 200`,
+    async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200,
+    10_000,
+  );
 }
 
 /** Whether `promise` is still pending after `ms`. */

@@ -7,6 +7,7 @@ import { BACKSTOP_PAGES, CHECKPOINT_EVERY_MS, startCheckpointThread } from "../.
 import { loadConfig } from "../../src/config/load";
 import { openStore } from "../../src/db/open";
 import { openSqliteStore, SQLITE_MIGRATIONS, type SqliteStore } from "../../src/db/sqlite";
+import { waitFor } from "../support/wait";
 
 // The SQLite store on a file checkpoints its write-ahead log from a thread: a commit on the service's connection does not
 // copy the log into the database (and wait for the disk) itself, short of the backstop.
@@ -32,10 +33,12 @@ const rows = (count: number, from = 0): AuditRow[] =>
     captured: null,
   }));
 const size = (path: string) => statSync(path).size;
-const until = async (condition: () => boolean, ms: number) => {
-  for (const end = Date.now() + ms; !condition() && Date.now() < end;) await Bun.sleep(10);
-  return condition();
-};
+/** Whether `condition` came true within `ms`. */
+const until = (condition: () => boolean, ms: number) =>
+  waitFor("a condition", condition, ms).then(
+    () => true,
+    () => false,
+  );
 
 const autocheckpoint = (store: SqliteStore) =>
   (store.sqlite.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint;

@@ -5,6 +5,7 @@ import { pagedToolsServer } from "../peers/paged-tools";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
 import { sseReader } from "../support/sse";
+import { waitFor } from "../support/wait";
 
 // Tool pinning, through app.handle: a server that changes a tool's definition (or adds one) after the first listing
 // shows in the connector's tool_changes, an event and the log; under strict pinning the tool is hidden (and its calls
@@ -45,12 +46,15 @@ async function setUp(origin: string, pin: "record" | "strict") {
   const settled = async (
     predicate: (c: { tools_pinned_at: string | null; tool_changes: { name: string; change: string }[] }) => boolean,
   ) => {
-    for (let i = 0; i < 100; i++) {
-      const c = await connector();
-      if (predicate(c)) return c;
-      await Bun.sleep(5); // polling a write made beside the request; nothing to await
-    }
-    throw new Error(`tool_changes never became what was expected: ${JSON.stringify((await connector()).tool_changes)}`);
+    // A write made beside the request: nothing to await, so poll for it.
+    return waitFor(
+      "tool_changes to become what was expected",
+      async () => {
+        const c = await connector();
+        return predicate(c) && c;
+      },
+      2_000,
+    );
   };
   return { server, id, mcp, names, connector, settled };
 }
