@@ -19,8 +19,7 @@ export const CONSOLE_ASSETS = "/console";
 const JS = "text/javascript; charset=utf-8";
 /** Every file of the console: its path and what it is. */
 const FILES: [path: string, body: string, type: string][] = [
-  // bun-types types an .html import as Bun's HTML bundle; imported as text it is the file's contents.
-  ["/", indexHtml as unknown as string, "text/html; charset=utf-8"],
+  ["/", indexHtml, "text/html; charset=utf-8"],
   [`${CONSOLE_ASSETS}/app.css`, appCss, "text/css; charset=utf-8"],
   [`${CONSOLE_ASSETS}/icon.svg`, icon, "image/svg+xml"],
   [`${CONSOLE_ASSETS}/app.js`, appJs, JS],
