@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
-// Embedded in the binary as text (no build step, no outside URL): the console works offline (DESIGN.md "People").
+// Embedded in the binary as text (no build step, no outside URL): the console works offline (docs/interface.md §2).
 import indexHtml from "./assets/index.html" with { type: "text" };
 import appCss from "./assets/app.css" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
