@@ -24,7 +24,7 @@ export function checkCard(value: unknown): CardCheck {
 export const BASIC_SCHEME = "basic";
 
 /**
- * The card clients get (spec part 2.5): the agent's own fields, but `url` (and the only interface) is this
+ * The card clients get (docs/interface.md §7): the agent's own fields, but `url` (and the only interface) is this
  * service's A2A proxy, which speaks JSON-RPC and takes HTTP Basic — so `securitySchemes`/`security` say so.
  * `protocolVersion` and `preferredTransport` are always explicit. The agent's signatures are dropped: they
  * sign a card this no longer is. Optional fields stay absent rather than null.

@@ -1,8 +1,9 @@
 import { t } from "elysia";
 
 /**
- * A2A 0.3.0 agent card (spec part 2.5; shared/spec/a2a-v0.3.0.schema.json) as typed models, so it shows in
- * OpenAPI and every registered card is checked field by field. Nullable optional fields are left out when unset.
+ * The AgentCard of [A2A 0.3.0 §5.5](https://a2a-protocol.org/v0.3.0/specification/) as typed models (the tests hold
+ * them to the official JSON schema, test/fixtures/a2a-v0.3.0.schema.json), so it shows in OpenAPI and every registered
+ * card is checked field by field. Nullable optional fields are left out when unset.
  */
 const Strings = t.Array(t.String());
 const SecurityRequirement = t.Record(t.String(), t.Array(t.String()), { description: "Scheme name → scopes" });

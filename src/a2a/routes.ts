@@ -135,7 +135,7 @@ export function a2aRoutes(
       "/:provider_id/.well-known/agent-card.json",
       async ({ params, request }) => {
         const authorization = request.headers.get("authorization");
-        // Spec part 5: the agent card endpoint takes HTTP Basic (RFC 7617).
+        // docs/interface.md §7: the agent card takes HTTP Basic (RFC 7617) alone, not an API token.
         if (!authorization || !/^basic\s/i.test(authorization))
           throw new Unauthorized("The agent card needs HTTP Basic credentials of a user of this service");
         await authenticate(request);

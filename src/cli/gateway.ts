@@ -11,8 +11,10 @@ const USAGE =
 export const GATEWAY_TOKEN_ENV = "GATEWAY__TOKEN";
 
 /**
- * `connector-service gateway`: serves a stdio MCP server over MCP Streamable HTTP on /mcp (and /healthz),
- * one server process per session. The wrapped command inherits the gateway's environment, but not its token.
+ * `connector-service gateway`: serves a stdio MCP server over MCP Streamable HTTP on /mcp (and /healthz). With a
+ * command after `--`, one server process per session; the command inherits the gateway's environment, but not its
+ * token. With `--fifo <dir>` (the Kubernetes sidecar), the one server process of another container, whose stdio is
+ * `<dir>/in` and `<dir>/out`, shared by every session.
  */
 export async function gateway(argv: string[]): Promise<number> {
   let port = 8080;

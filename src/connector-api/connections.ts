@@ -45,7 +45,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
   };
 
   /**
-   * Spec part 4 rule 4: connecting a managed stdio connector deploys its preset (replacing any earlier
+   * docs/interface.md §5: connecting a managed stdio connector deploys its preset (replacing any earlier
    * deployment), waits for readiness (up to 60 s), then proxies to it.
    */
   async function connectManaged(row: ConnectorRow, body: ConnectBody, redirectUrl: string | null): Promise<Connector> {
@@ -65,7 +65,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
 
   return {
     /**
-     * Connect starts over from any state (DESIGN.md): the MCP handshake runs with the given headers (or none).
+     * Connect starts over from any state (docs/interface.md §4.4): the MCP handshake runs with the given headers (or none).
      * Headers the server accepts are stored; a server that answers 401 to a connect without headers gets the
      * OAuth flow (MCP authorization 2025-11-25), and the connector waits in `auth_required`.
      */
@@ -101,8 +101,8 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     },
 
     /**
-     * PATCH: new metadata, and new headers for a connector connected with headers — proven by a handshake first, as
-     * connect does, so refused headers leave the old ones working.
+     * PATCH: new metadata and tool policy (connectors/service.ts), and new headers for a connector connected with
+     * headers — proven by a handshake first, as connect does, so refused headers leave the old ones working.
      */
     async update(caller: Principal, id: string, body: UpdateConnectorBody): Promise<Connector> {
       if (body.metadata === undefined && body.headers === undefined && body.tool_policy === undefined)

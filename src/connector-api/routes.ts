@@ -97,9 +97,9 @@ export function connectorRoutes(
       body: UpdateConnectorBody,
       response: { 200: Connector, ...connectorProblems, 502: Problem, 504: Problem },
       detail: {
-        summary: "Change a connector's metadata, or replace its headers",
+        summary: "Change a connector's metadata or tool policy, or replace its headers",
         description:
-          "`metadata` fields replace the stored ones (the others stay). `headers` (only for a connector connected with headers, else 409) are proven with an MCP handshake before they replace the stored ones: refused (422) or unreachable (502/504), the old headers stay and the connector stays connected.",
+          "`metadata` fields replace the stored ones (the others stay). `tool_policy` replaces the policy (null removes it). `headers` (only for a connector connected with headers, else 409) are proven with an MCP handshake before they replace the stored ones: refused (422) or unreachable (502/504), the old headers stay and the connector stays connected.",
       },
     })
     .post("/:id/connect", ({ principal, params, body }) => connections.connect(principal, params.id, body ?? {}), {

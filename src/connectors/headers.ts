@@ -12,7 +12,7 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const NOT_FIELD_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/u;
 
 /**
- * Headers a connect request may not store (spec part 5). Hop-by-hop headers ([RFC 9110 §7.6.1](https://www.rfc-editor.org/rfc/rfc9110#section-7.6.1)),
+ * Headers a connect request may not store (docs/interface.md §4.4). Hop-by-hop headers ([RFC 9110 §7.6.1](https://www.rfc-editor.org/rfc/rfc9110#section-7.6.1)),
  * forwarding headers (RFC 7239, X-Forwarded-*, Via), Host and cookies; plus the framing and MCP
  * transport headers the proxy owns, since a stored copy would corrupt every request.
  */

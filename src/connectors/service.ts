@@ -30,7 +30,7 @@ export type ConnectorServiceDeps = {
   maxPerUser: number;
 };
 
-/** The connector as the API shows it: never a secret, a token or a header value (DESIGN.md). */
+/** The connector as the API shows it: never a secret, a token or a header value (docs/interface.md §4.1). */
 export function connectorView(row: ConnectorRow): Connector {
   return {
     id: row.id,
@@ -64,7 +64,7 @@ export const isManaged = (row: ConnectorRow) => row.url.startsWith("mcp+stdio:")
 export function createConnectorService(deps: ConnectorServiceDeps) {
   const { connectors, presets, sealer, clock, newId } = deps;
 
-  /** The caller's connector; another user's is indistinguishable from a missing one (DESIGN.md). */
+  /** The caller's connector; another user's is indistinguishable from a missing one (docs/interface.md §3). */
   async function owned(caller: Principal, id: string, cached = false): Promise<ConnectorRow> {
     const row = cached ? await connectors.findByIdCached(id) : await connectors.findById(id);
     if (!row || (row.owner_id !== caller.id && caller.role !== "admin")) throw new NotFound(`No connector ${id}`);
@@ -114,7 +114,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
           throw e;
         }
       }
-      // Spec 4 rule 1: a matching preset fills in credentials and metadata only where the caller gave none.
+      // docs/interface.md §4.2: a matching preset fills in credentials and metadata only where the caller gave none.
       const preset = body.match_preset === false ? undefined : presets.match(parsed.url);
       if (parsed.url.protocol === "mcp+stdio:" && !preset?.stdio) {
         throw invalidField("body.url", "an mcp+stdio:// URL must match a preset with a stdio configuration");

@@ -41,7 +41,7 @@ export const connectors = sqliteTable(
     access_token: text("access_token"),
     authorization_url: text("authorization_url"),
     redirect_url: text("redirect_url"),
-    /** Which tools clients see and call (proxy/tool-policy.ts); null: all. */
+    /** Which tools clients see and call (tool-policy.ts; the proxy applies it in proxy/tool-filter.ts); null: all. */
     tool_policy: text("tool_policy", { mode: "json" }).$type<ToolPolicy>(),
     /** When the first whole listing of the server's tools was pinned (connector_tools); null: not yet. */
     tools_pinned_at: integer("tools_pinned_at"),

@@ -28,7 +28,7 @@ export type ConnectedWith =
 export const DISCONNECT_REQUESTED = "Disconnected at the user's request";
 
 /**
- * The connector state machine (DESIGN.md "Connector resource"; spec part 3), and the only writer of a connector's
+ * The connector state machine (docs/interface.md §4.3), and the only writer of a connector's
  * state and credential columns. Each transition writes the whole connection: the columns of the new state set,
  * every other one cleared, so credentials arrive with a connection and leave with it.
  *
@@ -113,7 +113,7 @@ export function createTransitions(deps: TransitionDeps) {
       return written;
     },
 
-    /** Disconnected, with the reason the user will read (spec part 7). */
+    /** Disconnected, with the reason the user will read in `disconnect_reason` (docs/interface.md §4.3). */
     async disconnected(row: ConnectorRow, reason: string): Promise<ConnectorRow> {
       const written = await write(row, disconnectedColumns(reason, row.redirect_url));
       await deps.ended(row);

@@ -1,5 +1,5 @@
 // The console's icon, imported as text (`with { type: "text" }`). `*.js` and `*.css` are declared in docs/assets.d.ts;
-// `*.html` by bun-types (as Bun's HTML bundle: routes.ts says why it is text here).
+// index.html by assets/index.d.html.ts.
 declare module "*.svg" {
   const text: string;
   export default text;

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
-// Embedded in the binary as text (no build step, no outside URL): the console works offline (DESIGN.md "People").
+// Embedded in the binary as text (no build step, no outside URL): the console works offline (docs/interface.md §2).
 import indexHtml from "./assets/index.html" with { type: "text" };
 import appCss from "./assets/app.css" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
@@ -19,8 +19,7 @@ export const CONSOLE_ASSETS = "/console";
 const JS = "text/javascript; charset=utf-8";
 /** Every file of the console: its path and what it is. */
 const FILES: [path: string, body: string, type: string][] = [
-  // bun-types types an .html import as Bun's HTML bundle; imported as text it is the file's contents.
-  ["/", indexHtml as unknown as string, "text/html; charset=utf-8"],
+  ["/", indexHtml, "text/html; charset=utf-8"],
   [`${CONSOLE_ASSETS}/app.css`, appCss, "text/css; charset=utf-8"],
   [`${CONSOLE_ASSETS}/icon.svg`, icon, "image/svg+xml"],
   [`${CONSOLE_ASSETS}/app.js`, appJs, JS],

@@ -1,7 +1,8 @@
 import { SQL } from "bun";
 import { sql } from "drizzle-orm";
-import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
+import { BunSQLSession, drizzle, type BunSQLDatabase, type BunSQLQueryResultHKT } from "drizzle-orm/bun-sql";
 import type { MigrationMeta } from "drizzle-orm/migrator";
+import { PgDialect, type PgDatabase, type PgSession } from "drizzle-orm/pg-core";
 import { postgresMigrations } from "./migrations.macro" with { type: "macro" };
 import { namedParams, ROWS_PER_STATEMENT } from "./rows";
 import type { Db, Store } from "./store";
@@ -26,20 +27,29 @@ export type PostgresOptions = {
 export async function openPostgresStore(url: string, options: PostgresOptions = {}): Promise<PostgresStore> {
   const client = new SQL(url, { max: options.maxConnections ?? 10, idleTimeout: 60, connectionTimeout: 10 });
   try {
-    const pg = drizzle({ client });
-    const applied = await migrate(client, pg, options.migrations ?? POSTGRES_MIGRATIONS);
-    return postgresStore(client, pg, applied);
+    const applied = await migrate(client, options.migrations ?? POSTGRES_MIGRATIONS);
+    return postgresStore(client, drizzle({ client }), applied);
   } catch (e) {
     await client.close();
     throw e;
   }
 }
 
+/**
+ * Drizzle's PostgreSQL database (or a transaction of it) as the store's `Db`: the one place where the types bend, and
+ * why it is sound. `Db` offers only the builders both dialects have (select, insert, update, delete), typed for the
+ * SQLite tables; here they get the PostgreSQL definitions of the same tables (`Store.table`). Every table is defined
+ * for both dialects with rows of one type (`SameRow` in columns.ts fails to compile otherwise); the builder methods the
+ * repositories chain (where, orderBy, limit, offset, values, set, returning, onConflictDo*) exist with the same
+ * meaning on both; a query runs by being awaited on both, while SQLite's synchronous `.get()`, `.all()`, `.run()` are
+ * refused in repositories by test/architecture. Every repository test runs on both stores (`TEST_STORE=postgres`).
+ */
+const asDb = (pg: PgDatabase<BunSQLQueryResultHKT>): Db => pg as unknown as Db;
+
 function postgresStore(client: SQL, pg: BunSQLDatabase, applied: number): PostgresStore {
   return {
     dialect: "postgres",
-    // The repositories' queries are the same on both dialects (see store.ts); only their types are SQLite's.
-    db: pg as unknown as Db,
+    db: asDb(pg),
     client,
     applied,
     table: (_sqlite, postgres) => postgres as never,
@@ -47,7 +57,7 @@ function postgresStore(client: SQL, pg: BunSQLDatabase, applied: number): Postgr
       pg.transaction(async (tx) => {
         // A transaction-scoped advisory lock per key: check-then-insert rules hold between replicas too.
         const lock = (key: string) => tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${key}))`);
-        const steps = body(tx as unknown as Db, lock);
+        const steps = body(asDb(tx), lock);
         let step = steps.next();
         while (!step.done) step = steps.next(step.value === undefined ? undefined : await step.value);
         return step.value;
@@ -79,7 +89,7 @@ function postgresStore(client: SQL, pg: BunSQLDatabase, applied: number): Postgr
   };
 }
 
-async function migrate(client: SQL, pg: BunSQLDatabase, migrations: MigrationMeta[]): Promise<number> {
+async function migrate(client: SQL, migrations: MigrationMeta[]): Promise<number> {
   const session = await client.reserve();
   try {
     await session`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
@@ -90,9 +100,15 @@ async function migrate(client: SQL, pg: BunSQLDatabase, migrations: MigrationMet
         : null;
       const pending = migrations.filter((m) => last === null || m.folderMillis > last).length;
       if (pending) {
-        await (
-          pg as unknown as { dialect: { migrate(m: MigrationMeta[], s: unknown, c: object): Promise<void> }; session: unknown }
-        ).dialect.migrate(migrations, (pg as unknown as { session: unknown }).session, {});
+        // Drizzle's migrator without its reading of a folder at run time (the SQL was read from drizzle/postgres at build
+        // time): the public dialect and session classes `drizzle()` builds, and the bookkeeping table read above.
+        const dialect = new PgDialect();
+        const pool: PgSession = new BunSQLSession(client, dialect, undefined);
+        await dialect.migrate(migrations, pool, {
+          migrationsFolder: "drizzle/postgres",
+          migrationsSchema: "drizzle",
+          migrationsTable: "__drizzle_migrations",
+        });
       }
       return pending;
     } finally {

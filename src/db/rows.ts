@@ -12,11 +12,16 @@ export type RowsQuery = (count: number) => { prepare(name?: string): unknown; to
 
 const name = (column: string, row: number) => `${column}.${row}`;
 
-/** `count` rows of placeholders, one per column, named for their row: the values of a RowsQuery's insert. */
-export const rowPlaceholders = <C extends string>(columns: readonly C[], count: number) =>
-  Array.from({ length: count }, (_, row) =>
-    Object.fromEntries(columns.map((column) => [column, sql.placeholder(name(column, row))])),
-  );
+/**
+ * `count` rows of placeholders, one per column, named for their row: the values of a RowsQuery's insert. Typed per
+ * column, so an insert's `.values()` takes them as they are and the compiler checks that no required column is missing.
+ */
+export const rowPlaceholders = <C extends string>(columns: readonly C[], count: number): Record<C, Placeholder>[] =>
+  Array.from({ length: count }, (_, row) => {
+    const values = {} as Record<C, Placeholder>;
+    for (const column of columns) values[column] = sql.placeholder(name(column, row));
+    return values;
+  });
 
 /** Named parameters for a prepared RowsQuery of `count` rows: the rows from `offset` on, keys suffixed by row. */
 export function namedParams(rows: Record<string, unknown>[], offset: number, count: number): Record<string, unknown> {

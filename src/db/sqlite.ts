@@ -1,12 +1,13 @@
 import { Database } from "bun:sqlite";
-import { drizzle } from "drizzle-orm/bun-sqlite";
+import { drizzle, SQLiteBunSession } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { sqliteMigrations } from "./migrations.macro" with { type: "macro" };
 import { startCheckpointThread } from "./checkpoint-thread";
 import { positionalParams, ROWS_PER_STATEMENT } from "./rows";
-import type { Db, Store } from "./store";
+import type { Store } from "./store";
 
 /** The SQLite store (the default); `sqlite` is the raw handle for what only SQLite has (tests, PRAGMAs). */
 export type SqliteStore = Store & { readonly dialect: "sqlite"; readonly sqlite: Database };
@@ -33,7 +34,7 @@ export function openSqliteStore(
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   const db = drizzle({ client: sqlite });
-  const applied = migrate(db, sqlite, migrations);
+  const applied = migrate(sqlite, migrations);
   const checkpointer =
     path === ":memory:" || !checkpoints ? undefined : startCheckpointThread(sqlite, path, BUSY_TIMEOUT_MS, checkpoints.stopped);
   return {
@@ -46,7 +47,7 @@ export function openSqliteStore(
     async transaction(body) {
       return db.transaction(
         (tx) => {
-          const steps = body(tx as Db, () => undefined);
+          const steps = body(tx, () => undefined);
           let step = steps.next();
           while (!step.done) step = steps.next(step.value === undefined ? undefined : (step.value as { all(): unknown }).all());
           return step.value;
@@ -87,17 +88,18 @@ export function openSqliteStore(
 }
 
 /** Applies the embedded migrations newer than the last one recorded; returns how many ran. */
-function migrate(db: Db, sqlite: Database, migrations: MigrationMeta[]): number {
+function migrate(sqlite: Database, migrations: MigrationMeta[]): number {
   const table = sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
   const last = table
     ? (sqlite.query("SELECT max(created_at) AS at FROM __drizzle_migrations").get() as { at: number | null }).at
     : null;
   const pending = migrations.filter((m) => last === null || m.folderMillis > Number(last)).length;
-  // drizzle's own bookkeeping (table __drizzle_migrations), so drizzle-kit and the binary agree.
-  (db as unknown as { dialect: { migrate(m: MigrationMeta[], s: unknown, c: object): void }; session: unknown }).dialect.migrate(
-    migrations,
-    (db as unknown as { session: unknown }).session,
-    {},
-  );
+  // Drizzle's migrator without its reading of a folder at run time (the SQL was read from drizzle/sqlite at build
+  // time): the public dialect and session classes `drizzle()` builds, and the bookkeeping table read above.
+  const dialect = new SQLiteSyncDialect();
+  dialect.migrate(migrations, new SQLiteBunSession(sqlite, dialect, undefined), {
+    migrationsFolder: "drizzle/sqlite",
+    migrationsTable: "__drizzle_migrations",
+  });
   return pending;
 }

@@ -2,12 +2,12 @@ import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { RowsQuery } from "./rows";
 
 /**
- * Drizzle over the store. It is typed as SQLite's, and on PostgreSQL it is Drizzle's PostgreSQL database with that
- * dialect's tables (`Store.table`): repositories use only what the two share — build a query and await it; never
- * `.get()`, `.all()` or `.run()` (SQLite's alone; test/architecture checks it), and `Store.transaction`,
- * `Store.prepareFirst` where the two differ.
+ * Drizzle over the store: the query builders both dialects have, and nothing else. They are typed as SQLite's; on
+ * PostgreSQL they are Drizzle's PostgreSQL ones, given that dialect's tables (`Store.table`; postgres.ts says why that
+ * is sound). Repositories build a query and await it; never `.get()`, `.all()` or `.run()` (SQLite's alone;
+ * test/architecture checks it), and use `Store.transaction`, `Store.prepareFirst` where the two differ.
  */
-export type Db = BunSQLiteDatabase;
+export type Db = Pick<BunSQLiteDatabase, "select" | "insert" | "update" | "delete">;
 
 /**
  * The body of a transaction, written once for both stores: it yields each query and gets its rows back. SQLite runs

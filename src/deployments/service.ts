@@ -24,7 +24,7 @@ export const localOnSharedStore = (driver: string, sharedStore: boolean) =>
     ? "Managed (mcp+stdio) servers need RUNTIME__DRIVER=kubernetes when the service runs on PostgreSQL: a local process would be reachable from one replica only"
     : undefined;
 
-/** How long a managed deployment may stop serving before its connector is disconnected (spec part 8's 60 s). */
+/** How long a managed deployment may stop serving before its connector is disconnected (docs/interface.md §5). */
 export const NOT_READY_GRACE_MS = 60_000;
 
 /**
@@ -83,7 +83,7 @@ export function createDeployments(deps: DeploymentsDeps) {
 
   return {
     /**
-     * Spec part 4 rule 4: deploys the connector's preset (replacing any earlier deployment) and waits for it to
+     * docs/interface.md §5: deploys the connector's preset (replacing any earlier deployment) and waits for it to
      * be ready (up to 60 s). Throws DeploymentFailed when it does not become ready.
      */
     async deploy(row: ConnectorRow, accessToken: string | null): Promise<void> {

@@ -2,7 +2,7 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import { Problem } from "../http-errors/model";
 import { PROBLEM_CONTENT_TYPE } from "../http-errors/problem";
-// Embedded in the binary (`type: "file"`): Swagger UI works with no internet (DESIGN.md).
+// Embedded in the binary (`type: "file"`): Swagger UI works with no internet (docs/interface.md §2).
 import bundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 import css from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
 import favicon from "swagger-ui-dist/favicon-32x32.png" with { type: "file" };
@@ -15,8 +15,9 @@ const SPEC_PATH = "/openapi.json";
 /** A route whose body may be left out says so with this in its `detail` (the generator marks every body required). */
 export const OPTIONAL_BODY = { "x-optional-body": true } as const;
 /**
- * A route that reads its body itself says so with this in its `detail`: the relays (MCP, A2A: streamed upstream
- * unread) and the OAuth endpoints (forms and errors as the OAuth RFCs define them). No 400/415 of the API's parser.
+ * A route that reads its body itself says so with this in its `detail`: the relays (MCP, A2A: the relay streams or
+ * reads it under its own limits) and the OAuth endpoints (forms and errors as the OAuth RFCs define them). No 400/415
+ * of the API's parser.
  */
 export const OWN_BODY = { "x-own-body": true } as const;
 /**

@@ -31,7 +31,7 @@ export type SharedGatewayOptions = {
   token?: string;
   /**
    * Sessions kept at most. They share one process, so each costs only the gateway's memory; but clients that never
-   * DELETE leave theirs behind until the idle sweep, and the sidecar's memory is limited (kubernetes/manifests.ts).
+   * DELETE leave theirs behind until the idle sweep, and the sidecar's memory is limited (runtime/kubernetes/manifests.ts).
    */
   maxSessions?: number;
   /** A session with no request for this long is closed (idle.ts). */

@@ -97,7 +97,8 @@ function nulAt(value: unknown, path: string): string | undefined {
 }
 
 /**
- * The relays' routes (MCP, A2A): the body is never read here — it streams upstream untouched — yet OpenAPI shows it
- * as JSON. The parser answers null at once, so nothing reads the request; the media type is for the document.
+ * The relays' routes (MCP, A2A): the framework never reads the body — the relay streams it upstream, or reads it
+ * itself under its own limits where it must decide on a message (the MCP proxy's audit trail, tool policy) — yet
+ * OpenAPI shows it as JSON. The parser answers null at once; the media type is for the document.
  */
 export const RELAYED_JSON_BODY: [() => null, "application/json"] = [() => null, "application/json"];

@@ -6,7 +6,7 @@ import { fromBrowser } from "./cross-site";
 import type { RequestIds } from "./request-id";
 
 /**
- * Elysia's own errors (validation, parse, no route) as our AppErrors, then the one renderer (problem.ts)
+ * Elysia's own errors (validation, parse, no route) as our AppErrors, then the one renderer (http-errors/problem.ts)
  * for them and for whatever a route threw.
  */
 export function problemPlugin(log: Logger, requestIds: RequestIds) {

@@ -18,7 +18,7 @@ export type AuthorizationDeps = {
 /**
  * A connector's OAuth authorization: what the OAuth client (client.ts) does, tied to the connector's state —
  * auth_required while the user is away, connected once the callback's token passes an MCP handshake,
- * disconnected with the reason when anything fails (spec part 7), including a refresh that cannot succeed.
+ * disconnected with the reason when anything fails (docs/interface.md §4.3), including a refresh that cannot succeed.
  */
 export function createAuthorization(deps: AuthorizationDeps) {
   const { oauth, transitions } = deps;

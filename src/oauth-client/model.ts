@@ -27,7 +27,7 @@ export type GrantSecrets = { access_token: string; refresh_token: string | null;
 /** A pending authorization lives 10 minutes ([RFC 6749 §10.12](https://www.rfc-editor.org/rfc/rfc6749#section-10.12) wants `state` short-lived). */
 export const STATE_TTL_MS = 10 * 60 * 1000;
 
-/** The callback path (DESIGN.md). */
+/** The callback path (docs/interface.md §4.5). */
 export const CALLBACK_PATH = "/api/v1/connectors/oauth/callback";
 /** Where the service publishes its Client ID Metadata Document. */
 export const CLIENT_METADATA_PATH = "/api/v1/connectors/oauth/client-metadata.json";

@@ -59,7 +59,10 @@ export const oauth_grants = sqliteTable(
     /** Sealed JSON: access token, refresh token, client secret. */
     secrets: text("secrets").notNull(),
     expires_at: integer("expires_at"),
-    /** When the scheduler should refresh next; null when the grant cannot be refreshed. */
+    /**
+     * When the scheduler looks at the grant next: to refresh it, or (no refresh token) at its expiry, to disconnect it
+     * with a reason. Null: never (a token without expiry, or a refresh that failed for good).
+     */
     refresh_at: integer("refresh_at"),
     failures: integer("failures").notNull().default(0),
     /** Lease: the process refreshing this grant and until when (so two processes never refresh it together). */

@@ -1,6 +1,6 @@
 import type { Preset } from "./model";
 
-/** The built-in catalog (spec 2.4); CONNECTOR__PRESETS replaces it as a whole. */
+/** The built-in catalog (docs/interface.md §4.2); CONNECTOR__PRESETS replaces it as a whole. */
 export const BUILTIN_PRESETS: readonly Preset[] = [
   {
     url: "https://mcp.stripe.com",

@@ -3,7 +3,7 @@ import type { Preset, PresetView } from "./model";
 
 export type PresetCatalog = {
   list(): PresetView[];
-  /** The preset whose URL equals `url` after normalisation, if any (spec 4 rule 1). */
+  /** The preset whose URL equals `url` after normalisation, if any (docs/interface.md §4.2). */
   match(url: URL): Preset | undefined;
 };
 

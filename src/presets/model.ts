@@ -1,6 +1,6 @@
 import { t } from "elysia";
 
-/** Display information of a connector or preset (spec 2.1, 2.4); extra keys are kept. */
+/** Display information of a connector or preset (docs/interface.md §4.1, §4.2); extra keys are kept. */
 export const Metadata = t.Object(
   {
     name: t.Optional(t.String({ maxLength: 200 })),
@@ -10,7 +10,7 @@ export const Metadata = t.Object(
 );
 export type Metadata = typeof Metadata.static;
 
-/** Stdio configuration of a preset (spec 2.4). */
+/** Stdio configuration of a preset: what a managed connector runs (docs/interface.md §5). */
 export const StdioConfig = t.Object(
   {
     image: t.String({ minLength: 1 }),
@@ -22,7 +22,7 @@ export const StdioConfig = t.Object(
   { additionalProperties: false },
 );
 
-/** A preset as administrators write it in CONNECTOR__PRESETS (spec 2.4). */
+/** A preset as administrators write it in CONNECTOR__PRESETS (docs/interface.md §4.2). */
 export const Preset = t.Object(
   {
     url: t.String({ minLength: 1, maxLength: 2048 }),

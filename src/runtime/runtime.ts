@@ -22,7 +22,7 @@ export class DeploymentFailed extends Error {
 
 export type DeploymentState = { ready: true } | { ready: false; reason: string };
 
-/** Spec part 8: a managed deployment has up to 60 s to become ready. */
+/** A managed deployment has up to 60 s to become ready (docs/interface.md §5). */
 export const READINESS_TIMEOUT_MS = 60_000;
 
 /**

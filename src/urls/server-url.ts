@@ -1,4 +1,4 @@
-/** MCP server URL rules, shared by connectors and presets (DESIGN.md "Connector resource"). */
+/** MCP server URL rules, shared by connectors and presets (docs/interface.md §4.2). */
 
 export const CONNECTOR_URL_SCHEMES = ["http:", "https:", "mcp+stdio:"] as const;
 
@@ -24,7 +24,7 @@ const DEFAULT_PORTS: Record<string, string> = { "http:": "80", "https:": "443" }
 
 /**
  * The form presets are matched on: scheme and host lower-cased, default port dropped,
- * trailing slash ignored (DESIGN.md). Query is kept: it can select a different server.
+ * trailing slash ignored (docs/interface.md §4.2). Query is kept: it can select a different server.
  */
 export function normaliseUrl(url: URL): string {
   const scheme = url.protocol.toLowerCase();

@@ -54,7 +54,7 @@ type Remembered = { userId: string; passwordHash: string; until: number };
 export type AuthenticatorOptions = {
   users: UserRepository;
   clock: () => number;
-  /** How long a verified Basic credential is remembered (DESIGN.md "Users and ownership"). */
+  /** How long a verified Basic credential is remembered (docs/interface.md §3). */
   rememberMs?: number;
   maxRemembered?: number;
   /** Another kind of bearer token this service issues (its authorization server's access tokens), if it is one. */

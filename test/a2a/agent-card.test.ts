@@ -6,7 +6,8 @@ import { a2aAgent, type A2AAgentHandler } from "../peers/a2a-agent";
 import { createTestApp, type TestApp } from "../support/app";
 import { authHeader, expectProblem } from "../support/api";
 
-// The official A2A 0.3.0 JSON schema (a copy of shared/spec/a2a-v0.3.0.schema.json, so the repository tests alone).
+// The official A2A 0.3.0 JSON schema (https://github.com/a2aproject/A2A/blob/v0.3.0/specification/json/a2a.json), kept
+// here so the repository tests alone.
 const schema = await Bun.file(new URL("../fixtures/a2a-v0.3.0.schema.json", import.meta.url)).json();
 const ajv = new Ajv({ strict: false, allErrors: true });
 ajv.addSchema(schema, "a2a");

@@ -10,7 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-// Spec part 5: hop-by-hop, forwarding, Host and cookie headers are refused.
+// docs/interface.md §4.4: hop-by-hop, forwarding, Host and cookie headers are refused.
 const BLOCKED = [
   "Connection",
   "Keep-Alive",

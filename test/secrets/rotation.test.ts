@@ -24,7 +24,7 @@ beforeAll(() => {
 });
 afterAll(() => upstream.stop());
 
-/** Every sealed value in the database file (every sealed column of tables.ts), with the context it was sealed under. */
+/** Every sealed value in the database file (every sealed column of src/cli/tables.ts), with the context it was sealed under. */
 function sealedValues(dbFile: string): [string, string][] {
   const db = new Database(dbFile, { readonly: true });
   try {

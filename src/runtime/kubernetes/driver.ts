@@ -39,9 +39,9 @@ const describe = (e: unknown) => {
 
 /**
  * The `kubernetes` driver (@kubernetes/client-node 1.4.x, imported only when chosen: it costs ~100 ms of
- * start-up): a Secret (the access token), a Deployment (server + gateway sidecar) and a Service per connector,
- * in KUBERNETES__NAMESPACE. Connecting again replaces all three; readiness is the Deployment's ready replica
- * (the gateway's probe passes once the server answered initialize), waited for up to 60 s.
+ * start-up): a Secret (the gateway's token, and the access token if any), a Deployment (server + gateway sidecar)
+ * and a Service per connector, in KUBERNETES__NAMESPACE. Connecting again replaces all three; readiness is the
+ * Deployment's ready replica (the gateway's probe passes once the server answered initialize), waited for up to 60 s.
  */
 export async function createKubernetesRuntime(options: KubernetesRuntimeOptions): Promise<Runtime> {
   const k8s = await import("@kubernetes/client-node");

@@ -28,7 +28,7 @@ const labels = (connectorId: string) => ({
 const containerSecurity = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, runAsNonRoot: true };
 
 /**
- * Spec part 4 rule 4: one Deployment with the MCP server and the gateway sidecar, and a Service exposing the
+ * docs/interface.md §5: one Deployment with the MCP server and the gateway sidecar, and a Service exposing the
  * gateway on 8080. The sidecar reaches the server's stdio through two named pipes in a shared in-memory volume:
  * the server container runs `<command> < /stdio/in > /stdio/out` (so its image needs /bin/sh and mkfifo, and
  * the preset must give the command: an image's own entrypoint cannot be wrapped). No API access is needed by
