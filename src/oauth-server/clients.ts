@@ -109,13 +109,14 @@ export function createClients(deps: ClientsDeps) {
     } catch {
       throw new ClientRefused(`the client's metadata document at ${clientId} is not JSON`);
     }
-    const problem = checkDocument(clientId, document);
-    if (problem) throw new ClientRefused(`the client's metadata document at ${clientId} ${problem}`);
-    return metadataOf(document as unknown as ClientMetadata);
+    const checked = checkDocument(clientId, document);
+    if (typeof checked === "string") throw new ClientRefused(`the client's metadata document at ${clientId} ${checked}`);
+    return checked;
   }
 
   /** What a metadata document must be ([CIMD §4.1](https://datatracker.ietf.org/doc/draft-ietf-oauth-client-id-metadata-document/)), for a public client of this server. */
-  function checkDocument(clientId: string, document: unknown): string | undefined {
+  /** The client's metadata from its document, or what is wrong with the document. */
+  function checkDocument(clientId: string, document: unknown): ClientMetadata | string {
     if (typeof document !== "object" || document === null || Array.isArray(document)) return "is not a JSON object";
     const d = document as Record<string, unknown>;
     if (d.client_id !== clientId) return "does not name itself as its client_id";
@@ -123,21 +124,30 @@ export function createClients(deps: ClientsDeps) {
       !Array.isArray(d.redirect_uris) ||
       d.redirect_uris.length === 0 ||
       d.redirect_uris.length > 10 ||
-      !d.redirect_uris.every((u) => typeof u === "string")
+      !d.redirect_uris.every((u): u is string => typeof u === "string")
     ) {
       return "has no list of redirect_uris (1 to 10 strings)";
     }
-    for (const uri of d.redirect_uris as string[]) {
+    const redirectUris: string[] = d.redirect_uris;
+    for (const uri of redirectUris) {
       const why = checkRedirectUri(uri);
       if (why) return `has a redirect URI this server does not accept: ${why}`;
     }
     if (d.token_endpoint_auth_method !== undefined && d.token_endpoint_auth_method !== "none")
       return "asks for a client authentication this server does not offer (only none, with PKCE)";
     for (const field of ["client_name", "client_uri", "software_id", "software_version"]) {
-      if (d[field] !== undefined && (typeof d[field] !== "string" || (d[field] as string).length > 2048))
+      const value = d[field];
+      if (value !== undefined && (typeof value !== "string" || value.length > 2048))
         return `has a ${field} that is not a short string`;
     }
-    return undefined;
+    const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+    return metadataOf({
+      redirect_uris: redirectUris,
+      client_name: text(d.client_name),
+      client_uri: text(d.client_uri),
+      software_id: text(d.software_id),
+      software_version: text(d.software_version),
+    });
   }
 
   /**
