@@ -4,18 +4,19 @@ import { createAuthServerRepository } from "./oauth-server/repository";
 import { authServerRoutes } from "./oauth-server/routes";
 import { createAuthServer } from "./oauth-server/service";
 import { ACCESS_TOKEN_PREFIX } from "./oauth-server/model";
-import { InvalidToken, Unauthorized } from "./http-errors/errors";
+import { Unauthorized } from "./http-errors/errors";
 import { Problem } from "./http-errors/model";
 import { createProviderRepository } from "./a2a/repository";
 import { a2aRoutes, providerRoutes } from "./a2a/routes";
 import { createProviderService } from "./a2a/service";
 import type { Config } from "./config/load";
-import { createConnectionService } from "./connector-api/connections";
+import { connectionEnded, createConnectionService } from "./connector-api/connections";
 import { createConnectorCredentials } from "./connectors/credentials";
-import { createConnectorRepository, type ConnectorRow } from "./connectors/repository";
+import { registerConnectorMetrics } from "./connectors/metrics";
+import { createPinRecords } from "./connectors/pin-records";
+import { createConnectorRepository } from "./connectors/repository";
 import { connectorRoutes } from "./connector-api/routes";
-import { CONNECTOR_STATES } from "./connectors/model";
-import { createConnectorService, isManaged } from "./connectors/service";
+import { createConnectorService } from "./connectors/service";
 import { createTransitions } from "./connectors/transitions";
 import type { Store } from "./db/store";
 import { createAuditRepository } from "./audit/repository";
@@ -26,9 +27,9 @@ import { createDeployments } from "./deployments/service";
 import { createEventFeed } from "./events/feed";
 import { createWebhookCursorRepository } from "./events/repository";
 import { eventRoutes } from "./events/routes";
-import { createEventStreams, EVENT_RETENTION_MS } from "./events/stream";
+import { createEventStreams, expireEvents } from "./events/stream";
 import { createWebhooks, webhookKey } from "./events/webhooks";
-import { createJobLeases, leased } from "./scheduler/leases";
+import { createJobLeases, withLeases } from "./scheduler/leases";
 import { consoleRoutes } from "./console/routes";
 import { docsPlugin } from "./docs/plugin";
 import { healthRoutes, type Readiness } from "./health/routes";
@@ -43,7 +44,7 @@ import { createRegistry } from "./metrics/registry";
 import { metricsRoutes } from "./metrics/routes";
 import { createAuthorization } from "./oauth-client/authorization";
 import { createCallback } from "./oauth-client/callback";
-import { createOAuthClient, REFRESH_OUTCOMES } from "./oauth-client/client";
+import { createOAuthClient } from "./oauth-client/client";
 import { createOAuthHttp } from "./oauth-client/http";
 import { createOAuthRepository } from "./oauth-client/repository";
 import { oauthRoutes } from "./oauth-client/routes";
@@ -61,17 +62,16 @@ import { mcpHandshake } from "./upstream/handshake";
 import { createTargets } from "./proxy/target";
 import { forwardOptions } from "./forward/forward";
 import type { Runtime } from "./runtime/runtime";
-import type { Job } from "./scheduler/scheduler";
 import type { Sealer } from "./secrets/sealer";
 import { guardedFetch } from "./security/guarded-fetch";
 import { createUrlGuard } from "./security/url-guard";
 import { authPlugin } from "./users/auth-plugin";
 import { createAccessWatch } from "./users/access-watch";
-import { authenticateRequests, createAuthenticator } from "./users/authenticate";
-import { createFailureLimit, UNBRAKED, type Brake } from "./users/failure-limit";
+import { createAuthentication } from "./users/authentication";
+import { createFailureLimit } from "./users/failure-limit";
 import { createUserRepository } from "./users/repository";
 import { userRoutes } from "./users/routes";
-import { createUserService } from "./users/service";
+import { createUserService, findPrincipal } from "./users/service";
 import { sessionRoutes } from "./users/session-routes";
 import { createSessions } from "./users/sessions";
 import { VERSION } from "./version";
@@ -99,159 +99,25 @@ export type Deps = {
 };
 
 /**
- * The composition root: builds every service from `deps`, once, and wires the few that call each other. Nothing
- * under src/ imports this file but the CLI (cli/serve.ts); tests build apps with it.
+ * The composition root: builds every service from `deps`, once, and hands each the others it calls. Wiring only: the
+ * rules live in the features (README "Layout"). Nothing under src/ imports this file but the CLI (cli/serve.ts);
+ * tests build apps with it.
  */
 export function createServices(deps: Deps) {
   const { config, sealer, clock, newId, log } = deps;
-  const users = createUserRepository(deps.store, clock);
-  // Every change to a connector writes an event (connectors/repository.ts); this process's readers hear of it at once.
-  const connectorRows = createConnectorRepository(deps.store, clock, () => feed.kick());
-  const feed = createEventFeed({ repository: connectorRows, clock, log: log.child({ component: "events" }) });
-  const presets = createPresetCatalog(config.presets);
-  const authServerRows = createAuthServerRepository(deps.store, clock);
-  const failureLimit = createFailureLimit({
-    clock,
-    maxFailures: config.auth.maxFailures,
-    maxAddressFailures: config.auth.maxAddressFailures,
-    windowMs: config.auth.failureWindowMs,
-  });
-  // Basic, API tokens, and the authorization server's access tokens (each good at one connector's proxy only).
-  // An expired or revoked one is an invalid_token (RFC 6750 §3.1), the client's cue to refresh. No token counts toward
-  // AUTH__MAX_FAILURES: 256 random bits are not guessed, and a client racing its refresh must not lock itself out.
-  const authenticator = createAuthenticator({
-    users,
-    clock,
-    otherBearer: async (token) => {
-      if (!token.startsWith(ACCESS_TOKEN_PREFIX)) return undefined;
-      const principal = await authServer.verify(token);
-      if (!principal) throw new InvalidToken("The access token has expired or was revoked: refresh it, or authorize again");
-      return principal;
-    },
-  });
-  const authenticateProxy = authenticateRequests(authenticator, failureLimit, deps.clientAddress);
-  const sessions = createSessions({ users, clock, publicUrl: deps.publicUrl });
-  // The API's also take the console's session cookie (never the proxy: MCP clients use no cookies).
-  const authenticateApi = authenticateRequests(authenticator, failureLimit, deps.clientAddress, (request) =>
-    sessions.principal(request),
+  const base = createBase(deps);
+  const { connectorRows, metrics, cors, upstreamFetch, tracing } = base;
+  const access = createAccess(deps, base);
+  const { authServer, authentication, sessions, accessWatch } = access;
+  const { oauth, transitions, deployments, authorization, connectors, connections, credentials } = createConnectorParts(
+    deps,
+    base,
   );
-  /** The API's: an access token for a connector's proxy is not a credential for the API. */
-  const authenticate = async (request: Request) => {
-    const principal = await authenticateApi(request);
-    if (principal.connector !== undefined)
-      throw new Unauthorized("This access token is for one connector's MCP proxy only, not for the API");
-    return principal;
-  };
-  /** A user name and password typed into one of the service's pages: a Basic credential in all but name, under the same brake on failures. */
-  // Long-lived streams end within a second of their caller losing access: its credential is authenticated again.
-  const accessWatch = createAccessWatch({
-    recheck: async ({ authorization, cookie }) =>
-      authorization === null
-        ? sessions.person(new Request(deps.publicUrl(), { headers: cookie === null ? {} : { cookie } }))
-        : authenticator(authorization, UNBRAKED),
-    onError: (e) => log.warn("could not check a stream's access again", { error: e.message }),
-  });
-  const signIn = (request: Request, username: string, password: string) =>
-    authenticator(`Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, brakeFor(request));
-  /** The failure brake for the client of one request: its address, and its wrong passwords (AUTH__MAX_FAILURES). */
-  function brakeFor(request: Request): Brake {
-    return failureLimit.brake(() => deps.clientAddress(request));
-  }
-  const urlGuard = createUrlGuard({
-    blockPrivate: config.security.blockPrivateNetworks,
-    clock,
-    ...(deps.resolveHost && { resolve: deps.resolveHost }),
-  });
-  const upstreamFetch = guardedFetch(deps.fetch, urlGuard);
-  const metrics = createRegistry();
-  const cors = createCors(config.cors.allowedOrigins);
-  // Every state, at 0 when no connector is in it: a scraper wants stable series.
-  metrics.gauge(
-    "connectors",
-    "Connectors by state",
-    "state",
-    async () => (await connectorRows.countByState()).map(({ state, count }) => [state, count]),
-    CONNECTOR_STATES,
-  );
-  registerProcessMetrics(metrics, { version: VERSION });
-
-  const credentials = createConnectorCredentials(sealer);
-  // This process among the replicas sharing the store: the owner of the leases it takes.
-  const processId = newId();
-  const oauth = createOAuthClient({
-    repository: createOAuthRepository(deps.store),
-    sealer,
-    http: createOAuthHttp(upstreamFetch, config.security.blockPrivateNetworks),
-    clock,
-    sleep: deps.sleep,
-    publicUrl: deps.publicUrl,
-    processId,
-    log: log.child({ component: "oauth" }),
-    refreshes: metrics.counter(
-      "oauth_token_refreshes_total",
-      "Refreshes of connectors' upstream OAuth tokens by this process, by outcome",
-      "outcome",
-      REFRESH_OUTCOMES,
-    ),
-  });
-  // When a connection ends, what lives outside the connector's row goes with it: its grant and its deployment.
-  const transitions = createTransitions({
-    connectors: connectorRows,
-    sealer,
-    clock,
-    log: log.child({ component: "connectors" }),
-    async ended(row) {
-      if (isManaged(row)) deployments.remove(row.id); // in the background: a runtime can be slow
-      await oauth
-        .forget(row.id)
-        .catch((e) => log.warn("could not forget an OAuth grant", { connector_id: row.id, error: (e as Error).message }));
-    },
-  });
-  const deployments = createDeployments({
-    runtime: deps.runtime,
-    presets,
-    connectors: connectorRows,
-    credentials,
-    transitions,
-    clock,
-    log: log.child({ component: "runtime" }),
-    sharedStore: deps.store.dialect === "postgres",
-  });
-  const authorization = createAuthorization({ oauth, connectors: connectorRows, credentials, transitions, upstreamFetch });
-  const connectors = createConnectorService({
-    connectors: connectorRows,
-    presets,
-    sealer,
-    clock,
-    newId,
-    urlGuard,
-    maxPerUser: config.connector.maxPerUser,
-  });
-  const connections = createConnectionService({
-    connectors,
-    transitions,
-    authorization,
-    oauth,
-    deployments,
-    upstreamFetch,
-    urlGuard,
-    allowedRedirectOrigins: () => [new URL(deps.publicUrl()).origin, ...config.oauth.allowedRedirectOrigins],
-  });
   const relaySettings = {
     fetch: upstreamFetch,
     headersTimeoutMs: config.proxy.upstreamTimeoutMs,
     maxBodyBytes: config.proxy.maxBodyBytes,
   };
-  // OpenTelemetry (the standard OTEL_* variables): off unless an endpoint is set. Connects and refreshes get a span each.
-  const tracing = config.tracing ? createTracing(config.tracing) : undefined;
-  if (tracing) {
-    const { connect } = connections;
-    connections.connect = (caller, id, body) =>
-      tracing.around("connector.connect", { "mcp.connector.id": id, "enduser.id": caller.id }, () => connect(caller, id, body));
-    const { refresh } = authorization;
-    authorization.refresh = (id, rejected) =>
-      tracing.around("connector.oauth.refresh", { "mcp.connector.id": id }, () => refresh(id, rejected));
-  }
   // The audit trail: records queued by the proxy, written in batches off the request path.
   const auditRows = createAuditRepository(deps.store);
   const audit = createAuditService({
@@ -264,41 +130,11 @@ export function createServices(deps: Deps) {
     retentionMs: config.audit.retentionMs,
     maxRecords: config.audit.maxRecords,
   });
-  /** Records a listing's tool pins (connectors/repository.ts) and says in the log what differs from the approved. */
-  async function recordPins(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> {
-    try {
-      const changed = await connectorRows.recordToolPins(row.id, seen, complete, clock());
-      const changes = changed?.tool_changes ?? [];
-      if (changes.length > 0) {
-        log.warn("tool definitions differ from the approved ones", {
-          connector_id: row.id,
-          owner_id: row.owner_id,
-          tools: changes.map((c) => `${c.name} (${c.change})`),
-        });
-      }
-    } catch (e) {
-      log.warn("could not record tool pins", { connector_id: row.id, error: (e as Error).message });
-    }
-  }
-  const pinWrites = new Map<string, Promise<void>>();
   const proxy = createProxyService({
     ...(config.audit.enabled && { audit }),
     ...(tracing && { tracing }),
     connectors,
-    pins: {
-      list: (id) => connectorRows.toolPins(id),
-      // One connector's listings are recorded in the order they were answered (a client walks the pages in order, and
-      // the first whole walk is the approved baseline): each waits for the one before.
-      record(row, seen, complete) {
-        const previous = pinWrites.get(row.id) ?? Promise.resolve();
-        const next = previous.then(() => recordPins(row, seen, complete));
-        pinWrites.set(row.id, next);
-        void next.then(() => {
-          if (pinWrites.get(row.id) === next) pinWrites.delete(row.id);
-        });
-        return next;
-      },
-    },
+    pins: createPinRecords({ connectors: connectorRows, clock, log }),
     transitions,
     authorization,
     targets: createTargets({ runtime: deps.runtime, oauth, credentials }),
@@ -315,133 +151,56 @@ export function createServices(deps: Deps) {
       relaySettings,
     ),
   });
-  // The service as the authorization server of its own proxy URLs (oauth-server/): MCP clients that know only a URL.
-  const authServerClients = createClients({
-    repository: authServerRows,
-    // A metadata document's URL comes from anyone who opens the authorization endpoint: it must be a public address,
-    // whatever SECURITY__BLOCK_PRIVATE_NETWORKS says for the URLs users give (else the service fetches inside the network for strangers).
-    fetch: guardedFetch(
-      deps.fetch,
-      createUrlGuard({ blockPrivate: true, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) }),
-    ),
-    clock,
-    newId,
-    maxRegistrations: config.authServer.maxRegistrations,
-    maxRegistrationsPerAddress: config.authServer.maxRegistrationsPerAddress,
-  });
-  const authServer = createAuthServer({
-    repository: authServerRows,
-    clients: authServerClients,
-    clock,
-    newId,
-    publicUrl: deps.publicUrl,
-    connector: (id) => connectorRows.findById(id),
-    user: async (id) => {
-      const user = await users.findById(id);
-      return user && { id: user.id, username: user.username, role: user.role };
-    },
-  });
   const providers = createProviderService({
     providers: createProviderRepository(deps.store),
     fetch: upstreamFetch,
-    urlGuard,
+    urlGuard: base.urlGuard,
     clock,
     newId,
     publicUrl: deps.publicUrl,
     refreshAfterMs: config.a2a.cardRefreshMs,
   });
-  /**
-   * What the scheduler runs on every tick (scheduler/scheduler.ts), in this order. Replicas share the work: the jobs
-   * that act outside the store run on one replica at a time (a lease each); token refresh leases each grant.
-   */
-  const leases = { leases: createJobLeases(deps.store), owner: processId, clock };
-  const webhooks =
-    config.webhooks.urls.length > 0
-      ? createWebhooks({
-          urls: config.webhooks.urls,
-          key: webhookKey(config.webhooks.secret!),
-          cursors: createWebhookCursorRepository(deps.store),
-          events: connectorRows,
-          fetch: upstreamFetch,
-          clock,
-          log: log.child({ component: "webhooks" }),
-          exclusive: async (round) => void (await leased({ name: "deliver-webhooks", run: round }, leases).run()),
-        })
-      : undefined;
-  if (webhooks) feed.subscribe(() => void webhooks.deliver());
-  const jobs: Job[] = [
-    leased({ name: "reconcile-deployments", run: () => deployments.reconcile() }, leases),
-    { name: "expire-oauth-states", run: async () => void (await oauth.expireStates()) },
-    { name: "expire-authorization-server-records", run: async () => void (await authServer.cleanUp()) },
-    { name: "expire-console-sessions", run: async () => void (await sessions.cleanUp()) },
-    { name: "expire-audit-records", run: async () => void (await audit.cleanUp()) },
-    {
-      name: "expire-connector-events",
-      run: async () => void (await connectorRows.deleteEventsBefore(clock() - EVENT_RETENTION_MS)),
-    },
-    ...(webhooks ? [{ name: "deliver-webhooks", run: () => webhooks.deliver() }] : []),
-    leased({ name: "refresh-agent-cards", run: () => providers.refreshStale() }, leases),
-    {
-      name: "refresh-oauth-tokens",
-      run: async () => {
-        for (const id of await oauth.dueGrants(20)) await authorization.refresh(id);
-      },
-    },
-  ];
+  const webhooks = createWebhooksIfAny(deps, base);
   return {
     users: createUserService({
-      users,
+      users: base.users,
       clock,
       newId,
       maxTokensPerUser: config.auth.maxTokensPerUser,
-      // A deleted user's connectors go as DELETE would take them: deployments removed, upstream grants revoked.
-      async beforeDelete(userId) {
-        const owner = { id: userId, username: "", role: "user" as const };
-        for (
-          let rows = await connectorRows.page(userId, 50, undefined);
-          rows.length > 0;
-          rows = await connectorRows.page(userId, 50, undefined)
-        ) {
-          for (const row of rows) await connections.delete(owner, row.id);
-        }
-      },
-      grants: {
-        count: async (userId) => (await authServer.grantsOf(userId)).length,
-        async revokeAll(userId) {
-          let revoked = 0;
-          for (const grant of await authServer.grantsOf(userId)) if (await authServer.revokeGrant(userId, grant.id)) revoked++;
-          return revoked;
-        },
-      },
+      beforeDelete: connections.deleteAllOf,
+      grants: { of: authServer.grantsOf, revoke: authServer.revokeGrant },
     }),
-    authenticate,
-    authenticateProxy,
-    authServer: { server: authServer, cors, clients: authServerClients, signIn, clientAddress: deps.clientAddress },
+    authentication,
+    authServer: {
+      server: authServer,
+      cors,
+      clients: access.authServerClients,
+      signIn: authentication.signIn,
+      clientAddress: deps.clientAddress,
+    },
     sessions,
-    signIn,
-    brakeFor,
     connectors,
     connections,
     authorization,
     callback: createCallback({
       authorization,
-      connector: (id) => connectorRows.findById(id),
-      username: async (id) => (await users.findById(id))?.username,
-      signedIn: (request) => sessions.person(request),
-      signIn: (request, username, password) => signIn(request, username, password),
+      connector: connectorRows.findById,
+      user: findPrincipal(base.users),
+      signedIn: sessions.person,
+      signIn: authentication.signIn,
     }),
     deployments,
-    presets,
+    presets: base.presets,
     proxy,
     providers,
     audit,
     tracing,
     accessWatch,
-    eventStreams: createEventStreams({ feed, repository: connectorRows, watch: accessWatch }),
-    events: { feed, webhooks },
+    eventStreams: createEventStreams({ feed: base.feed, repository: connectorRows, watch: accessWatch }),
+    events: { feed: base.feed, webhooks },
     proxyEntry: proxyEntry({
       proxy,
-      authenticate: authenticateProxy,
+      authenticate: authentication.proxy,
       publicUrl: deps.publicUrl,
       log,
       requestId: (request) => deps.requestIds.get(request),
@@ -453,14 +212,186 @@ export function createServices(deps: Deps) {
     }),
     a2aForward: forwardOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
     metrics,
-    jobs,
+    /** What the scheduler runs on every tick (scheduler/scheduler.ts), in this order; each job is its feature's. */
+    jobs: withLeases(
+      [
+        deployments.job,
+        oauth.job,
+        authServer.job,
+        sessions.job,
+        audit.job,
+        expireEvents(connectorRows, clock),
+        ...(webhooks ? [webhooks.job] : []),
+        providers.job,
+        authorization.job,
+      ],
+      base.leases,
+    ),
   };
 }
 export type Services = ReturnType<typeof createServices>;
 
+/** What every part uses: the stores' repositories everyone reads, metrics, the guarded network, tracing. */
+function createBase(deps: Deps) {
+  const { config, clock, log } = deps;
+  // Every change to a connector writes an event (connectors/repository.ts); this process's readers hear of it at once.
+  const connectorRows = createConnectorRepository(deps.store, clock, () => feed.kick());
+  const feed = createEventFeed({ repository: connectorRows, clock, log: log.child({ component: "events" }) });
+  const metrics = createRegistry();
+  registerConnectorMetrics(metrics, connectorRows);
+  registerProcessMetrics(metrics, { version: VERSION });
+  const urlGuard = createUrlGuard({
+    blockPrivate: config.security.blockPrivateNetworks,
+    clock,
+    ...(deps.resolveHost && { resolve: deps.resolveHost }),
+  });
+  // This process among the replicas sharing the store: the owner of the leases it takes.
+  const processId = deps.newId();
+  return {
+    users: createUserRepository(deps.store, clock),
+    connectorRows,
+    feed,
+    presets: createPresetCatalog(config.presets),
+    metrics,
+    cors: createCors(config.cors.allowedOrigins),
+    urlGuard,
+    upstreamFetch: guardedFetch(deps.fetch, urlGuard),
+    // OpenTelemetry (the standard OTEL_* variables): off unless an endpoint is set.
+    tracing: config.tracing ? createTracing(config.tracing) : undefined,
+    processId,
+    leases: { leases: createJobLeases(deps.store), owner: processId, clock },
+  };
+}
+type Base = ReturnType<typeof createBase>;
+
+/** Who may do what: sessions, the authorization server of the proxy URLs, and the credentials each way in takes. */
+function createAccess(deps: Deps, base: Base) {
+  const { config, clock, newId } = deps;
+  // The service as the authorization server of its own proxy URLs (oauth-server/): MCP clients that know only a URL.
+  const authServerRows = createAuthServerRepository(deps.store, clock);
+  const authServerClients = createClients({
+    repository: authServerRows,
+    fetch: deps.fetch,
+    ...(deps.resolveHost && { resolveHost: deps.resolveHost }),
+    clock,
+    newId,
+    maxRegistrations: config.authServer.maxRegistrations,
+    maxRegistrationsPerAddress: config.authServer.maxRegistrationsPerAddress,
+  });
+  const authServer = createAuthServer({
+    repository: authServerRows,
+    clients: authServerClients,
+    clock,
+    newId,
+    publicUrl: deps.publicUrl,
+    connector: base.connectorRows.findById,
+    user: findPrincipal(base.users),
+  });
+  const sessions = createSessions({ users: base.users, clock, publicUrl: deps.publicUrl });
+  const authentication = createAuthentication({
+    users: base.users,
+    clock,
+    failureLimit: createFailureLimit({
+      clock,
+      maxFailures: config.auth.maxFailures,
+      maxAddressFailures: config.auth.maxAddressFailures,
+      windowMs: config.auth.failureWindowMs,
+    }),
+    clientAddress: deps.clientAddress,
+    sessions,
+    accessTokens: { prefix: ACCESS_TOKEN_PREFIX, verify: authServer.verify },
+  });
+  const accessWatch = createAccessWatch({ recheck: authentication.recheck, log: deps.log });
+  return { authServerClients, authServer, sessions, authentication, accessWatch };
+}
+
+/** A connector's connection: the OAuth client, the state machine, managed deployments, connect and delete. */
+function createConnectorParts(deps: Deps, base: Base) {
+  const { config, sealer, clock, log } = deps;
+  const { connectorRows, upstreamFetch, tracing } = base;
+  const credentials = createConnectorCredentials(sealer);
+  const oauth = createOAuthClient({
+    repository: createOAuthRepository(deps.store),
+    sealer,
+    http: createOAuthHttp(upstreamFetch, config.security.blockPrivateNetworks),
+    clock,
+    sleep: deps.sleep,
+    publicUrl: deps.publicUrl,
+    processId: base.processId,
+    log: log.child({ component: "oauth" }),
+    metrics: base.metrics,
+  });
+  const transitions = createTransitions({
+    connectors: connectorRows,
+    sealer,
+    clock,
+    log: log.child({ component: "connectors" }),
+    ended: (row) => ended(row),
+  });
+  const deployments = createDeployments({
+    runtime: deps.runtime,
+    presets: base.presets,
+    connectors: connectorRows,
+    credentials,
+    transitions,
+    clock,
+    log: log.child({ component: "runtime" }),
+    sharedStore: deps.store.dialect === "postgres",
+  });
+  const ended = connectionEnded({ deployments, oauth, log });
+  const authorization = createAuthorization({
+    oauth,
+    connectors: connectorRows,
+    credentials,
+    transitions,
+    upstreamFetch,
+    ...(tracing && { tracing }),
+  });
+  const connectors = createConnectorService({
+    connectors: connectorRows,
+    presets: base.presets,
+    sealer,
+    clock,
+    newId: deps.newId,
+    urlGuard: base.urlGuard,
+    maxPerUser: config.connector.maxPerUser,
+  });
+  const connections = createConnectionService({
+    connectors,
+    transitions,
+    authorization,
+    oauth,
+    deployments,
+    upstreamFetch,
+    urlGuard: base.urlGuard,
+    publicUrl: deps.publicUrl,
+    allowedRedirectOrigins: config.oauth.allowedRedirectOrigins,
+    ...(tracing && { tracing }),
+  });
+  return { credentials, oauth, transitions, deployments, authorization, connectors, connections };
+}
+
+/** Outbound webhooks for connector events, when WEBHOOKS__URLS names any. */
+function createWebhooksIfAny(deps: Deps, base: Base) {
+  const { urls, secret } = deps.config.webhooks;
+  if (urls.length === 0) return undefined;
+  return createWebhooks({
+    urls,
+    key: webhookKey(secret!),
+    cursors: createWebhookCursorRepository(deps.store),
+    events: base.connectorRows,
+    feed: base.feed,
+    fetch: base.upstreamFetch,
+    clock: deps.clock,
+    log: deps.log.child({ component: "webhooks" }),
+    leases: base.leases,
+  });
+}
+
 export function buildApp(deps: Deps, services: Services = createServices(deps)) {
-  const auth = authPlugin(services.authenticate);
-  const apiBody = apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate: services.authenticate });
+  const authenticate = services.authentication.api;
+  const auth = authPlugin(authenticate);
+  const apiBody = apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate });
   // normalize: false makes `additionalProperties: false` reject unknown fields (a typo is a 422, not silently dropped).
   return new Elysia({ normalize: false })
     .use(problemPlugin(deps.log, deps.requestIds))
@@ -475,8 +406,14 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
         refuse: (detail, challenge) => Object.assign(new Unauthorized(detail), { headers: { "www-authenticate": challenge } }),
       }),
     )
-    .use(userRoutes(services.users, auth, apiBody, services.brakeFor))
-    .use(sessionRoutes(services, auth, apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate: null })))
+    .use(userRoutes(services.users, auth, apiBody, services.authentication.brakeFor))
+    .use(
+      sessionRoutes(
+        { sessions: services.sessions, users: services.users, signIn: services.authentication.signIn },
+        auth,
+        apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate: null }),
+      ),
+    )
     .use(presetRoutes(services.presets, auth))
     .use(oauthRoutes(services.callback, deps.publicUrl))
     .use(eventRoutes(services.eventStreams, auth))
@@ -485,6 +422,6 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(proxyRoutes(services.proxyEntry))
     .use(authServerRoutes(services.authServer, auth))
     .use(providerRoutes(services.providers, auth, apiBody))
-    .use(a2aRoutes(services.providers, services.authenticate, auth, services.a2aForward, services.accessWatch));
+    .use(a2aRoutes(services.providers, authenticate, auth, services.a2aForward, services.accessWatch));
 }
 export type App = ReturnType<typeof buildApp>;

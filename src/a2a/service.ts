@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Conflict, Forbidden, NotFound, UpstreamFailed, invalidField } from "../http-errors/errors";
 import { UnsafeUrl, type FetchLike } from "../http/fetch";
+import type { Job } from "../scheduler/scheduler";
 import type { UrlGuard } from "../security/url-guard";
 import type { Principal } from "../users/model";
 import { checkCard, servedCard } from "./card";
@@ -79,6 +80,11 @@ export function createProviderService(deps: ProviderServiceDeps) {
     }
   }
 
+  /** For the scheduler: refreshes every URL-registered card older than the refresh interval. */
+  async function refreshStale(): Promise<void> {
+    for (const id of await providers.stale(clock() - deps.refreshAfterMs)) await refresh(id).catch(() => undefined);
+  }
+
   return {
     async register(caller: Principal, body: RegisterProviderBody): Promise<Provider> {
       requireAdmin(caller);
@@ -135,10 +141,8 @@ export function createProviderService(deps: ProviderServiceDeps) {
 
     refresh,
 
-    /** For the scheduler: refreshes every URL-registered card older than the refresh interval. */
-    async refreshStale(): Promise<void> {
-      for (const id of await providers.stale(clock() - deps.refreshAfterMs)) await refresh(id).catch(() => undefined);
-    },
+    /** The scheduler's: stale cards fetched again, by one replica at a time (it calls agents). */
+    job: { name: "refresh-agent-cards", onOneReplica: true, run: refreshStale } satisfies Job,
 
     /**
      * The served card and its ETag ([RFC 9110 §8.8.3](https://www.rfc-editor.org/rfc/rfc9110#section-8.8.3)): a

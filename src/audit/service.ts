@@ -1,4 +1,5 @@
 import { NotFound, invalidField } from "../http-errors/errors";
+import type { Job } from "../scheduler/scheduler";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
 import { AUDIT_CAPTURE_MAX_BYTES, type AuditQuery, type AuditRecord } from "./model";
@@ -132,11 +133,15 @@ export function createAuditService(deps: AuditServiceDeps) {
       return { items: page.map(view), next_cursor: rows.length > limit ? page.at(-1)!.id : null };
     },
 
-    /** Retention: older than AUDIT__RETENTION_DAYS, and beyond AUDIT__MAX_RECORDS (the oldest first). */
-    async cleanUp(): Promise<number> {
-      await writer.flush();
-      return (await repository.deleteBefore(deps.clock() - deps.retentionMs)) + (await repository.trimTo(deps.maxRecords));
-    },
+    /** The scheduler's retention: older than AUDIT__RETENTION_DAYS, and beyond AUDIT__MAX_RECORDS (the oldest first). */
+    job: {
+      name: "expire-audit-records",
+      async run() {
+        await writer.flush();
+        await repository.deleteBefore(deps.clock() - deps.retentionMs);
+        await repository.trimTo(deps.maxRecords);
+      },
+    } satisfies Job,
   };
 }
 export type AuditService = ReturnType<typeof createAuditService>;

@@ -2,27 +2,29 @@ import { buildApp, createServices, type Deps, type Services } from "../app";
 import { ConfigError, describeConfig, loadConfig, type Config } from "../config/load";
 import { openStore } from "../db/open";
 import type { Store } from "../db/store";
-import { ServiceUnavailable } from "../http-errors/errors";
-import { problemResponse } from "../http-errors/problem";
+import type { Readiness } from "../health/routes";
 import { clientAddress } from "../security/client-address";
 import type { RequestIds } from "../http/request-id";
+import { startServer, type RunningServer } from "../http/server";
+import { startingGate, STARTING_HOLD_MS } from "../http/starting-gate";
 import {
+  describeCertificate,
   readTlsCertificate,
-  startServer,
+  reloadCertificate,
+  tlsSetting,
   TlsFileError,
-  type Fetch,
-  type RunningServer,
+  warnIfExpired,
   type TlsCertificate,
-} from "../http/server";
-import type { ProxyEntry } from "../proxy/entry";
+} from "../http/tls";
 import { proxyNativeRoute } from "../proxy/native-route";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
 import { createProcessLimits } from "../runtime/process-limits";
+import type { Runtime } from "../runtime/runtime";
 import { chooseSandbox, prepareSandbox, SandboxUnavailable, servicePaths, type SandboxChoice } from "../runtime/sandbox";
 import { startScheduler, type Scheduler } from "../scheduler/scheduler";
 import { createLogger, type Logger } from "../observability/logger";
-import { KeyFileError, loadSealingKey } from "../secrets/key";
+import { KeyFileError, loadSealingKey, type KeySource } from "../secrets/key";
 import { createSealer } from "../secrets/sealer";
 import { sessionCookie } from "../users/sessions";
 import { VERSION } from "../version";
@@ -48,48 +50,123 @@ export type RunningService = {
  */
 export type StartOptions = { writeLog?: (line: string) => void; clock?: () => number; startingHoldMs?: number };
 
-/** How long a request that arrives while the service starts waits for it, before a 503 with Retry-After. */
-export const STARTING_HOLD_MS = 10_000;
-
 /**
  * Reads the environment, listens, opens the database and creates what the service needs. Throws ConfigError for a
  * bad setting. The listener comes up first, so `/healthz` answers while the rest starts; every other request waits
- * for the start (startingGate). Resolves once the service is ready.
+ * for the start (http/starting-gate.ts). Resolves once the service is ready.
  */
 export async function startService(env: Record<string, string | undefined>, options: StartOptions = {}): Promise<RunningService> {
   const phases = startupPhases();
   const config = loadConfig(env);
   const log = createLogger({ level: config.log.level, ...(options.writeLog && { write: options.writeLog }) });
   const clock = options.clock ?? Date.now;
-  // Before anything is created (a key file, a database): a bad certificate file is a setting's error.
-  let tls: TlsCertificate | undefined;
-  if (config.server.tls) {
-    try {
-      tls = readTlsCertificate(config.server.tls);
-    } catch (e) {
-      if (e instanceof TlsFileError) throw new ConfigError(tlsSetting(e), e.message);
-      throw e;
-    }
-    warnIfExpired(tls, clock(), log);
-  }
-  // RUNTIME__SANDBOX=bwrap where bwrap cannot run is a setting's error too (its masks are set once the paths exist).
-  let sandbox: SandboxChoice | undefined;
-  try {
-    sandbox = config.runtime.driver === "local" ? chooseSandbox(config.runtime.sandbox) : undefined;
-  } catch (e) {
-    if (e instanceof SandboxUnavailable) throw new ConfigError("RUNTIME__SANDBOX", e.message);
-    throw e;
-  }
+  // Before anything is created (a key file, a database): a bad certificate file or sandbox is a setting's error.
+  const tls = readCertificateSetting(config, clock, log);
+  const sandbox = chooseSandboxSetting(config);
   phases.mark("config");
 
   const requestIds = new WeakMap<Request, string>();
   const gate = startingGate(requestIds, options.startingHoldMs ?? STARTING_HOLD_MS);
   // Listen first: a start that cannot listen (the port is taken) fails before it creates anything — a key file, a
   // database, an administrator password shown once that nobody would see.
-  let running: RunningServer;
+  const running = listen(config, gate, tls, log, requestIds);
+  const publicUrl = config.server.publicUrl || running.url;
+  phases.mark("listen");
+
+  let scheduler: Scheduler | undefined;
+  const readiness = readinessOf(running, () => scheduler);
+  let store: Store | undefined;
+  let deps: Deps;
+  let services: Services;
   try {
-    running = startServer(gate.fetch, {
-      routes: proxyNativeRoute(gate.proxyEntry),
+    // Between the synchronous steps, health checks that arrived meanwhile are answered.
+    await nextTurn();
+    const key = loadKey(config, log);
+    phases.mark("key");
+    await nextTurn();
+    store = await openDatabase(config, log);
+    phases.mark("database");
+    await nextTurn();
+    deps = await processDeps({ config, store, key, sandbox, log, clock, publicUrl, readiness, requestIds, running });
+    services = createServices(deps);
+    phases.mark("services");
+    await nextTurn();
+    const app = buildApp(deps, services);
+    gate.health(app.fetch);
+    phases.mark("app");
+    await nextTurn();
+    // The administrator exists before any request but a health check is let through: one sent with its credentials
+    // meanwhile waits, rather than being refused (401) while the password is hashed, or let in with the password a
+    // changed AUTH__ADMIN_PASSWORD replaces.
+    await ensureAdmin(services, config, log);
+    phases.mark("admin");
+    gate.open({ fetch: app.fetch, native: services.proxyEntry });
+    // At start-up, bring back the managed servers of connected connectors before the first tick (requests are served
+    // meanwhile; /readyz says ready once the scheduler runs).
+    await services.deployments.reconcile();
+    phases.mark("reconcile");
+  } catch (e) {
+    gate.fail();
+    await running.stop(1_000);
+    await store?.close();
+    throw e;
+  }
+  scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
+  warnIfConsoleExposed(publicUrl, log);
+  log.info("connector-service listening", {
+    version: VERSION,
+    url: running.url,
+    public_url: publicUrl,
+    docs: `${publicUrl}/docs`,
+    ...(tls && { tls: describeCertificate(tls) }),
+    settings: describeConfig(env, config),
+  });
+  log.debug("start-up phases", phases.done());
+  return {
+    url: running.url,
+    config,
+    deps,
+    services,
+    log,
+    reloadTls: () => reloadCertificate(running, config.server.tls, { log, clock }),
+    stop: () => stopService({ running, scheduler, deps, services }),
+  };
+}
+
+/** SERVER__TLS_CERT_FILE and SERVER__TLS_KEY_FILE, read: a file that cannot be served is a setting's error. */
+function readCertificateSetting(config: Config, clock: () => number, log: Logger): TlsCertificate | undefined {
+  if (!config.server.tls) return undefined;
+  try {
+    const tls = readTlsCertificate(config.server.tls);
+    warnIfExpired(tls, clock(), log);
+    return tls;
+  } catch (e) {
+    if (e instanceof TlsFileError) throw new ConfigError(tlsSetting(e), e.message);
+    throw e;
+  }
+}
+
+/** RUNTIME__SANDBOX=bwrap where bwrap cannot run is a setting's error (its masks are set once the paths exist). */
+function chooseSandboxSetting(config: Config): SandboxChoice | undefined {
+  try {
+    return config.runtime.driver === "local" ? chooseSandbox(config.runtime.sandbox) : undefined;
+  } catch (e) {
+    if (e instanceof SandboxUnavailable) throw new ConfigError("RUNTIME__SANDBOX", e.message);
+    throw e;
+  }
+}
+
+/** The listener, with the starting gate in front of the app until it is built; a failed listen says what to do. */
+function listen(
+  config: Config,
+  gate: ReturnType<typeof startingGate>,
+  tls: TlsCertificate | undefined,
+  log: Logger,
+  requestIds: RequestIds,
+): RunningServer {
+  try {
+    return startServer(gate.fetch, {
+      routes: proxyNativeRoute(gate.native),
       host: config.server.host,
       port: config.server.port,
       tls,
@@ -102,188 +179,161 @@ export async function startService(env: Record<string, string | undefined>, opti
   } catch (e) {
     throw listenFailure(e, config);
   }
-  const publicUrl = config.server.publicUrl || running.url;
-  phases.mark("listen");
+}
 
-  let store: Store | undefined;
-  let stopping = false;
-  let scheduler: Scheduler | undefined;
-  let deps: Deps;
-  let services: Services;
+/** The sealing key (SECRETS__KEY, or its file), and what the log must say about where it came from. */
+function loadKey(config: Config, log: Logger): KeySource {
+  let key: KeySource;
   try {
-    // Between the synchronous steps, health checks that arrived meanwhile are answered.
-    await nextTurn();
-    let key;
-    try {
-      key = loadSealingKey(config.secrets.key, config.secrets.keyFile);
-    } catch (e) {
-      if (e instanceof KeyFileError) throw new ConfigError("SECRETS__KEY", `not set, and the ${e.message}`);
-      throw e;
-    }
-    phases.mark("key");
-    if (key.origin === "file-created") log.info("created a new sealing key file", { file: config.secrets.keyFile });
-    if (key.previous.length) {
-      log.warn(
-        "a key rotation was interrupted: values sealed under either key open; run connector-service rotate-key again to finish it",
-        { file: config.secrets.keyFile },
-      );
-    }
-    if (key.origin === "ephemeral") {
-      log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
-    }
-    await nextTurn();
-
-    const opened = await openStore(config.database, (error) =>
-      log.warn("the checkpoint thread stopped: the database connection checkpoints by itself again", {
-        component: "database",
-        error,
-      }),
-    );
-    store = opened;
-    phases.mark("database");
-    log.info("database ready", {
-      store: opened.dialect,
-      ...(opened.dialect === "sqlite" && { path: config.database.path }),
-      migrations_applied: opened.applied,
-    });
-    await nextTurn();
-
-    deps = {
-      config,
-      store: opened,
-      sealer: createSealer(key.key, key.previous),
-      log,
-      clock,
-      sleep: Bun.sleep,
-      // UUIDv7 ([RFC 9562 §5.7](https://www.rfc-editor.org/rfc/rfc9562#section-5.7)): time-ordered and monotonic, so "newest first" has no ties to break at random.
-      newId: () => Bun.randomUUIDv7(),
-      fetch: globalThis.fetch,
-      publicUrl: () => publicUrl,
-      readiness: () =>
-        stopping
-          ? { ready: false, reason: "The service is shutting down" }
-          : scheduler === undefined
-            ? { ready: false, reason: "The service is starting" }
-            : scheduler.running()
-              ? { ready: true }
-              : { ready: false, reason: "The scheduler is not running" },
-      requestIds,
-      // Asked only while the request is handled (its socket is still there), and only when a limit needs it: the
-      // peer, or the client a trusted proxy names (SERVER__TRUSTED_PROXIES).
-      clientAddress: (request) =>
-        clientAddress(running.server.requestIP(request)?.address, request.headers, config.server.trustedProxies),
-      runtime:
-        config.runtime.driver === "kubernetes"
-          ? await createKubernetesRuntime({
-              namespace: config.kubernetes.namespace,
-              gatewayImage: config.kubernetes.gatewayImage,
-              access: config.kubernetes.serviceAccess,
-              log: log.child({ component: "runtime" }),
-            })
-          : createLocalRuntime({
-              log: log.child({ component: "runtime" }),
-              sandbox: prepareSandbox(sandbox!, servicePaths(config), log.child({ component: "runtime" })),
-              limits: createProcessLimits(config.runtime),
-            }),
-    };
-    services = createServices(deps);
-    phases.mark("services");
-    await nextTurn();
-    const app = buildApp(deps, services);
-    gate.health(app.fetch);
-    phases.mark("app");
-    await nextTurn();
-
-    // The administrator exists before any request but a health check is let through: one sent with its credentials
-    // meanwhile waits, rather than being refused (401) while the password is hashed, or let in with the password a
-    // changed AUTH__ADMIN_PASSWORD replaces.
-    const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
-    if (admin.generated) {
-      // Logged once, when the administrator is created (after listening); set AUTH__ADMIN_PASSWORD to choose it instead.
-      log.warn(
-        "created the bootstrap administrator; its generated password is shown this once (set AUTH__ADMIN_PASSWORD to choose one)",
-        {
-          username: config.auth.adminUsername,
-          generated: admin.generated,
-        },
-      );
-    }
-    phases.mark("admin");
-    gate.open({ fetch: app.fetch, proxy: services.proxyEntry });
-
-    // At start-up, bring back the managed servers of connected connectors before the first tick (requests are served
-    // meanwhile; /readyz says ready once the scheduler runs).
-    await services.deployments.reconcile();
-    phases.mark("reconcile");
+    key = loadSealingKey(config.secrets.key, config.secrets.keyFile);
   } catch (e) {
-    gate.fail();
-    await running.stop(1_000);
-    await store?.close();
+    if (e instanceof KeyFileError) throw new ConfigError("SECRETS__KEY", `not set, and the ${e.message}`);
     throw e;
   }
-  scheduler = startScheduler(services.jobs, log, config.scheduler.intervalMs);
+  if (key.origin === "file-created") log.info("created a new sealing key file", { file: config.secrets.keyFile });
+  if (key.previous.length) {
+    log.warn(
+      "a key rotation was interrupted: values sealed under either key open; run connector-service rotate-key again to finish it",
+      { file: config.secrets.keyFile },
+    );
+  }
+  if (key.origin === "ephemeral") {
+    log.warn("no SECRETS__KEY and an in-memory database: secrets are sealed with a key that dies with the process");
+  }
+  return key;
+}
+
+async function openDatabase(config: Config, log: Logger): Promise<Store> {
+  const store = await openStore(config.database, (error) =>
+    log.warn("the checkpoint thread stopped: the database connection checkpoints by itself again", {
+      component: "database",
+      error,
+    }),
+  );
+  log.info("database ready", {
+    store: store.dialect,
+    ...(store.dialect === "sqlite" && { path: config.database.path }),
+    migrations_applied: store.applied,
+  });
+  return store;
+}
+
+/** RUNTIME__DRIVER: where managed stdio servers run. */
+function createRuntime(config: Config, sandbox: SandboxChoice | undefined, log: Logger): Promise<Runtime> | Runtime {
+  const runtimeLog = log.child({ component: "runtime" });
+  return config.runtime.driver === "kubernetes"
+    ? createKubernetesRuntime({
+        namespace: config.kubernetes.namespace,
+        gatewayImage: config.kubernetes.gatewayImage,
+        access: config.kubernetes.serviceAccess,
+        log: runtimeLog,
+      })
+    : createLocalRuntime({
+        log: runtimeLog,
+        sandbox: prepareSandbox(sandbox!, servicePaths(config), runtimeLog),
+        limits: createProcessLimits(config.runtime),
+      });
+}
+
+/** /readyz: ready once the scheduler runs, until the service stops. */
+function readinessOf(running: RunningServer, scheduler: () => Scheduler | undefined): Readiness {
+  return () => {
+    if (running.stopping) return { ready: false, reason: "The service is shutting down" };
+    const started = scheduler();
+    if (started === undefined) return { ready: false, reason: "The service is starting" };
+    return started.running() ? { ready: true } : { ready: false, reason: "The scheduler is not running" };
+  };
+}
+
+/** What the services take from this process: its store, key, runtime, clock, ids, network and listener. */
+async function processDeps(from: {
+  config: Config;
+  store: Store;
+  key: KeySource;
+  sandbox: SandboxChoice | undefined;
+  log: Logger;
+  clock: () => number;
+  publicUrl: string;
+  readiness: Readiness;
+  requestIds: RequestIds;
+  running: RunningServer;
+}): Promise<Deps> {
+  const { config, running } = from;
+  const runtime = await createRuntime(config, from.sandbox, from.log);
+  return {
+    config,
+    store: from.store,
+    sealer: createSealer(from.key.key, from.key.previous),
+    log: from.log,
+    clock: from.clock,
+    sleep: Bun.sleep,
+    // UUIDv7 ([RFC 9562 §5.7](https://www.rfc-editor.org/rfc/rfc9562#section-5.7)): time-ordered and monotonic, so "newest first" has no ties to break at random.
+    newId: () => Bun.randomUUIDv7(),
+    fetch: globalThis.fetch,
+    publicUrl: () => from.publicUrl,
+    readiness: from.readiness,
+    requestIds: from.requestIds,
+    // Asked only while the request is handled (its socket is still there), and only when a limit needs it: the
+    // peer, or the client a trusted proxy names (SERVER__TRUSTED_PROXIES).
+    clientAddress: (request: Request) =>
+      clientAddress(running.server.requestIP(request)?.address, request.headers, config.server.trustedProxies),
+    runtime,
+  };
+}
+
+/** The bootstrap administrator (AUTH__ADMIN_USERNAME, AUTH__ADMIN_PASSWORD). */
+async function ensureAdmin(services: Services, config: Config, log: Logger): Promise<void> {
+  const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
+  if (admin.generated) {
+    // Logged once, when the administrator is created (after listening); set AUTH__ADMIN_PASSWORD to choose it instead.
+    log.warn(
+      "created the bootstrap administrator; its generated password is shown this once (set AUTH__ADMIN_PASSWORD to choose one)",
+      {
+        username: config.auth.adminUsername,
+        generated: admin.generated,
+      },
+    );
+  }
+}
+
+/** A console whose session cookie anyone on the network path can read is said at every start. */
+function warnIfConsoleExposed(publicUrl: string, log: Logger): void {
   if (!sessionCookie(publicUrl).secure) {
     log.warn(
       "the console is served over plain http to a host that is not loopback: its session cookie is neither Secure nor __Host-, so anyone on the network path can read or plant it; serve https (SERVER__TLS_CERT_FILE, or a TLS proxy and an https SERVER__PUBLIC_URL)",
       { public_url: publicUrl },
     );
   }
-  log.info("connector-service listening", {
-    version: VERSION,
-    url: running.url,
-    public_url: publicUrl,
-    docs: `${publicUrl}/docs`,
-    ...(tls && { tls: describeCertificate(tls) }),
-    settings: describeConfig(env, config),
-  });
-  log.debug("start-up phases", phases.done());
+}
 
-  return {
-    url: running.url,
-    config,
-    deps,
-    services,
-    log,
-    reloadTls() {
-      if (!config.server.tls) {
-        log.warn("no TLS certificate to reload: SERVER__TLS_CERT_FILE and SERVER__TLS_KEY_FILE are not set");
-        return false;
-      }
-      if (stopping) return false;
-      let next: TlsCertificate;
-      try {
-        next = readTlsCertificate(config.server.tls);
-        running.replaceCertificate(next);
-      } catch (e) {
-        log.error("TLS certificate not reloaded: still serving the previous one", {
-          ...(e instanceof TlsFileError && { setting: tlsSetting(e) }),
-          reason: (e as Error).message,
-        });
-        return false;
-      }
-      log.info("TLS certificate reloaded: new connections get it, open ones keep theirs", describeCertificate(next));
-      warnIfExpired(next, clock(), log);
-      return true;
-    },
-    async stop() {
-      stopping = true;
-      const stopped = running.stop(config.server.shutdownTimeoutMs);
-      await scheduler?.stop();
-      await deps.runtime.close();
-      const closed = services.proxy.closeNotificationStreams();
-      if (closed) log.info("ended notification streams for shutdown", { streams: closed });
-      await stopped;
-      // What the requests just finished left in the audit queue is written before the store closes.
-      await services.audit
-        .flush()
-        .catch((e) => log.error("audit records could not be written at shutdown", { error: (e as Error).message }));
-      await services.tracing
-        ?.shutdown()
-        .catch((e) => log.warn("the last spans could not be exported", { error: (e as Error).message }));
-      await deps.store.close();
-      log.info("stopped");
-    },
-  };
+/** Stops accepting, lets in-flight requests finish (SERVER__SHUTDOWN_TIMEOUT_SECONDS), then writes what is queued and closes the store. */
+async function stopService({
+  running,
+  scheduler,
+  deps,
+  services,
+}: {
+  running: RunningServer;
+  scheduler: Scheduler;
+  deps: Deps;
+  services: Services;
+}): Promise<void> {
+  const { config, log } = deps;
+  const stopped = running.stop(config.server.shutdownTimeoutMs);
+  await scheduler.stop();
+  await deps.runtime.close();
+  const closed = services.proxy.closeNotificationStreams();
+  if (closed) log.info("ended notification streams for shutdown", { streams: closed });
+  await stopped;
+  // What the requests just finished left in the audit queue is written before the store closes.
+  await services.audit
+    .flush()
+    .catch((e) => log.error("audit records could not be written at shutdown", { error: (e as Error).message }));
+  await services.tracing
+    ?.shutdown()
+    .catch((e) => log.warn("the last spans could not be exported", { error: (e as Error).message }));
+  await deps.store.close();
+  log.info("stopped");
 }
 
 /**
@@ -305,85 +355,6 @@ function startupPhases() {
 
 /** Lets the event loop turn once: requests that arrived during a synchronous step are answered before the next. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-type Started = { fetch: Fetch; proxy: ProxyEntry };
-
-/**
- * What the listener serves while the service starts. `GET /healthz` answers 200 at once (the process is up) and
- * `GET /readyz` 503 (not ready) — the app's own routes once it is built (`health`), which its readiness keeps at 503
- * until the start is done. Every other request waits for the service to start — the app built, the administrator
- * created — and then is served as usual. One that waits longer than `holdMs`, or whose start fails, is a 503 problem
- * with Retry-After: never an answer from a service half made.
- */
-function startingGate(requestIds: RequestIds, holdMs: number) {
-  let started: Started | undefined;
-  let app: Fetch | undefined;
-  let settle!: (value: Started | undefined) => void;
-  const opened = new Promise<Started | undefined>((resolve) => (settle = resolve));
-  const notReady = (request: Request, detail: string) => problemResponse(new ServiceUnavailable(detail), requestIds.get(request));
-  const notYet = (request: Request) =>
-    problemResponse(
-      Object.assign(new ServiceUnavailable("The service is starting: try again in a moment"), {
-        headers: { "retry-after": "1" },
-      }),
-      requestIds.get(request),
-    );
-  /** The started service, or the 503 to answer with. */
-  async function wait(request: Request): Promise<Started | Response> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), holdMs)));
-    const outcome = await Promise.race([opened, timeout]);
-    clearTimeout(timer);
-    if (outcome === "timeout") return notYet(request);
-    return outcome ?? notReady(request, "The service could not start");
-  }
-  const proxyEntry: ProxyEntry = {
-    handle: async (request, id) => {
-      const service = started ?? (await wait(request));
-      return service instanceof Response ? service : service.proxy.handle(request, id);
-    },
-    // A CORS preflight is answered at once (its answer is synchronous): before the start, not yet.
-    preflight: (request) => (started ? started.proxy.preflight(request) : notYet(request)),
-  };
-  return {
-    fetch(request: Request): Response | Promise<Response> {
-      if (started) return started.fetch(request);
-      if (request.method === "GET") {
-        const path = new URL(request.url).pathname;
-        if (app && (path === "/healthz" || path === "/readyz")) return app(request);
-        if (path === "/healthz") return Response.json({ status: "ok" });
-        if (path === "/readyz") return notReady(request, "The service is starting");
-      }
-      return wait(request).then((service) => (service instanceof Response ? service : service.fetch(request)));
-    },
-    proxyEntry,
-    /** The app is built: it answers the health checks from now on (its first requests compile its handlers). */
-    health(built: Fetch): void {
-      app = built;
-    },
-    open(service: Started): void {
-      started = service;
-      settle(service);
-    },
-    fail(): void {
-      settle(undefined);
-    },
-  };
-}
-
-const tlsSetting = (e: TlsFileError) => (e.file === "certificate" ? "SERVER__TLS_CERT_FILE" : "SERVER__TLS_KEY_FILE");
-
-/** What the log says about a certificate: whose it is and until when, never the key. */
-const describeCertificate = (tls: TlsCertificate) => ({
-  subject: tls.subject.replaceAll("\n", ", "),
-  fingerprint_sha256: tls.fingerprint256,
-  valid_until: tls.validTo.toISOString(),
-});
-
-function warnIfExpired(tls: TlsCertificate, now: number, log: Logger): void {
-  if (tls.validTo.getTime() <= now)
-    log.warn("the TLS certificate has expired: clients will refuse it until it is renewed", describeCertificate(tls));
-}
 
 /** The service could not start for a reason outside its settings' syntax (the port is taken, the disk refuses). */
 export class StartFailed extends Error {}

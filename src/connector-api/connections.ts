@@ -9,6 +9,8 @@ import { UnsafeUrl, type FetchLike } from "../http/fetch";
 import type { UrlGuard } from "../security/url-guard";
 import type { Authorization } from "../oauth-client/authorization";
 import type { OAuthClient } from "../oauth-client/client";
+import type { Logger } from "../observability/logger";
+import type { Tracing } from "../observability/tracing";
 import { DeploymentFailed } from "../runtime/runtime";
 import { handshakeFailure, mcpHandshake } from "../upstream/handshake";
 import type { Principal } from "../users/model";
@@ -24,8 +26,11 @@ export type ConnectionServiceDeps = {
   upstreamFetch: FetchLike;
   /** For where a server redirects to: the same address rules as for the connector's own URL. */
   urlGuard: UrlGuard;
-  /** Origins `redirect_url` may point at (the public URL's and OAUTH__ALLOWED_REDIRECT_ORIGINS). */
-  allowedRedirectOrigins: () => readonly string[];
+  publicUrl: () => string;
+  /** OAUTH__ALLOWED_REDIRECT_ORIGINS: where `redirect_url` may point besides the public URL's origin. */
+  allowedRedirectOrigins: readonly string[];
+  /** OpenTelemetry, when on: a span per connect. */
+  tracing?: Tracing;
 };
 
 /**
@@ -63,42 +68,57 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     return connectorView(await transitions.connected(row, { method: "none", accessToken: body.accessToken }, redirectUrl));
   }
 
+  /**
+   * Connect starts over from any state (docs/interface.md §4.4): the MCP handshake runs with the given headers (or none).
+   * Headers the server accepts are stored; a server that answers 401 to a connect without headers gets the
+   * OAuth flow (MCP authorization 2025-11-25), and the connector waits in `auth_required`.
+   */
+  async function connect(caller: Principal, id: string, body: ConnectBody): Promise<Connector> {
+    const row = await connectors.owned(caller, id);
+    const allowedOrigins = [new URL(deps.publicUrl()).origin, ...deps.allowedRedirectOrigins];
+    const redirectUrl = body.redirect_url === undefined ? null : assertAllowedRedirect(body.redirect_url, allowedOrigins);
+    const headers = body.headers ?? {};
+    assertStorableHeaders(headers);
+    if (isManaged(row)) return connectManaged(row, body, redirectUrl);
+    const withHeaders = Object.keys(headers).length > 0;
+    const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers });
+    if (!result.ok && result.kind === "unauthorized" && result.status === 401 && !withHeaders) {
+      const challenge = new Response(null, {
+        status: 401,
+        headers: result.wwwAuthenticate ? { "www-authenticate": result.wwwAuthenticate } : {},
+      });
+      return connectorView(await authorization.begin(row, challenge, redirectUrl, caller.id));
+    }
+    if (!result.ok) {
+      // A working connection is not given up for one that failed (an outage, a typo in new headers).
+      const kept = row.state === "connected";
+      const { reason, error } = handshakeFailure(result, { kept, refused });
+      if (!kept) await transitions.disconnected(row, reason);
+      throw error;
+    }
+    // Proven: the new connection replaces whatever the connector had, an OAuth grant included.
+    await oauth.forget(row.id);
+    const auth = withHeaders
+      ? { method: "headers" as const, headers, accessToken: body.accessToken }
+      : { method: "none" as const, accessToken: body.accessToken };
+    return connectorView(await transitions.connected(row, auth, redirectUrl));
+  }
+
+  /** A span around each connect when tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT): PATCH's connects too. */
+  const { tracing } = deps;
+  const tracedConnect: typeof connect = tracing
+    ? (caller, id, body) =>
+        tracing.around("connector.connect", { "mcp.connector.id": id, "enduser.id": caller.id }, () => connect(caller, id, body))
+    : connect;
+
+  /** Delete: an OAuth grant is revoked at the authorization server first (RFC 7009), then the connector and everything it had go. */
+  async function remove(row: ConnectorRow): Promise<void> {
+    if (row.auth_method === "oauth") await oauth.revoke(row.id);
+    await transitions.deleted(row);
+  }
+
   return {
-    /**
-     * Connect starts over from any state (docs/interface.md §4.4): the MCP handshake runs with the given headers (or none).
-     * Headers the server accepts are stored; a server that answers 401 to a connect without headers gets the
-     * OAuth flow (MCP authorization 2025-11-25), and the connector waits in `auth_required`.
-     */
-    async connect(caller: Principal, id: string, body: ConnectBody): Promise<Connector> {
-      const row = await connectors.owned(caller, id);
-      const redirectUrl =
-        body.redirect_url === undefined ? null : assertAllowedRedirect(body.redirect_url, deps.allowedRedirectOrigins());
-      const headers = body.headers ?? {};
-      assertStorableHeaders(headers);
-      if (isManaged(row)) return connectManaged(row, body, redirectUrl);
-      const withHeaders = Object.keys(headers).length > 0;
-      const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers });
-      if (!result.ok && result.kind === "unauthorized" && result.status === 401 && !withHeaders) {
-        const challenge = new Response(null, {
-          status: 401,
-          headers: result.wwwAuthenticate ? { "www-authenticate": result.wwwAuthenticate } : {},
-        });
-        return connectorView(await authorization.begin(row, challenge, redirectUrl, caller.id));
-      }
-      if (!result.ok) {
-        // A working connection is not given up for one that failed (an outage, a typo in new headers).
-        const kept = row.state === "connected";
-        const { reason, error } = handshakeFailure(result, { kept, refused });
-        if (!kept) await transitions.disconnected(row, reason);
-        throw error;
-      }
-      // Proven: the new connection replaces whatever the connector had, an OAuth grant included.
-      await oauth.forget(row.id);
-      const auth = withHeaders
-        ? { method: "headers" as const, headers, accessToken: body.accessToken }
-        : { method: "none" as const, accessToken: body.accessToken };
-      return connectorView(await transitions.connected(row, auth, redirectUrl));
-    },
+    connect: tracedConnect,
 
     /**
      * PATCH: new metadata and tool policy (connectors/service.ts), and new headers for a connector connected with
@@ -113,7 +133,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
           throw new Conflict("Only a connector connected with headers has headers to replace: connect it with headers instead");
         }
         if (Object.keys(body.headers).length === 0) throw invalidField("body.headers", "must name at least one header");
-        await this.connect(caller, id, { headers: body.headers });
+        await tracedConnect(caller, id, { headers: body.headers });
       }
       if (body.metadata === undefined && body.tool_policy === undefined) return connectors.get(caller, id);
       return connectors.updateSettings(caller, id, {
@@ -131,12 +151,31 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       return connectorView(await transitions.disconnected(row, DISCONNECT_REQUESTED));
     },
 
-    /** Delete: the same revocation, then the connector and everything it had go. */
-    async delete(caller: Principal, id: string): Promise<void> {
-      const row = await connectors.owned(caller, id);
-      if (row.auth_method === "oauth") await oauth.revoke(row.id);
-      await transitions.deleted(row);
+    delete: async (caller: Principal, id: string): Promise<void> => remove(await connectors.owned(caller, id)),
+
+    /** A deleted user's connectors go as DELETE takes each: grants revoked upstream, deployments removed. */
+    async deleteAllOf(ownerId: string): Promise<void> {
+      for (let rows = await connectors.firstOf(ownerId, 50); rows.length > 0; rows = await connectors.firstOf(ownerId, 50)) {
+        for (const row of rows) await remove(row);
+      }
     },
   };
 }
 export type ConnectionService = ReturnType<typeof createConnectionService>;
+
+/**
+ * When a connection ends (transitions.ts `ended`), what lives outside the connector's row goes with it: its
+ * deployment (in the background: a runtime can be slow) and its OAuth grant.
+ */
+export function connectionEnded(deps: {
+  deployments: Pick<Deployments, "remove">;
+  oauth: Pick<OAuthClient, "forget">;
+  log: Logger;
+}) {
+  return async (row: ConnectorRow): Promise<void> => {
+    if (isManaged(row)) deps.deployments.remove(row.id);
+    await deps.oauth
+      .forget(row.id)
+      .catch((e) => deps.log.warn("could not forget an OAuth grant", { connector_id: row.id, error: (e as Error).message }));
+  };
+}

@@ -74,6 +74,8 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
   return {
     owned,
     get: async (caller: Principal, id: string): Promise<Connector> => connectorView(await owned(caller, id)),
+    /** The first `limit` connectors of a user (their deletion takes them a page at a time). */
+    firstOf: (ownerId: string, limit: number) => connectors.page(ownerId, limit, undefined),
 
     /** Approves the current definitions of the named tools (all changed ones without names): they show again under strict pinning. */
     async approveTools(caller: Principal, id: string, names: string[] | undefined): Promise<Connector> {

@@ -12,7 +12,7 @@ export type TransitionDeps = {
   log: Logger;
   /**
    * A connection ended (the connector is now disconnected, waits for a new authorization, or is deleted): what
-   * lives outside its row goes too, its OAuth grant and its managed deployment. Set by the composition root.
+   * lives outside its row goes too, its OAuth grant and its managed deployment (connector-api/connections.ts).
    * Awaited before the transition returns, so that what a later step makes (a callback's new grant) is never what
    * an earlier transition's clean-up removes.
    */

@@ -5,6 +5,7 @@ import { Conflict, TooManyRequests } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { PresetCatalog } from "../presets/catalog";
 import { DeploymentFailed, type Runtime } from "../runtime/runtime";
+import type { Job } from "../scheduler/scheduler";
 
 export type DeploymentsDeps = {
   runtime: Runtime;
@@ -81,6 +82,27 @@ export function createDeployments(deps: DeploymentsDeps) {
     await transitions.disconnectIfConnected(row.id, `The managed server stopped serving: ${reason}`);
   }
 
+  /** The scheduler's job, and the start-up's: makes the runtime match the connected managed connectors. */
+  async function reconcile(): Promise<void> {
+    const wanted = await deps.connectors.connectedManaged();
+    const wantedIds = new Set(wanted.map((r) => r.id));
+    const existing = await runtime.list();
+    for (const id of existing.keys())
+      if (!wantedIds.has(id) && !deploying.has(id)) await stopped(id, "no connected connector wants it");
+    for (const row of wanted) {
+      if (deploying.has(row.id)) continue;
+      if (refused) {
+        // Connected elsewhere (a database copied from SQLite, say): said once, in the connector's reason.
+        await transitions.disconnectIfConnected(row.id, refused);
+        continue;
+      }
+      const state = existing.get(row.id);
+      if (state?.ready) notReadySince.delete(row.id);
+      else if (state) await checkNotReady(row, state.reason);
+      else await restart(row);
+    }
+  }
+
   return {
     /**
      * docs/interface.md §5: deploys the connector's preset (replacing any earlier deployment) and waits for it to
@@ -110,26 +132,10 @@ export function createDeployments(deps: DeploymentsDeps) {
       }
     },
 
-    /** The scheduler's job, and the start-up's: makes the runtime match the connected managed connectors. */
-    async reconcile(): Promise<void> {
-      const wanted = await deps.connectors.connectedManaged();
-      const wantedIds = new Set(wanted.map((r) => r.id));
-      const existing = await runtime.list();
-      for (const id of existing.keys())
-        if (!wantedIds.has(id) && !deploying.has(id)) await stopped(id, "no connected connector wants it");
-      for (const row of wanted) {
-        if (deploying.has(row.id)) continue;
-        if (refused) {
-          // Connected elsewhere (a database copied from SQLite, say): said once, in the connector's reason.
-          await transitions.disconnectIfConnected(row.id, refused);
-          continue;
-        }
-        const state = existing.get(row.id);
-        if (state?.ready) notReadySince.delete(row.id);
-        else if (state) await checkNotReady(row, state.reason);
-        else await restart(row);
-      }
-    },
+    reconcile,
+
+    /** The scheduler's: the runtime brought in line on every tick, by one replica at a time (it acts on the runtime). */
+    job: { name: "reconcile-deployments", onOneReplica: true, run: reconcile } satisfies Job,
 
     /** A connection ended: its deployment goes (in the background; a failure is logged, reconciliation retries). */
     remove(connectorId: string): void {

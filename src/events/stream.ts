@@ -1,5 +1,6 @@
 import type { ConnectorEventRow, ConnectorRepository } from "../connectors/repository";
 import { TooManyRequests } from "../http-errors/errors";
+import type { Job } from "../scheduler/scheduler";
 import type { AccessWatch, StreamCredential } from "../users/access-watch";
 import type { Principal } from "../users/model";
 import type { EventFeed } from "./feed";
@@ -8,6 +9,11 @@ import type { EventFeed } from "./feed";
 export const HEARTBEAT_MS = 15_000;
 /** How long events are kept, so a client can resume with Last-Event-ID (older: a `reset` event). */
 export const EVENT_RETENTION_MS = 24 * 3_600_000;
+/** The scheduler's: events older than EVENT_RETENTION_MS go. */
+export const expireEvents = (events: Pick<ConnectorRepository, "deleteEventsBefore">, clock: () => number): Job => ({
+  name: "expire-connector-events",
+  run: async () => void (await events.deleteEventsBefore(clock() - EVENT_RETENTION_MS)),
+});
 /** Event streams one user may hold open at once. */
 export const MAX_EVENT_STREAMS_PER_USER = 20;
 

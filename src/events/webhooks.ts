@@ -2,12 +2,17 @@ import { createHmac } from "node:crypto";
 import type { ConnectorEventRow, ConnectorRepository } from "../connectors/repository";
 import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import type { Logger } from "../observability/logger";
+import { leased, type LeaseDeps } from "../scheduler/leases";
+import type { Job } from "../scheduler/scheduler";
+import type { EventFeed } from "./feed";
 import type { WebhookCursor, WebhookCursorRepository } from "./repository";
 
 /** Attempts at one event before it is given up (logged) and the next one is sent. */
 export const WEBHOOK_MAX_ATTEMPTS = 8;
 /** A receiver has this long to answer. */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
+/** The job's name, and its lease's: one replica delivers at a time. */
+const JOB_NAME = "deliver-webhooks";
 /** Backoff after the n-th failed attempt: 1 s, 2 s, 4 s … at most 5 minutes. */
 export const webhookBackoffMs = (attempts: number) => Math.min(1000 * 2 ** (attempts - 1), 300_000);
 
@@ -29,18 +34,20 @@ export type WebhookDeps = {
   key: Buffer;
   cursors: WebhookCursorRepository;
   events: Pick<ConnectorRepository, "eventsAfter" | "eventBounds">;
+  /** This process's events, heard of at once: each starts a delivery. */
+  feed: Pick<EventFeed, "subscribe">;
   /** The guarded fetch: a webhook URL passes the same address rules as every URL the service calls. */
   fetch: FetchLike;
   clock: () => number;
   log: Logger;
-  /** Runs a delivery round where no other replica runs one at the same time (a job lease). */
-  exclusive(round: () => Promise<void>): Promise<void>;
+  /** A delivery round runs where no other replica runs one at the same time: under the job's lease. */
+  leases: LeaseDeps;
 };
 
 /**
  * Outbound webhooks for connector events: each event POSTed to each URL in order, signed, retried with backoff; a
  * receiver that is down holds back only its own deliveries. Runs beside requests, never in one: from the scheduler
- * (leased, so one replica sends) and when this process writes an event. Delivery is at least once (a replica killed
+ * and when this process writes an event, one replica at a time (a lease). Delivery is at least once (a replica killed
  * after a receiver's 2xx sends that event again): receivers deduplicate on `webhook-id`.
  */
 export function createWebhooks(deps: WebhookDeps) {
@@ -134,6 +141,16 @@ export function createWebhooks(deps: WebhookDeps) {
     log.warn("webhook positions could not be read yet", { error: (e as Error).message }),
   );
 
+  const round = leased(
+    {
+      name: JOB_NAME,
+      async run() {
+        for (const url of deps.urls) await deliverTo(url);
+      },
+    },
+    deps.leases,
+  );
+
   /** Delivers what is due to every URL; a call while delivering makes it go round once more. */
   function deliver(): Promise<void> {
     if (running) {
@@ -145,9 +162,7 @@ export function createWebhooks(deps: WebhookDeps) {
         await started;
         do {
           again = false;
-          await deps.exclusive(async () => {
-            for (const url of deps.urls) await deliverTo(url);
-          });
+          await round.run();
         } while (again);
       } catch (e) {
         log.warn("webhook delivery stopped for now", { error: (e as Error).message });
@@ -158,8 +173,12 @@ export function createWebhooks(deps: WebhookDeps) {
     return running;
   }
 
+  deps.feed.subscribe(() => void deliver());
+
   return {
     deliver,
+    /** The scheduler's: what is due (a retry, an event another replica wrote) is delivered. */
+    job: { name: JOB_NAME, run: deliver } satisfies Job,
     stop() {
       if (retry) clearTimeout(retry);
       retry = undefined;

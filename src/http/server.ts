@@ -1,9 +1,8 @@
 import type { Server } from "bun";
-import { X509Certificate, createPrivateKey } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { errorResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
 import { assignRequestId, type RequestIds } from "./request-id";
+import type { TlsCertificate } from "./tls";
 
 export type Fetch = (request: Request) => Response | Promise<Response>;
 /** Bun's native routes (`path` → method → handler) served ahead of `fetch`. */
@@ -13,68 +12,6 @@ export type NativeRoutes = Record<
     Record<"GET" | "POST" | "DELETE" | "OPTIONS", (request: Request & { params: Record<string, string> }) => Promise<Response>>
   >
 >;
-
-/** A certificate chain and its private key (PEM), read and checked by `readTlsCertificate`. */
-export type TlsCertificate = {
-  cert: string;
-  key: string;
-  /** For the log: what is served, never the key. */
-  subject: string;
-  fingerprint256: string;
-  validTo: Date;
-};
-
-/** A certificate or key file that cannot be served; `file` says which of the two. */
-export class TlsFileError extends Error {
-  constructor(
-    readonly file: "certificate" | "key",
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/**
- * Reads a PEM certificate (chain) and its private key and checks that they belong together, so that a bad file is
- * one sentence naming the file at start-up or on reload — never a half-configured listener. Messages name the
- * path and the problem, never file content.
- */
-export function readTlsCertificate(files: { certFile: string; keyFile: string }): TlsCertificate {
-  const read = (file: "certificate" | "key", path: string) => {
-    try {
-      return readFileSync(path, "utf8");
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      const why =
-        code === "ENOENT"
-          ? "no such file"
-          : code === "EACCES"
-            ? "permission denied"
-            : code === "EISDIR"
-              ? "is a directory"
-              : (e as Error).message;
-      throw new TlsFileError(file, `cannot read ${path}: ${why}`);
-    }
-  };
-  const cert = read("certificate", files.certFile);
-  const key = read("key", files.keyFile);
-  let x509: X509Certificate;
-  try {
-    x509 = new X509Certificate(cert);
-  } catch {
-    throw new TlsFileError("certificate", `${files.certFile} holds no PEM certificate`);
-  }
-  let privateKey: ReturnType<typeof createPrivateKey>;
-  try {
-    privateKey = createPrivateKey(key);
-  } catch {
-    throw new TlsFileError("key", `${files.keyFile} holds no PEM private key (unencrypted: PKCS #8, RSA or EC)`);
-  }
-  if (!x509.checkPrivateKey(privateKey)) {
-    throw new TlsFileError("key", `${files.keyFile} is not the private key of the certificate in ${files.certFile}`);
-  }
-  return { cert, key, subject: x509.subject, fingerprint256: x509.fingerprint256, validTo: x509.validToDate };
-}
 
 export type ServerOptions = {
   routes?: NativeRoutes;
@@ -98,6 +35,8 @@ export type RunningServer = {
    * nothing) when the new listener cannot start.
    */
   replaceCertificate(tls: TlsCertificate): void;
+  /** From the moment `stop` is called. */
+  readonly stopping: boolean;
   stop(timeoutMs: number): Promise<void>;
 };
 
@@ -162,9 +101,13 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
   /** Listeners replaced by a new certificate, still finishing the connections they had. */
   const draining = new Map<Server<undefined>, Promise<void>>();
   const host = server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname;
+  let stopping = false;
   return {
     get server() {
       return server;
+    },
+    get stopping() {
+      return stopping;
     },
     url: `${options.tls ? "https" : "http"}://${host}:${server.port}`,
     replaceCertificate(tls) {
@@ -181,6 +124,7 @@ export function startServer(fetch: Fetch, options: ServerOptions): RunningServer
     },
     /** Stops accepting, lets in-flight requests finish, then closes whatever is left after `timeoutMs`. */
     async stop(timeoutMs) {
+      stopping = true;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const forced = new Promise<"forced">((resolve) => {
         timer = setTimeout(() => resolve("forced"), timeoutMs);

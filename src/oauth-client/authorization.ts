@@ -2,6 +2,8 @@ import type { ConnectorCredentials } from "../connectors/credentials";
 import type { ConnectorRepository, ConnectorRow } from "../connectors/repository";
 import type { Transitions } from "../connectors/transitions";
 import type { FetchLike } from "../http/fetch";
+import type { Tracing } from "../observability/tracing";
+import type { Job } from "../scheduler/scheduler";
 import { describeHandshake, mcpHandshake } from "../upstream/handshake";
 import { OAuthFlowFailed, type CallbackOutcome, type OAuthClient, type RefreshOutcome } from "./client";
 import { oauthProblem } from "./errors";
@@ -13,6 +15,8 @@ export type AuthorizationDeps = {
   transitions: Transitions;
   /** A fetch that applies the URL guard to every request to an upstream. */
   upstreamFetch: FetchLike;
+  /** OpenTelemetry, when on: a span per refresh. */
+  tracing?: Tracing;
 };
 
 /**
@@ -55,6 +59,25 @@ export function createAuthorization(deps: AuthorizationDeps) {
     const why = scope ? `The MCP server needs a wider scope (${scope}): open auth_request.authorization_url to grant it` : null;
     return transitions.authRequired(row, authorizationUrl, redirectUrl, why);
   }
+
+  /**
+   * Refreshes a connector's token (the scheduler, or the proxy after a 401). A permanent failure, or any
+   * failure once the token has expired, disconnects the connector with the reason.
+   */
+  async function refreshOnce(connectorId: string, rejected?: string): Promise<RefreshOutcome> {
+    // Whose connector, for the attempt's log line (the OAuth client knows grants, not owners); an owner never changes.
+    const owner = (await deps.connectors.findByIdCached(connectorId))?.owner_id;
+    const outcome = await oauth.refresh(connectorId, rejected, owner === undefined ? {} : { owner_id: owner });
+    if (!outcome.ok && (outcome.failure.permanent || outcome.expired)) {
+      await transitions.disconnectIfConnected(connectorId, `OAuth token refresh failed: ${outcome.failure.reason}`);
+    }
+    return outcome;
+  }
+  /** A span around each refresh when tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT). */
+  const { tracing } = deps;
+  const refresh: typeof refreshOnce = tracing
+    ? (id, rejected) => tracing.around("connector.oauth.refresh", { "mcp.connector.id": id }, () => refreshOnce(id, rejected))
+    : refreshOnce;
 
   return {
     begin,
@@ -105,19 +128,15 @@ export function createAuthorization(deps: AuthorizationDeps) {
       return outcome;
     },
 
-    /**
-     * Refreshes a connector's token (the scheduler, or the proxy after a 401). A permanent failure, or any
-     * failure once the token has expired, disconnects the connector with the reason.
-     */
-    async refresh(connectorId: string, rejected?: string): Promise<RefreshOutcome> {
-      // Whose connector, for the attempt's log line (the OAuth client knows grants, not owners); an owner never changes.
-      const owner = (await deps.connectors.findByIdCached(connectorId))?.owner_id;
-      const outcome = await oauth.refresh(connectorId, rejected, owner === undefined ? {} : { owner_id: owner });
-      if (!outcome.ok && (outcome.failure.permanent || outcome.expired)) {
-        await transitions.disconnectIfConnected(connectorId, `OAuth token refresh failed: ${outcome.failure.reason}`);
-      }
-      return outcome;
-    },
+    refresh,
+
+    /** The scheduler's: grants whose tokens are due are refreshed, 20 a tick (each under its grant's lease: client.ts). */
+    job: {
+      name: "refresh-oauth-tokens",
+      async run() {
+        for (const id of await oauth.dueGrants(20)) await refresh(id);
+      },
+    } satisfies Job,
 
     /** A connector connected without credentials whose server now answers 401: start the OAuth flow. */
     async afterChallenge(row: ConnectorRow, challenge: Response): Promise<void> {

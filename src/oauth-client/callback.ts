@@ -6,7 +6,7 @@ import type { CallbackOutcome } from "./client";
 export type CallbackDeps = {
   authorization: Pick<Authorization, "pending" | "complete">;
   connector(id: string): Promise<{ owner_id: string; url: string; metadata: { name?: string } | null } | undefined>;
-  username(id: string): Promise<string | undefined>;
+  user(id: string): Promise<Principal | undefined>;
   /** The person the request's console session signs in, if any (the form carries its own secret: no CSRF header). */
   signedIn(request: Request): Promise<Principal | undefined>;
   /** A user name and password typed into the page, under the failure brake; throws Unauthorized. */
@@ -45,7 +45,7 @@ export function createCallback(deps: CallbackDeps) {
     // An authorization started before it was recorded who started it: its connector's owner finishes it.
     const expected = pending.startedBy ?? row.owner_id;
     const connector = { name: row.metadata?.name?.trim() || new URL(row.url).host, url: row.url };
-    return { expected, connector, startedBy: (await deps.username(expected)) ?? "a user who no longer exists" };
+    return { expected, connector, startedBy: (await deps.user(expected))?.username ?? "a user who no longer exists" };
   }
 
   const finished = async (params: URLSearchParams, by?: string): Promise<CallbackAnswer> => ({

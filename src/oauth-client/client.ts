@@ -1,8 +1,9 @@
 import * as oauth from "oauth4webapi";
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
 import { UPSTREAM_CALL_TIMEOUT_MS } from "../http/fetch";
-import type { Counter } from "../metrics/registry";
+import type { Registry } from "../metrics/registry";
 import type { LogFields, Logger } from "../observability/logger";
+import type { Job } from "../scheduler/scheduler";
 import { createOpenedCache } from "../secrets/opened-cache";
 import type { Sealer } from "../secrets/sealer";
 import { clientAuth, resolveClient, type ClientIdentityDeps } from "./client-identity";
@@ -36,8 +37,8 @@ export type OAuthClientDeps = {
   /** Identifies this process in refresh leases. */
   processId: string;
   log?: Logger;
-  /** oauth_token_refreshes_total{outcome}: this process's refresh attempts, by REFRESH_OUTCOMES. */
-  refreshes?: Counter;
+  /** Where oauth_token_refreshes_total{outcome} is counted: this process's refresh attempts. */
+  metrics?: Registry;
 };
 
 export type BeginInput = {
@@ -98,6 +99,12 @@ export function createOAuthClient(deps: OAuthClientDeps) {
   const identityDeps: ClientIdentityDeps = { http, repository, sealer, clock, publicUrl: deps.publicUrl };
   const redirectUri = () => `${deps.publicUrl()}${CALLBACK_PATH}`;
   const inFlight = new Map<string, Promise<RefreshOutcome>>();
+  const refreshes = deps.metrics?.counter(
+    "oauth_token_refreshes_total",
+    "Refreshes of connectors' upstream OAuth tokens by this process, by outcome",
+    "outcome",
+    REFRESH_OUTCOMES,
+  );
   const opened = createOpenedCache<GrantSecrets>();
   const openGrant = (row: OAuthGrantRow): GrantSecrets =>
     opened(row.secrets, () => JSON.parse(sealer.open(row.secrets, grantSeal(row.connector_id))) as GrantSecrets);
@@ -179,7 +186,7 @@ export function createOAuthClient(deps: OAuthClientDeps) {
     outcome: RefreshOutcome,
     expiresIn?: number,
   ): RefreshOutcome {
-    deps.refreshes?.inc(attempt);
+    refreshes?.inc(attempt);
     const fields = { connector_id: connectorId, ...about, outcome: attempt };
     if (outcome.ok) {
       deps.log?.info("OAuth token refreshed", { ...fields, ...(expiresIn !== undefined && { expires_in_seconds: expiresIn }) });
@@ -455,7 +462,8 @@ export function createOAuthClient(deps: OAuthClientDeps) {
       }
     },
     dueGrants: (limit: number) => repository.dueGrants(clock(), limit),
-    expireStates: () => repository.deleteExpiredStates(clock()),
+    /** The scheduler's: authorizations nobody finished in time go. */
+    job: { name: "expire-oauth-states", run: async () => void (await repository.deleteExpiredStates(clock())) } satisfies Job,
   };
 }
 export type OAuthClient = ReturnType<typeof createOAuthClient>;

@@ -1,6 +1,8 @@
 import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import { readCapped } from "../http/read-capped";
 import { addressGroup } from "../security/addresses";
+import { guardedFetch } from "../security/guarded-fetch";
+import { createUrlGuard } from "../security/url-guard";
 import { InvalidClient, InvalidRedirectUri, InvalidRequest, TemporarilyUnavailable } from "./errors";
 import {
   GRANT_TYPES_SUPPORTED,
@@ -22,8 +24,10 @@ export class ClientRefused extends Error {}
 
 export type ClientsDeps = {
   repository: AuthServerRepository;
-  /** The guarded fetch: a metadata document's URL passes the same address rules as every URL the service fetches. */
+  /** The network, unguarded: metadata documents are fetched from public addresses only (createClients). */
   fetch: FetchLike;
+  /** Resolves a host name for that check (the system resolver unless a test gives one). */
+  resolveHost?: (host: string) => Promise<string[]>;
   clock: () => number;
   newId: () => string;
   /** Registered clients that never got a token, kept at most (a flood of registrations is refused beyond it). */
@@ -39,6 +43,12 @@ export type ClientsDeps = {
  */
 export function createClients(deps: ClientsDeps) {
   const { repository, clock } = deps;
+  // A metadata document's URL comes from anyone who opens the authorization endpoint: it must be a public address,
+  // whatever SECURITY__BLOCK_PRIVATE_NETWORKS says for the URLs users give (else the service fetches inside the network for strangers).
+  const fetchPublic = guardedFetch(
+    deps.fetch,
+    createUrlGuard({ blockPrivate: true, clock, ...(deps.resolveHost && { resolve: deps.resolveHost }) }),
+  );
 
   /** [RFC 7591 §2](https://www.rfc-editor.org/rfc/rfc7591#section-2) redirect URIs: https, or http on a loopback host (native apps, RFC 8252 §7.3); no fragment. */
   function checkRedirectUri(uri: string): string | undefined {
@@ -84,7 +94,7 @@ export function createClients(deps: ClientsDeps) {
   async function fetchMetadataDocument(clientId: string): Promise<ClientMetadata> {
     let response: Response;
     try {
-      response = await deps.fetch(new URL(clientId), {
+      response = await fetchPublic(new URL(clientId), {
         headers: { accept: "application/json" },
         redirect: "manual",
         signal: AbortSignal.timeout(METADATA_DOCUMENT_TIMEOUT_MS),

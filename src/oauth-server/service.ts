@@ -1,3 +1,4 @@
+import type { Job } from "../scheduler/scheduler";
 import type { Principal } from "../users/model";
 import { createAuthorizationEndpoint, type AuthorizationDeps } from "./authorization";
 import type { Clients } from "./clients";
@@ -50,7 +51,11 @@ export function createAuthServer(deps: AuthServerDeps) {
     grantsOf: async (userId: string) =>
       (await repository.grantsOf(userId)).map((grant) => ({ ...grant, scope: grantedScope(grant.scope) })),
     revokeGrant: (userId: string, id: string) => repository.deleteGrant(userId, id),
-    cleanUp: () => repository.deleteExpired(clock(), clock() - CODE_TTL_MS),
+    /** The scheduler's: expired sign-in requests and tokens go, and grants nothing can use any more. */
+    job: {
+      name: "expire-authorization-server-records",
+      run: async () => void (await repository.deleteExpired(clock(), clock() - CODE_TTL_MS)),
+    } satisfies Job,
   };
 }
 export type AuthServer = ReturnType<typeof createAuthServer>;

@@ -42,11 +42,13 @@ export function createJobLeases(store: Store): JobLeases {
   };
 }
 
+export type LeaseDeps = { leases: JobLeases; owner: string; clock: () => number };
+
 /**
  * A job that runs on one replica at a time: each run first takes the job's lease (skipped when another replica holds
  * it) and gives it back when done.
  */
-export function leased(job: Job, deps: { leases: JobLeases; owner: string; clock: () => number }): Job {
+export function leased(job: Job, deps: LeaseDeps): Job {
   return {
     name: job.name,
     async run() {
@@ -60,3 +62,7 @@ export function leased(job: Job, deps: { leases: JobLeases; owner: string; clock
     },
   };
 }
+
+/** The jobs as the scheduler runs them: those marked `onOneReplica` under their lease, the others as they are. */
+export const withLeases = (jobs: Job[], deps: LeaseDeps): Job[] =>
+  jobs.map((job) => (job.onOneReplica ? leased(job, deps) : job));

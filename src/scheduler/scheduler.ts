@@ -1,6 +1,12 @@
 import type { Logger } from "../observability/logger";
 
-export type Job = { name: string; run(): Promise<void> | void };
+/** Work the scheduler does on every tick; each feature defines its own (README "Layout": where a rule lives). */
+export type Job = {
+  name: string;
+  run(): Promise<void> | void;
+  /** It acts outside the store (a runtime, the network): replicas take turns, one at a time, under a lease (leases.ts). */
+  onOneReplica?: boolean;
+};
 
 export type Scheduler = { running(): boolean; stop(): Promise<void> };
 

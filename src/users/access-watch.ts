@@ -1,3 +1,4 @@
+import type { Logger } from "../observability/logger";
 import type { Principal } from "./model";
 
 /** How stale a long-lived stream's access may be: within this, a stream whose principal lost access ends. */
@@ -10,7 +11,8 @@ export type AccessWatchDeps = {
   /** Authenticates the credential again as a request would (a password without the failure brake): throws when it is no longer good. */
   recheck(credential: StreamCredential): Promise<Principal | undefined>;
   intervalMs?: number;
-  onError?: (e: Error) => void;
+  /** Where a recheck that failed for another reason than a refusal (the store, for a moment) is told. */
+  log?: Logger;
 };
 
 type Watched = { credential: StreamCredential; principal: Principal; closers: Set<() => void> };
@@ -22,7 +24,7 @@ type Watched = { credential: StreamCredential; principal: Principal; closers: Se
  * another role (a demoted administrator saw everyone's events), is ended. A client that reconnects is authenticated
  * afresh and sees what it may see now.
  */
-export function createAccessWatch({ recheck, intervalMs = ACCESS_RECHECK_MS, onError }: AccessWatchDeps) {
+export function createAccessWatch({ recheck, intervalMs = ACCESS_RECHECK_MS, log }: AccessWatchDeps) {
   const watched = new Map<string, Watched>();
   let timer: ReturnType<typeof setInterval> | undefined;
   let sweeping: Promise<number> | undefined;
@@ -42,7 +44,7 @@ export function createAccessWatch({ recheck, intervalMs = ACCESS_RECHECK_MS, onE
     } catch (e) {
       // A refusal (401) is the answer; anything else (the store failing for a moment) is not a reason to cut a stream.
       if ((e as { status?: number }).status === 401 || (e as { status?: number }).status === 403) return false;
-      onError?.(e as Error);
+      log?.warn("could not check a stream's access again", { error: (e as Error).message });
       return true;
     }
   }

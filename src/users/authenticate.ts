@@ -1,5 +1,5 @@
 import { Unauthorized } from "../http-errors/errors";
-import type { Brake, FailureLimit } from "./failure-limit";
+import type { Brake } from "./failure-limit";
 import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
 import { digestToken, TOKEN_PREFIX } from "./service";
@@ -12,18 +12,23 @@ const USERNAME = new RegExp(USERNAME_PATTERN);
 const DECOY_HASH =
   "$argon2id$v=19$m=65536,t=2,p=1$AyV+ZkrWwkPSI9kh2t+Mc6VLF7lQdKPTpHib2msItLc$7sy6hvX+4l8JucoyWHST2CkoTAoj3gE5rSUuUARJJ7s";
 
-export type Authenticator = (authorization: string | null, brake: Brake) => Promise<Principal>;
+/** How the service verifies what a client presents: an Authorization header, or a user name and password typed into a page. */
+export type Authenticator = {
+  /** An Authorization header: HTTP Basic or a Bearer token. */
+  header(authorization: string | null, brake: Brake): Promise<Principal>;
+  /** A user name and password typed into one of the service's pages: what a Basic header carries, verified the same way. */
+  password(username: string, password: string, brake: Brake): Promise<Principal>;
+};
 /** The principal of a request, authenticated once however many hooks ask (the API's body parser, then its routes). */
 export type RequestAuthenticator = (request: Request) => Promise<Principal>;
 
 /**
  * How requests are authenticated: each once (memoized per request), a password under the failure brake of the
- * request's client address (failure-limit.ts); tokens and sessions never are.
+ * request's client (failure-limit.ts); tokens and sessions never are.
  */
 export function authenticateRequests(
-  authenticate: Authenticator,
-  limit: FailureLimit,
-  clientAddress: (request: Request) => string | undefined,
+  authenticator: Authenticator,
+  brakeFor: (request: Request) => Brake,
   /** The console's session cookie, for a request without an Authorization header (the API only; sessions.ts). */
   session?: (request: Request) => Promise<Principal | undefined>,
 ): RequestAuthenticator {
@@ -34,10 +39,7 @@ export function authenticateRequests(
       const signedIn = await session(request);
       if (signedIn) return signedIn;
     }
-    return authenticate(
-      authorization,
-      limit.brake(() => clientAddress(request)),
-    );
+    return authenticator.header(authorization, brakeFor(request));
   };
   return (request) => {
     let principal = principals.get(request);
@@ -62,9 +64,9 @@ export type AuthenticatorOptions = {
 };
 
 /**
- * HTTP Basic (RFC 7617) and Bearer API tokens ([RFC 6750 §2.1](https://www.rfc-editor.org/rfc/rfc6750#section-2.1)). argon2id runs only for a Basic
- * credential new to the process; a verified one is remembered, keyed by a digest of the header, and
- * forgotten as soon as the user's password hash changes.
+ * HTTP Basic (RFC 7617) and Bearer API tokens ([RFC 6750 §2.1](https://www.rfc-editor.org/rfc/rfc6750#section-2.1)). argon2id runs only for a user
+ * name and password new to the process; a verified pair is remembered, keyed by a digest of it, and forgotten as
+ * soon as the user's password hash changes.
  */
 export function createAuthenticator({
   users,
@@ -79,14 +81,17 @@ export function createAuthenticator({
   // real check does; written out rather than hashed at start, which took ~80 ms of a core on every start (bench/RESULTS.md).
   const decoy = DECOY_HASH;
 
-  /** Verifications under way, by the digest of the header: the same credential sent many times at once is verified once. */
+  /** Verifications under way, by the digest of the credential: the same one sent many times at once is verified once. */
   const verifying = new Map<string, Promise<Principal>>();
 
   async function basic(credentials: string, brake: Brake): Promise<Principal> {
     const decoded = Buffer.from(credentials, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
     if (colon < 0) throw new Unauthorized("The Basic credentials are not of the form username:password");
-    const username = decoded.slice(0, colon);
+    return verifyPassword(decoded.slice(0, colon), decoded.slice(colon + 1), brake);
+  }
+
+  async function verifyPassword(username: string, password: string, brake: Brake): Promise<Principal> {
     // A name no user can have is not looked up (it may hold what the store cannot take, such as U+0000); all such
     // names share one counter of the brake.
     const valid = USERNAME.test(username);
@@ -94,7 +99,8 @@ export function createAuthenticator({
     // Refused while the client is braked for this name even when the credential is remembered: else a braked guesser
     // could go on guessing for free, and a right guess (the password its owner just used) would answer 200.
     brake.check(name);
-    const key = sha256Hex(credentials);
+    // Both parts, unambiguously: "a" with "b:c" is not "a:b" with "c".
+    const key = sha256Hex(JSON.stringify([username, password]));
     const hit = remembered.get(key);
     if (hit && hit.until > clock()) {
       const user = await users.findById(hit.userId);
@@ -108,7 +114,7 @@ export function createAuthenticator({
       let wrong = false;
       try {
         const user = valid ? await users.findByUsername(username) : undefined;
-        const ok = await Bun.password.verify(decoded.slice(colon + 1), user?.password_hash ?? decoy);
+        const ok = await Bun.password.verify(password, user?.password_hash ?? decoy);
         // A disabled user's right password is answered (and counted) as a wrong one: anything else tells a guesser it was right.
         if (!user || !ok || user.disabled_at !== null) {
           wrong = true;
@@ -144,14 +150,17 @@ export function createAuthenticator({
     return principal(found, `token:${found.token_id}`);
   }
 
-  return async (authorization, brake) => {
-    if (!authorization) throw new Unauthorized("This endpoint needs HTTP Basic credentials or a Bearer API token");
-    const space = authorization.indexOf(" ");
-    const scheme = authorization.slice(0, space).toLowerCase();
-    const value = authorization.slice(space + 1).trim();
-    if (space > 0 && value && scheme === "basic") return basic(value, brake);
-    if (space > 0 && value && scheme === "bearer") return bearer(value);
-    throw new Unauthorized("The Authorization header must use the Basic or Bearer scheme");
+  return {
+    async header(authorization, brake) {
+      if (!authorization) throw new Unauthorized("This endpoint needs HTTP Basic credentials or a Bearer API token");
+      const space = authorization.indexOf(" ");
+      const scheme = authorization.slice(0, space).toLowerCase();
+      const value = authorization.slice(space + 1).trim();
+      if (space > 0 && value && scheme === "basic") return basic(value, brake);
+      if (space > 0 && value && scheme === "bearer") return bearer(value);
+      throw new Unauthorized("The Authorization header must use the Basic or Bearer scheme");
+    },
+    password: verifyPassword,
   };
 }
 

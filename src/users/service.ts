@@ -25,7 +25,7 @@ export type UserServiceDeps = {
   /** What goes with a deleted user besides their rows (their connectors' deployments and upstream grants). */
   beforeDelete?: (userId: string) => Promise<void>;
   /** The grants the user gave MCP clients (the authorization server's): counted, and revoked with a password when asked. */
-  grants?: { count(userId: string): Promise<number>; revokeAll(userId: string): Promise<number> };
+  grants?: { of(userId: string): Promise<{ id: string }[]>; revoke(userId: string, id: string): Promise<boolean> };
 };
 
 const DAY_MS = 86_400_000;
@@ -33,6 +33,14 @@ const DAY_MS = 86_400_000;
 export const TOKEN_PREFIX = "cst_";
 
 export const digestToken = sha256Hex;
+
+/** Who a user is, for another feature (the person behind a grant, who started an authorization): never their password hash. */
+export const findPrincipal =
+  (users: Pick<UserRepository, "findById">) =>
+  async (id: string): Promise<Principal | undefined> => {
+    const row = await users.findById(id);
+    return row && { id: row.id, username: row.username, role: row.role };
+  };
 
 export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete, grants }: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
@@ -59,14 +67,22 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
     const revoked = {
       console_sessions: await users.deleteSessionsOf(userId, keep),
       api_tokens: revoke.tokens ? await users.deleteTokensOf(userId) : 0,
-      grants: revoke.grants && grants ? await grants.revokeAll(userId) : 0,
+      grants: revoke.grants ? await revokeGrants(userId) : 0,
     };
     const still_working = {
       console_sessions: keep === undefined ? 0 : 1,
       api_tokens: (await users.listTokens(userId)).length,
-      grants: grants ? await grants.count(userId) : 0,
+      grants: grants ? (await grants.of(userId)).length : 0,
     };
     return { revoked, still_working };
+  }
+
+  /** Revokes every grant the user gave; how many it ended (one revoked meanwhile by other means is not counted). */
+  async function revokeGrants(userId: string): Promise<number> {
+    if (!grants) return 0;
+    let revoked = 0;
+    for (const grant of await grants.of(userId)) if (await grants.revoke(userId, grant.id)) revoked++;
+    return revoked;
   }
 
   const requireAdmin = (caller: Principal) => {

@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { Forbidden, Unauthorized } from "../http-errors/errors";
 import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
+import type { Job } from "../scheduler/scheduler";
 import { sha256Hex } from "../secrets/digest";
 
 /**
@@ -48,9 +49,9 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
     return `${name}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`;
   };
 
+  const secretOf = (request: Request) => secretIn(request.headers.get("cookie"));
   /** The session's secret, from the cookie of this name only: under `__Host-`, a plain `cs_session` someone planted is no session. */
-  function secretOf(request: Request): string | undefined {
-    const header = request.headers.get("cookie");
+  function secretIn(header: string | null): string | undefined {
     if (!header) return undefined;
     const { name } = sessionCookie(publicUrl());
     for (const part of header.split(";")) {
@@ -66,6 +67,13 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
     if (!row || row.expires_at <= clock()) throw new Unauthorized("Your console session has ended: sign in again");
     if (row.disabled_at !== null) throw new Unauthorized("This user is disabled");
     return row;
+  }
+
+  async function personOf(cookie: string | null): Promise<Principal | undefined> {
+    const secret = secretIn(cookie);
+    if (secret === undefined) return undefined;
+    const row = await signedIn(secret);
+    return { id: row.id, username: row.username, role: row.role, credential: "session" };
   }
 
   const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -115,12 +123,10 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
      * The person a request's session cookie signs in, for a page's own form whose fields carry a single-use secret
      * of their own (the OAuth callback's confirmation): no CSRF header, which a form cannot send. Throws as `principal`.
      */
-    async person(request: Request): Promise<Principal | undefined> {
-      const secret = secretOf(request);
-      if (secret === undefined) return undefined;
-      const row = await signedIn(secret);
-      return { id: row.id, username: row.username, role: row.role, credential: "session" };
-    },
+    person: (request: Request) => personOf(request.headers.get("cookie")),
+
+    /** The same for a Cookie header alone: a long-lived stream's, checked again (access-watch.ts). */
+    personOf,
 
     /** Ends the request's session, if any; the Set-Cookie value that clears it. */
     async end(request: Request): Promise<string> {
@@ -129,7 +135,8 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
       return cookie("", 0);
     },
 
-    cleanUp: () => users.deleteExpiredSessions(clock()),
+    /** The scheduler's: ended sessions go. */
+    job: { name: "expire-console-sessions", run: async () => void (await users.deleteExpiredSessions(clock())) } satisfies Job,
   };
 }
 export type Sessions = ReturnType<typeof createSessions>;

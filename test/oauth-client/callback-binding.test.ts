@@ -105,6 +105,22 @@ describe("an authorization started by one user, approved in another user's brows
 });
 
 describe("the user who started it", () => {
+  test("signs in on the page with their user name as typed: a colon in it is not where the password starts", async () => {
+    const password = "split:here-and-the-rest";
+    expect((await t.api("POST", "/api/v1/users", { body: { username: "nora", password } })).status).toBe(201);
+    const nora = t.apiOf({ username: "nora", password });
+    const created = await nora("POST", "/api/v1/connectors", { body: { url: oauth.resource } });
+    const connect = await nora("POST", `/api/v1/connectors/${created.body.id}/connect`);
+    const callback = oauth.approve(connect.body.auth_request.authorization_url);
+    const query = confirmationQuery((await finishCallback(t, callback)).text)!;
+    const moved = { username: "nora:split", password: "here-and-the-rest" };
+    const refused = await t.handle(confirmation(callback, query, moved, { "x-test-client": "colon" }));
+    expect(refused.status).toBe(401);
+    expect(await stateOf(created.body.id)).toBe("auth_required");
+    expect((await finishCallback(t, callback, { username: "nora", password })).status).toBe(200);
+    expect(await stateOf(created.body.id)).toBe("connected");
+  });
+
   test("finishes with the console session alone: one click", async () => {
     const { id, callback } = await approvedBy(alice);
     const query = confirmationQuery((await finishCallback(t, callback)).text)!;

@@ -102,6 +102,22 @@ describe("traces", () => {
   });
 });
 
+test("a connect made by PATCH (new headers) and a token refresh get a span each", async () => {
+  const id = await connectedConnector(service.api, `http://127.0.0.1:${upstream.port}/mcp`, { "x-api-key": "first" });
+  const connects = () => spans.filter((s) => s.name === "connector.connect" && attribute(s, "mcp.connector.id") === id);
+  await waitFor("the connect span", () => connects().length === 1, 5_000);
+  const patched = await service.api("PATCH", `/api/v1/connectors/${id}`, { body: { headers: { "x-api-key": "second" } } });
+  expect(patched.status).toBe(200);
+  await waitFor("the PATCH's connect span", () => connects().length === 2, 5_000);
+
+  await service.services.authorization.refresh(id);
+  await waitFor(
+    "the refresh span",
+    () => spans.some((s) => s.name === "connector.oauth.refresh" && attribute(s, "mcp.connector.id") === id),
+    5_000,
+  );
+});
+
 test("without OTEL_EXPORTER_OTLP_ENDPOINT there is no tracer at all, and nothing is sent upstream", async () => {
   const t = await createTestApp();
   try {

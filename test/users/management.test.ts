@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { scriptedOAuth } from "../peers/scripted-oauth";
 import { scriptedServer } from "../peers/scripted-server";
 import { expectProblem } from "../support/api";
 import { createTestApp, type TestApp } from "../support/app";
+import { finishCallback } from "../support/callback";
 import { connectedConnector } from "../support/mcp";
+import { waitFor } from "../support/wait";
 
 // What administrators do with users, through app.handle: read, disable and enable, change roles, reset passwords,
 // delete a user with everything they own.
@@ -99,5 +102,29 @@ describe("deleting a user", () => {
     expectProblem(await hank.api("GET", "/api/v1/users/me"), 401);
     expect((await t.api("GET", "/api/v1/users")).body.items.map((u: { username: string }) => u.username)).not.toContain("hank");
     expectProblem(await t.api("DELETE", `/api/v1/users/${hank.principal.id}`), 404);
+  });
+
+  test("revokes their OAuth connectors' grants upstream, as DELETE of each would, past the first page of connectors", async () => {
+    const oauth = scriptedOAuth({ as: "https://as.jude.example", mcp: "https://mcp.jude.example" });
+    t.network.serve(oauth.as, oauth.authorizationServer);
+    t.network.serve(oauth.mcp, oauth.mcpServer);
+    const jude = await t.user("jude");
+    const created = await jude.api("POST", "/api/v1/connectors", { body: { url: oauth.resource } });
+    const connect = await jude.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: {} });
+    expect(connect.body.state).toBe("auth_required");
+    await finishCallback(t, oauth.approve(connect.body.auth_request.authorization_url), jude.basic);
+    expect((await jude.api("GET", `/api/v1/connectors/${created.body.id}`)).body.state).toBe("connected");
+    // Newer connectors come first: the OAuth one is on the second page of fifty.
+    const ids: string[] = [created.body.id];
+    for (let i = 0; i < 60; i++) {
+      const more = await jude.api("POST", "/api/v1/connectors", { body: { url: `https://mcp.example/jude-${i}` } });
+      expect(more.status).toBe(201);
+      ids.push(more.body.id);
+    }
+    const revokedBefore = oauth.seen.revoked.length;
+
+    expect((await t.api("DELETE", `/api/v1/users/${jude.principal.id}`)).status).toBe(204);
+    await waitFor("the refresh and access tokens revoked", () => oauth.seen.revoked.length - revokedBefore >= 2, 5_000);
+    for (const id of ids) expectProblem(await t.api("GET", `/api/v1/connectors/${id}`), 404);
   });
 });
