@@ -3,22 +3,25 @@
  * reverse proxy) and through connector-service, in one run on loopback, with the ratios printed.
  *
  *   bun bench/proxy.ts [--rounds 3] [--count 20000] [--concurrency 16] [--latency-count 4000] [--generator bun|wrk] [--seconds 10]
- *                      [--also "name:SETTING=value,SETTING=value;name:…"]
+ *                      [--also "name:SETTING=value,SETTING=value;name:…"] [--builds "name:path;name:path"]
  *
  * `--generator wrk` drives the load with Debian's `wrk` (bench/wrk-post.lua: the same POST and Bearer header) for
  * `--seconds` per target and round, one thread, `--concurrency` connections; latency at concurrency 1 as well.
  * `--also` adds service processes with other settings, side by side with the default ones (an A/B in one run), e.g.
- * `--also "checkpoints in commits:DATABASE__CHECKPOINT_THREAD=false"`.
+ * `--also "checkpoints in commits:DATABASE__CHECKPOINT_THREAD=false"`. `--builds` adds service processes of other
+ * builds (binaries), with the default settings, side by side with this one: a change measured against the build before
+ * it in one run, e.g. `--builds "before:/tmp/connector-service-before"`.
  *
  * Needs nginx on PATH (Debian: apt-get install nginx-light). Uses dist/connector-service when built,
  * else runs the source with Bun. Every process binds 127.0.0.1 and is stopped at the end.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { freePort, waitForHttp as waitFor } from "../test/peers/ports";
 import { settingsFrom } from "./children";
 import { cpuMs } from "./cpu";
+import { startProxiedService, wrk as runWrk } from "./proxied";
 
 const ROOT = resolve(import.meta.dir, "..");
 const args = new Map<string, string>();
@@ -36,6 +39,14 @@ const ALSO = (args.get("also") ?? "")
   .map((entry) => {
     const [name, settings = ""] = entry.split(/:(.*)/s);
     return { name: name!.trim(), env: settingsFrom(settings) };
+  });
+/** `name:path` entries, `;`-separated: service processes of other builds (binaries), with the default settings. */
+const BUILDS = (args.get("builds") ?? "")
+  .split(";")
+  .filter(Boolean)
+  .map((entry) => {
+    const [name, path = ""] = entry.split(/:(.*)/s);
+    return { name: name!.trim(), command: [resolve(path.trim())] };
   });
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
@@ -89,47 +100,10 @@ http {
   const binary = join(ROOT, "dist/connector-service");
   const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
   /** A service process on its own database, a connector to the upstream and an API token; `env` on top of the defaults. */
-  async function startService(name: string, env: Record<string, string>) {
-    const port = await freePort();
-    const dir = join(work, name);
-    mkdirSync(dir);
-    const proc = Bun.spawn(command, {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH!,
-        SERVER__PORT: String(port),
-        DATABASE__PATH: join(dir, "cs.db"),
-        AUTH__ADMIN_PASSWORD: "bench-admin-password",
-        ...env,
-      },
-      // The request log is written as in production (info level); the bench just discards it.
-      stdout: "ignore",
-      stderr: "inherit",
-    });
-    children.push(proc);
-    const service = `http://127.0.0.1:${port}`;
-    await waitFor(`${service}/healthz`);
-    const basic = `Basic ${btoa("admin:bench-admin-password")}`;
-    const api = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${service}${path}`, {
-        method,
-        headers: { authorization: basic, "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-      return res.json();
-    };
-    // The administrator is made just after the service listens: wait until it can sign in.
-    for (
-      let i = 0;
-      i < 200 && (await fetch(`${service}/api/v1/users/me`, { headers: { authorization: basic } })).status !== 200;
-      i++
-    )
-      await Bun.sleep(25);
-    const connector = await api("POST", "/api/v1/connectors", { url: upstream });
-    await api("POST", `/api/v1/connectors/${connector.id}/connect`, {});
-    const token = (await api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
-    return { name, url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}`, pid: proc.pid };
+  async function startService(name: string, env: Record<string, string>, run = command) {
+    const started = await startProxiedService(run, join(work, name), upstream, env);
+    children.push(started.proc);
+    return { name, url: started.url, auth: started.auth, pid: started.proc.pid };
   }
   // As deployed by default (audit trail on), and without the audit trail (AUDIT__ENABLED=false): what it costs here.
   const serviceTargets = [
@@ -137,6 +111,7 @@ http {
     await startService("cs, audit off", { AUDIT__ENABLED: "false" }),
   ];
   for (const { name, env } of ALSO) serviceTargets.push(await startService(name, env));
+  for (const build of BUILDS) serviceTargets.push(await startService(build.name, {}, build.command));
 
   const targets = [
     { name: "direct", url: upstream, auth: undefined, pid: undefined },
@@ -145,37 +120,9 @@ http {
     ...serviceTargets,
   ];
   type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
-  /** wrk for `SECONDS` (count is not used: wrk runs for a time); the Lua script prints one JSON line. */
-  const wrk = async (url: string, concurrency: number, auth?: string, seconds = SECONDS): Promise<Result & { count: number }> => {
-    const proc = Bun.spawn(
-      ["wrk", "-t1", `-c${concurrency}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url],
-      {
-        stdout: "pipe",
-        stderr: "inherit",
-        env: { ...process.env, WRK_AUTHORIZATION: auth ?? "" },
-      },
-    );
-    const out = await new Response(proc.stdout).text();
-    await proc.exited;
-    const line = out.split("\n").find((l) => l.startsWith("WRK_JSON "));
-    if (!line) throw new Error(`wrk printed no result:\n${out}`);
-    const r = JSON.parse(line.slice("WRK_JSON ".length)) as {
-      requests: number;
-      seconds: number;
-      p50_ms: number;
-      p90_ms: number;
-      p99_ms: number;
-      errors: number;
-    };
-    return {
-      count: r.requests,
-      rps: r.requests / r.seconds,
-      p50_ms: r.p50_ms,
-      p90_ms: r.p90_ms,
-      p99_ms: r.p99_ms,
-      failures: r.errors,
-    };
-  };
+  /** wrk for `SECONDS` (count is not used: wrk runs for a time). */
+  const wrk = (url: string, concurrency: number, auth?: string, seconds = SECONDS): Promise<Result & { count: number }> =>
+    runWrk(url, concurrency, seconds, auth);
   const load = async (url: string, count: number, concurrency: number, auth?: string): Promise<Result> => {
     if (GENERATOR === "wrk")
       return wrk(url, concurrency, auth, concurrency === 1 ? Math.max(2, Math.round(SECONDS / 2)) : SECONDS);
@@ -250,7 +197,7 @@ http {
   for (const t of serviceTargets) {
     const r = s[t.name]!;
     console.log(
-      `${t.name} / bare Bun proxy: ${(r.rps / floor.rps).toFixed(3)}x throughput (target >= 0.9), ${r.p50_ms_c1 - floor.p50_ms_c1 >= 0 ? "+" : ""}${(r.p50_ms_c1 - floor.p50_ms_c1).toFixed(3)} ms p50 at c=1 (target <= +0.05)`,
+      `${t.name} / bare Bun proxy: ${(r.rps / floor.rps).toFixed(3)}x throughput (target >= 0.9), ${r.p50_ms_c1 - floor.p50_ms_c1 >= 0 ? "+" : ""}${(r.p50_ms_c1 - floor.p50_ms_c1).toFixed(3)} ms p50 at c=1 (target <= +0.05), ${(r.cpu_us! / floor.cpu_us!).toFixed(2)}x CPU per request`,
     );
   }
 }

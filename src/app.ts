@@ -133,6 +133,10 @@ export function createServices(deps: Deps) {
   const proxy = createProxyService({
     ...(config.audit.enabled && { audit }),
     ...(tracing && { tracing }),
+    responses: metrics.statusCounter(
+      "mcp_proxy_responses_total",
+      "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
+    ),
     connectors,
     pins: createPinRecords({ connectors: connectorRows, clock, log }),
     transitions,
@@ -205,10 +209,6 @@ export function createServices(deps: Deps) {
       log,
       requestId: (request) => deps.requestIds.get(request),
       cors,
-      responses: metrics.statusCounter(
-        "mcp_proxy_responses_total",
-        "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
-      ),
     }),
     a2aForward: forwardOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
     metrics,

@@ -61,7 +61,12 @@ const relayable = (type: string) =>
  * one of the service's own), or a body of another type (HTML, SVG, XML … would render on the service's origin and run
  * what the upstream wrote). An answer without a body passes: 202 to a notification, 204, a DELETE's empty 200.
  */
-function refusal(upstream: Response, name: string, hasBody: boolean): UpstreamAnswerRefused | undefined {
+function refusal(
+  upstream: Response,
+  type: string | null,
+  name: string,
+  hasBody: () => boolean,
+): UpstreamAnswerRefused | undefined {
   const { status } = upstream;
   if (status >= 300 && status < 400) {
     return new UpstreamAnswerRefused(
@@ -69,9 +74,8 @@ function refusal(upstream: Response, name: string, hasBody: boolean): UpstreamAn
       `The ${name} answered ${status} redirecting to ${upstream.headers.get("location") ?? "nowhere"}: redirects are not relayed; if it moved, change the URL`,
     );
   }
-  if (!hasBody) return undefined;
-  const type = upstream.headers.get("content-type");
   if (type !== null && relayable(type.split(";")[0]!.trim().toLowerCase())) return undefined;
+  if (!hasBody()) return undefined;
   const what = type === null ? "a body of no declared type" : JSON.stringify(type.slice(0, 100));
   return new UpstreamAnswerRefused(
     status >= 400 && status < 500 ? status : 502,
@@ -102,20 +106,35 @@ const tooLarge = (options: ForwardOptions) => bodyTooLarge(options.maxBodyBytes,
 export type StreamWatch = (close: () => void) => () => void;
 
 /**
- * What the upstream answered, before the body: a status the caller may act on (401) before it is relayed. `relay`
- * calls `ended` once the exchange is over: at once for a plain answer, when the stream ends for an event stream.
+ * Offered each plain answer (not an event stream) before it is relayed: a caller that reads such answers anyway (the MCP
+ * proxy's observer, for the audit trail) takes one whole — read at once, never made a stream — by answering where its
+ * bytes go and what to give back once they are read (its hold on them); undefined: the answer streams.
  */
+export type TakeWhole = (upstream: Response) => { take(bytes: Uint8Array): void; release(): void } | undefined;
 
+/**
+ * What the upstream answered, before the body: a status the caller may act on (401) before it is relayed.
+ * `respond` calls `ended` once the exchange is over: at once for a plain answer, when the stream ends for an event stream.
+ */
 export type Forwarded = {
   upstream: Response;
   /** The answer for the client; throws UpstreamAnswerRefused when it is not relayed (a redirect, a type a browser renders). */
-  respond(ended?: () => void, watch?: StreamWatch): Promise<Response>;
+  respond(ended?: () => void, watch?: StreamWatch, takeWhole?: TakeWhole): Promise<Response>;
 };
+
+/**
+ * How long a request waits for the upstream's answer before the client's going away is watched for. Most answers come
+ * sooner, and watching costs: Bun makes a request's AbortSignal only when it is first asked for (~2 µs with its
+ * listener, a tenth of what the proxy adds to a call). A client gone by then is seen at once: the signal Bun makes
+ * late says so.
+ */
+export const WATCH_CLIENT_AFTER_MS = 50;
 
 /**
  * Sends the client's request to `url` and streams the answer back. No body is buffered: the request
  * body is piped up, and every chunk of the response goes to the client as it arrives. The upstream
- * request is aborted as soon as the client goes away. The one place the relays' body limit is enforced.
+ * request is aborted when the client goes away and when no answer comes in time. The one place the relays' body
+ * limit is enforced.
  */
 export async function forward(
   request: Request,
@@ -133,12 +152,27 @@ export async function forward(
   }
   const controller = new AbortController();
   const abort = () => controller.abort();
-  request.signal.addEventListener("abort", abort, { once: true });
+  let watching = false;
+  const watchClient = () => {
+    if (watching) return;
+    watching = true;
+    request.signal.addEventListener("abort", abort, { once: true });
+    if (request.signal.aborted) abort();
+  };
+  const unwatchClient = () => {
+    if (watching) request.signal.removeEventListener("abort", abort);
+  };
   let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, options.headersTimeoutMs);
+  const timeout = options.headersTimeoutMs;
+  const early = Math.min(WATCH_CLIENT_AFTER_MS, timeout);
+  // One timer: it starts watching the client, then waits out the rest of the header timeout.
+  let timer = setTimeout(() => {
+    watchClient();
+    timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeout - early);
+  }, early);
   const started = performance.now();
   let overLimit = false;
   if (hasBody && !read && !request.headers.has("content-length")) {
@@ -170,11 +204,10 @@ export async function forward(
       ...(hasBody && !read && { duplex: "half" }),
     } as RequestInit);
   } catch (e) {
-    request.signal.removeEventListener("abort", abort);
+    unwatchClient();
     if (overLimit) throw tooLarge(options);
     options.metrics.requests.inc(timedOut ? "504" : "502");
-    if (timedOut)
-      throw new UpstreamTimeout(`The ${options.upstreamName} sent no response within ${options.headersTimeoutMs / 1000} s`);
+    if (timedOut) throw new UpstreamTimeout(`The ${options.upstreamName} sent no response within ${timeout / 1000} s`);
     throw new UpstreamFailed(`The ${options.upstreamName} could not be reached: ${classifyFetchFailure(e).detail}`);
   } finally {
     clearTimeout(timer);
@@ -184,33 +217,53 @@ export async function forward(
 
   return {
     upstream,
-    async respond(ended, watch) {
+    async respond(ended, watch, takeWhole) {
+      const { status, statusText } = upstream;
       // MCP Streamable HTTP: a 202 carries no body; nor do 204 and 205 (RFC 9110 §15.3.5, §15.3.6): whatever came is dropped.
-      const bodiless = upstream.status === 202 || upstream.status === 204 || upstream.status === 205;
-      const body = bodiless ? null : upstream.headers.has("content-type") ? upstream.body : await untypedBody(upstream);
+      const bodiless = status === 202 || status === 204 || status === 205;
+      const type = upstream.headers.get("content-type");
       if (bodiless) void upstream.body?.cancel().catch(() => undefined);
-      const refused = refusal(upstream, options.upstreamName, body !== null);
+      // An untyped body is read up to its first chunk to tell whether there is one; a typed one is left as it is.
+      const untyped = bodiless || type !== null ? null : await untypedBody(upstream);
+      const refused = refusal(upstream, type, options.upstreamName, () =>
+        bodiless ? false : type === null ? untyped !== null : upstream.body !== null,
+      );
       if (refused) {
-        request.signal.removeEventListener("abort", abort);
-        void (body ?? upstream.body)?.cancel().catch(() => undefined);
+        unwatchClient();
+        void (untyped ?? upstream.body)?.cancel().catch(() => undefined);
         ended?.();
         throw refused;
       }
-      const responseHeaders = clientResponseHeaders(upstream.headers);
-      if (body === null) responseHeaders.delete("content-type");
-      const streaming = body !== null && (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
-      if (!streaming) {
-        request.signal.removeEventListener("abort", abort);
+      const streaming = !bodiless && type !== null && type.startsWith("text/event-stream");
+      const whole = !bodiless && type !== null && !streaming ? takeWhole?.(upstream) : undefined;
+      let body: Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null;
+      if (whole) {
+        try {
+          body = await upstream.bytes();
+          whole.take(body);
+        } catch (e) {
+          unwatchClient();
+          ended?.();
+          throw new UpstreamFailed(`The ${options.upstreamName} broke off its answer: ${(e as Error).message}`);
+        } finally {
+          whole.release();
+        }
+      } else body = bodiless ? null : type === null ? untyped : upstream.body;
+      const responseHeaders = clientResponseHeaders(upstream.headers, body !== null);
+      if (body === null || !streaming) {
+        unwatchClient();
         ended?.();
-        return new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: responseHeaders });
+        return new Response(body, { status, statusText, headers: responseHeaders });
       }
+      // An event stream lasts: a client that goes away ends it, and with it the upstream's.
+      watchClient();
       options.metrics.openStreams.inc();
       let close: (() => void) | undefined;
       let unwatch: (() => void) | undefined;
       const tracked = trackEnd(
-        body,
+        body as ReadableStream<Uint8Array>,
         () => {
-          request.signal.removeEventListener("abort", abort);
+          unwatchClient();
           options.metrics.openStreams.dec();
           if (close) options.streams.delete(close);
           unwatch?.();
@@ -224,7 +277,7 @@ export async function forward(
           unwatch = watch?.(closer);
         },
       );
-      return new Response(tracked, { status: upstream.status, statusText: upstream.statusText, headers: responseHeaders });
+      return new Response(tracked, { status, statusText, headers: responseHeaders });
     },
   };
 }

@@ -2,7 +2,6 @@ import { AppError } from "../http-errors/errors";
 import { errorResponse } from "../http-errors/problem";
 import type { Cors } from "../http/cors";
 import { crossSiteRefusal, fromBrowser } from "../http/cross-site";
-import type { StatusCounter } from "../metrics/registry";
 import type { Logger } from "../observability/logger";
 import type { RequestAuthenticator } from "../users/authenticate";
 import type { ProxyService } from "./service";
@@ -16,8 +15,6 @@ export type ProxyEntryDeps = {
   requestId: (request: Request) => string | undefined;
   /** Browser-based MCP clients call across origins (http/cors.ts). */
   cors: Cors;
-  /** mcp_proxy_responses_total{status}: what the client got, the service's own answers included. */
-  responses: StatusCounter;
 };
 
 const METHODS = "POST, GET, DELETE";
@@ -42,9 +39,16 @@ export function proxyEntry(deps: ProxyEntryDeps) {
     );
     return response;
   };
+  // The public URL's origin, parsed again only when the URL changes (not on every request).
+  let publicUrl = "";
+  let publicOrigin = "";
+  const originOf = (url: string) => {
+    if (url !== publicUrl) [publicUrl, publicOrigin] = [url, new URL(url).origin];
+    return publicOrigin;
+  };
   const answer = async (request: Request, id: string): Promise<Response> => {
     try {
-      const refusal = crossSiteRefusal(request, new URL(deps.publicUrl()).origin, "cross-origin");
+      const refusal = crossSiteRefusal(request, originOf(deps.publicUrl()), "cross-origin");
       if (refusal) throw refusal;
       const response = await deps.proxy.handle(await deps.authenticate(request), id, request);
       // An upstream's 401 relayed as it came (proxy/credential-check.ts) challenges for this service's credentials too:
@@ -60,7 +64,7 @@ export function proxyEntry(deps: ProxyEntryDeps) {
   return {
     handle: async (request: Request, id: string) => {
       const response = await answer(request, id);
-      deps.responses.inc(response.status);
+      deps.proxy.count(response.status);
       return deps.cors.decorate(request, response);
     },
     /** A CORS preflight: answered before any authentication (browsers send no credentials with it). */

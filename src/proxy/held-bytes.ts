@@ -84,7 +84,7 @@ export function createHeldBytes(options: HeldBytesOptions) {
         if (declared !== undefined) {
           if (declared > maxMessageBytes) throw tooLarge();
           hold(declared);
-          const bytes = new Uint8Array(await request.arrayBuffer());
+          const bytes = await request.bytes();
           if (bytes.byteLength > held) throw tooLarge();
           return { bytes, release };
         }
@@ -116,7 +116,7 @@ export function createHeldBytes(options: HeldBytesOptions) {
       const release = declared === undefined ? undefined : this.tryHold(userId, declared);
       if (!release) return undefined;
       try {
-        return { bytes: new Uint8Array(await request.arrayBuffer()), release };
+        return { bytes: await request.bytes(), release };
       } catch (e) {
         release();
         throw e;

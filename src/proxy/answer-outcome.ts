@@ -1,35 +1,15 @@
+import { UpstreamFailed } from "../http-errors/errors";
 import { eventData } from "./event-data";
-import type { RpcMessage } from "./message";
 import { parseStrictJson, type Levels } from "./strict-json";
 
 /**
- * What the audit trail learns of one MCP message on its way through the proxy (README "Audit trail"): the request's
- * method and name, from the message the proxy read once for every decision (message.ts); and
- * how the answer ended, from a JSON answer read whole or from the last event of an event stream, whose bytes pass on
- * unchanged as they are counted.
+ * How an answer ended, for the observer (observe.ts): from a JSON answer read whole, or from the last event of an event
+ * stream, whose bytes pass on unchanged as they are counted.
  */
 
-export type Described = { method: string | null; name: string | null; arguments?: unknown };
 export type Observed = { errorCode: number | null; bytes: number; result?: unknown };
 
 const decoder = new TextDecoder();
-const ERROR_KEY = '"error"';
-
-/**
- * The request's method and what it names, from the message the proxy read (message.ts: its routing headers were
- * checked against it). A message that could not be read has neither: it never reached the server.
- */
-export function describeRequest(message: RpcMessage | RpcMessage[] | undefined, capture: boolean): Described {
-  if (message === undefined) return { method: null, name: null };
-  if (Array.isArray(message)) return { method: "batch", name: null };
-  const params = message.params as { name?: unknown; uri?: unknown; arguments?: unknown } | undefined;
-  const name = typeof params?.name === "string" ? params.name : typeof params?.uri === "string" ? params.uri : null;
-  return {
-    method: typeof message.method === "string" ? message.method : null,
-    name,
-    ...(capture && params?.arguments !== undefined && { arguments: params.arguments }),
-  };
-}
 
 /** The levels of an answer the audit trail reads: the message and its error. */
 const ANSWER: Levels = { members: { error: {} } };
@@ -91,36 +71,64 @@ async function readUpTo(
   }
 }
 
+/** Whether an answer mentions `"error"` anywhere: only such an answer can be an error (a result is parsed only to be captured). */
+function mentionsError(bytes: Uint8Array): boolean {
+  const quote = 0x22;
+  for (let i = bytes.indexOf(quote); i >= 0 && i + 6 < bytes.length; i = bytes.indexOf(quote, i + 1)) {
+    if (bytes[i + 6] === quote && bytes[i + 1] === 0x65 && bytes[i + 2] === 0x72 && bytes[i + 3] === 0x72) {
+      if (bytes[i + 4] === 0x6f && bytes[i + 5] === 0x72) return true;
+    }
+  }
+  return false;
+}
+
+/** How a JSON answer read whole ended. */
+export function wholeOutcome(bytes: Uint8Array, capture: boolean): Observed {
+  const parse = capture || mentionsError(bytes);
+  return { ...(parse ? outcomeOf(bytes, capture) : { errorCode: null }), bytes: bytes.byteLength };
+}
+
+/**
+ * The declared length of an upstream's answer the observer reads whole at once (forward.ts, TakeWhole): plain JSON,
+ * not compressed, up to READ_WHOLE_BYTES. Else undefined: it passes through readOutcome.
+ */
+export function wholeLength(headers: Headers): number | undefined {
+  if (!(headers.get("content-type") ?? "").startsWith("application/json")) return undefined;
+  if ((headers.get("content-encoding") ?? "identity") !== "identity") return undefined;
+  const declared = Number(headers.get("content-length") ?? Number.NaN);
+  return Number.isSafeInteger(declared) && declared >= 0 && declared <= READ_WHOLE_BYTES ? declared : undefined;
+}
+
 /**
  * The answer, passed on unchanged; `done` is told how it ended, once. A JSON answer is read whole before it is passed
  * on (it is one message; a stream wrapped around it cost a fifth of the proxy's CPU under load) while it stays under
  * READ_WHOLE_BYTES and the held-bytes budget allows; past that, and for event streams, the bytes are counted as they
- * pass and the end kept to be read.
+ * pass and the end kept to be read. (An answer of declared length is read whole before it is a stream at all:
+ * wholeLength.)
  */
-export async function tapResponse(
+export async function readOutcome(
   response: Response,
   capture: boolean,
   done: (observed: Observed) => void,
   hold: Hold = () => () => undefined,
 ): Promise<Response> {
   const type = response.headers.get("content-type") ?? "";
-  const length = response.headers.get("content-length");
   const encoded = (response.headers.get("content-encoding") ?? "identity") !== "identity";
   const json = type.startsWith("application/json");
   if (response.body === null || encoded || !(json || type.startsWith("text/event-stream"))) {
-    done({ errorCode: null, bytes: Number(length ?? 0) });
+    done({ errorCode: null, bytes: Number(response.headers.get("content-length") ?? 0) });
     return response;
   }
   let source: ReadableStream<Uint8Array> = response.body;
   if (json) {
     const reader = response.body.getReader();
-    const { whole, chunks } = await readUpTo(reader, hold);
+    const { whole, chunks } = await readUpTo(reader, hold).catch((e: Error) => {
+      throw new UpstreamFailed(`The MCP server broke off its answer: ${e.message}`);
+    });
     if (whole) {
-      const buffer = Buffer.concat(chunks);
-      // Only an answer that has `"error"` somewhere can be an error; a result is parsed only to be captured.
-      const parse = capture || buffer.includes(ERROR_KEY);
-      done({ ...(parse ? outcomeOf(buffer, capture) : { errorCode: null }), bytes: buffer.byteLength });
-      return new Response(buffer, { status: response.status, statusText: response.statusText, headers: response.headers });
+      const bytes = Buffer.concat(chunks);
+      done(wholeOutcome(bytes, capture));
+      return new Response(bytes, { status: response.status, statusText: response.statusText, headers: response.headers });
     }
     source = new ReadableStream<Uint8Array>({
       pull: async (controller) => {

@@ -1,0 +1,109 @@
+/**
+ * Where the MCP proxy's CPU goes: the service run from source under `bun --cpu-prof`, the bench upstream, and wrk
+ * sending the proxy bench's tools/call (bench/wrk-post.lua, a Bearer API token) for a fixed time; then the profile's
+ * samples summed by function — self (the function's own code) and total (with what it calls) — and by file.
+ *
+ *   bun bench/profile.ts [--seconds 10] [--concurrency 32] [--top 40] [--settings "AUDIT__ENABLED=false,…"] [--keep DIR]
+ *
+ * The profile is of one process serving the load, so its shares are steadier than throughput on a shared machine.
+ * `--keep DIR` leaves the .cpuprofile there (Chrome DevTools opens it). Every process binds 127.0.0.1 and is stopped
+ * at the end.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
+import { freePort, waitForHttp as waitFor } from "../test/peers/ports";
+import { benchChildren, runBench, settingsFrom } from "./children";
+import { cpuMs } from "./cpu";
+import { startProxiedService, wrk } from "./proxied";
+
+const ROOT = resolve(import.meta.dir, "..");
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
+const SECONDS = Number(args.get("seconds") ?? 10);
+const CONCURRENCY = Number(args.get("concurrency") ?? 32);
+const TOP = Number(args.get("top") ?? 40);
+const SETTINGS = settingsFrom(args.get("settings") ?? "");
+const KEEP = args.get("keep");
+
+const work = mkdtempSync(join(tmpdir(), "cs-profile-"));
+const children = benchChildren();
+
+type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] };
+type Profile = { nodes: Node[]; samples: number[] };
+
+/** Samples by function: self (the sample's own frame) and total (every distinct function on its stack). */
+function summarise(profile: Profile) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const where = (n: Node) => {
+    const file = n.callFrame.url ? relative(ROOT, n.callFrame.url.replace(/^file:\/\//, "")) : "";
+    return `${n.callFrame.functionName || "(anonymous)"} ${file}${file ? `:${n.callFrame.lineNumber + 1}` : ""}`;
+  };
+  const self = new Map<string, number>();
+  const total = new Map<string, number>();
+  const files = new Map<string, number>();
+  for (const id of profile.samples) {
+    const leaf = byId.get(id)!;
+    self.set(where(leaf), (self.get(where(leaf)) ?? 0) + 1);
+    const file = leaf.callFrame.url ? relative(ROOT, leaf.callFrame.url.replace(/^file:\/\//, "")) : leaf.callFrame.functionName;
+    files.set(file, (files.get(file) ?? 0) + 1);
+    const seen = new Set<string>();
+    for (let n: Node | undefined = leaf; n; n = byId.get(parent.get(n.id) ?? -1)) {
+      const key = where(n);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      total.set(key, (total.get(key) ?? 0) + 1);
+    }
+  }
+  return { count: profile.samples.length, self, total, files };
+}
+
+async function main() {
+  const upstreamPort = await freePort();
+  children.track(
+    Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }),
+  );
+  const upstream = `http://127.0.0.1:${upstreamPort}/mcp`;
+  await waitFor(upstream);
+
+  const dir = join(work, "service");
+  const command = [process.execPath, "--cpu-prof", `--cpu-prof-dir=${dir}`, join(ROOT, "src/index.ts")];
+  // BUN_CONFIG_MAX_HTTP_REQUESTS set, so serve does not re-execute itself (cli/fetch-limit.ts), which would drop --cpu-prof.
+  const started = await startProxiedService(command, dir, upstream, { BUN_CONFIG_MAX_HTTP_REQUESTS: "8192", ...SETTINGS });
+  const service = children.track(started.proc);
+  const run = (seconds: number) => wrk(started.url, CONCURRENCY, seconds, started.auth);
+  await run(2); // warm-up: JIT, pools, caches
+  const cpuBefore = cpuMs(service.pid);
+  const result = await run(SECONDS);
+  const cpuUs = ((cpuMs(service.pid) - cpuBefore) * 1000) / result.count;
+  service.kill("SIGTERM");
+  await service.exited;
+
+  const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+  if (!file) throw new Error("the service wrote no .cpuprofile");
+  const { count, self, total, files } = summarise(JSON.parse(readFileSync(join(dir, file), "utf8")) as Profile);
+  if (KEEP) {
+    mkdirSync(KEEP, { recursive: true });
+    await Bun.write(join(KEEP, file), Bun.file(join(dir, file)));
+  }
+  const pct = (n: number) => `${((100 * n) / count).toFixed(1).padStart(5)} %`;
+  const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n);
+  console.log(
+    `\n${result.count} requests in ${SECONDS} s (${result.rps.toFixed(0)} req/s, ${result.failures} failures), ` +
+      `service CPU ${cpuUs.toFixed(1)} µs/request; ${count} samples (warm-up and set-up included)` +
+      (Object.keys(SETTINGS).length ? `; settings ${JSON.stringify(SETTINGS)}` : ""),
+  );
+  console.log("\nself, by function:");
+  for (const [name, n] of top(self, TOP)) console.log(`${pct(n)}  ${name}`);
+  console.log("\ntotal (with callees), by function:");
+  for (const [name, n] of top(total, TOP)) console.log(`${pct(n)}  ${name}`);
+  console.log("\nself, by file:");
+  for (const [name, n] of top(files, 25)) console.log(`${pct(n)}  ${name}`);
+}
+
+await runBench(main, async () => {
+  await children.stopAll();
+  rmSync(work, { recursive: true, force: true });
+});

@@ -1,0 +1,189 @@
+import type { AuditEntry } from "../audit/service";
+import type { ConnectorRow } from "../connectors/repository";
+import { AppError } from "../http-errors/errors";
+import type { StatusCounter } from "../metrics/registry";
+import type { Traced, Tracing } from "../observability/tracing";
+import type { Principal } from "../users/model";
+import type { TakeWhole } from "../forward/forward";
+import { readOutcome, wholeLength, wholeOutcome, type Observed } from "./answer-outcome";
+import type { RpcMessage } from "./message";
+
+/**
+ * The last step of the hot path: one observer for what the proxy reports of its exchanges — the audit trail's record
+ * (README "Audit trail"), the trace's spans (OpenTelemetry) and the count of answers by status — each from the same
+ * message, read once (read.ts), and the same outcome, read from the answer as it passes (answer-outcome.ts).
+ */
+
+/** What the audit trail needs of the proxy: its records' sink (audit/service.ts), and whether to capture arguments. */
+export type AuditSink = { capture: boolean; record(entry: AuditEntry): void };
+
+export type ObserverDeps = {
+  /** The audit trail (AUDIT__ENABLED): one record per POSTed message; undefined when off. */
+  audit?: AuditSink;
+  /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): a span per request, a child per upstream call; undefined when off. */
+  tracing?: Tracing;
+  /** mcp_proxy_responses_total{status}: what the client got, the service's own answers included. */
+  responses: StatusCounter;
+  clock: () => number;
+  /** Holds an answer's bytes against the caller's budget while it is read (held-bytes.ts), else undefined. */
+  hold: (userId: string, bytes: number) => (() => void) | undefined;
+};
+
+/** The request's method and what it names, as the audit trail and the span record them. */
+type Described = { method: string | null; name: string | null; arguments?: unknown };
+const UNREAD: Described = { method: null, name: null };
+
+/**
+ * The request's method and what it names, from the message the proxy read (message.ts: its routing headers were
+ * checked against it). A message that could not be read has neither: it never reached the server.
+ */
+export function describeRequest(message: RpcMessage | RpcMessage[] | undefined, capture: boolean): Described {
+  if (message === undefined) return UNREAD;
+  if (Array.isArray(message)) return { method: "batch", name: null };
+  const params = message.params as { name?: unknown; uri?: unknown; arguments?: unknown } | undefined;
+  const name = typeof params?.name === "string" ? params.name : typeof params?.uri === "string" ? params.uri : null;
+  return {
+    method: typeof message.method === "string" ? message.method : null,
+    name,
+    ...(capture && params?.arguments !== undefined && { arguments: params.arguments }),
+  };
+}
+
+/** One exchange as the observer follows it, told each step's result in turn. */
+export type Observation = {
+  /** Whether the exchange's message is read for the observer: a POST while the audit trail or tracing is on. */
+  readonly reads: boolean;
+  /** The message as read (undefined: it could not be read), and the size of the body as it came. */
+  read(message: RpcMessage | RpcMessage[] | undefined, bytes: number): void;
+  /** The upstream call's span (tracing on): a child of the exchange's, named in the outgoing headers (W3C Trace Context). */
+  upstream(url: URL, headers: Headers): Traced | undefined;
+  /** A plain JSON answer the observer reads whole, taken before it is relayed (forward.ts); undefined: nothing to read. */
+  readonly takeWhole: TakeWhole | undefined;
+  /** The answer the client gets, observed as it passes: the record is made when it has passed. */
+  answered(response: Response): Promise<Response>;
+  /** The exchange ended in `error` before an answer. */
+  failed(error: unknown): void;
+};
+
+/** An exchange nothing observes (audit trail and tracing off, or a GET with the audit trail only): nothing to do. */
+const UNOBSERVED: Observation = {
+  reads: false,
+  read: () => undefined,
+  upstream: () => undefined,
+  takeWhole: undefined,
+  answered: async (response) => response,
+  failed: () => undefined,
+};
+
+export function createObserver({ audit, tracing, responses, clock, hold }: ObserverDeps) {
+  const capture = audit?.capture ?? false;
+
+  class ExchangeObservation implements Observation {
+    readonly startedAt = clock();
+    readonly started = performance.now();
+    described = UNREAD;
+    bytes = 0;
+    /** The answer, when it was taken whole. */
+    answer: Uint8Array | undefined;
+    readonly takeWhole: TakeWhole | undefined;
+    constructor(
+      readonly caller: Principal,
+      readonly connectorId: string,
+      readonly reads: boolean,
+      readonly traced: Traced | undefined,
+    ) {
+      this.takeWhole = reads ? (upstream) => this.holdAnswer(upstream) : undefined;
+    }
+
+    /** Holds a JSON answer of declared length against the caller's budget while it is read whole. */
+    holdAnswer(upstream: Response) {
+      const length = wholeLength(upstream.headers);
+      const release = length === undefined ? undefined : hold(this.caller.id, length);
+      return release && { take: (bytes: Uint8Array) => void (this.answer = bytes), release };
+    }
+
+    read(message: RpcMessage | RpcMessage[] | undefined, bytes: number): void {
+      this.described = describeRequest(message, capture);
+      this.bytes = bytes;
+    }
+
+    upstream(url: URL, headers: Headers): Traced | undefined {
+      if (!this.traced) return undefined;
+      const span = this.traced.child("mcp.upstream", { "server.address": url.host, "url.path": url.pathname }, "client");
+      span.inject(headers);
+      return span;
+    }
+
+    async answered(response: Response): Promise<Response> {
+      if (!this.reads) {
+        this.traced?.end({ "http.response.status_code": response.status });
+        return response;
+      }
+      if (this.answer) {
+        this.end(response.status, wholeOutcome(this.answer, capture));
+        return response;
+      }
+      const userId = this.caller.id;
+      return readOutcome(
+        response,
+        capture,
+        (observed) => this.end(response.status, observed),
+        (bytes) => hold(userId, bytes),
+      );
+    }
+
+    failed(error: unknown): void {
+      const status = error instanceof AppError ? error.status : 500;
+      if (this.reads) this.end(status, { errorCode: null, bytes: 0 });
+      else this.traced?.end({ "http.response.status_code": status }, status >= 500 ? (error as Error).message : undefined);
+    }
+
+    /** The record of a POSTed message: its span's end, and the audit trail's entry. */
+    end(httpStatus: number, observed: Observed): void {
+      const described = this.described;
+      this.traced?.end(
+        {
+          "http.response.status_code": httpStatus,
+          ...(described.method !== null && { "mcp.method.name": described.method }),
+          ...(described.name !== null && {
+            [described.method === "resources/read" ? "mcp.resource.uri" : "mcp.tool.name"]: described.name,
+          }),
+          ...(observed.errorCode !== null && { "rpc.jsonrpc.error_code": observed.errorCode }),
+        },
+        httpStatus >= 500 ? `HTTP ${httpStatus}` : undefined,
+      );
+      audit?.record({
+        caller: this.caller,
+        connectorId: this.connectorId,
+        method: described.method,
+        name: described.name,
+        outcome: observed.errorCode !== null ? "error" : httpStatus >= 400 ? "http" : "result",
+        errorCode: observed.errorCode,
+        httpStatus,
+        startedAt: this.startedAt,
+        durationMs: performance.now() - this.started,
+        requestBytes: this.bytes,
+        responseBytes: observed.bytes,
+        ...(capture && { captured: { arguments: described.arguments, result: observed.result } }),
+      });
+    }
+  }
+
+  return {
+    /** An admitted exchange, observed from here to its end. */
+    begin(caller: Principal, row: ConnectorRow, request: Request): Observation {
+      const traced = tracing?.server("mcp.proxy", request, {
+        "mcp.connector.id": row.id,
+        "enduser.id": caller.id,
+        "http.request.method": request.method,
+      });
+      const reads = request.method === "POST" && (audit !== undefined || traced !== undefined);
+      return reads || traced ? new ExchangeObservation(caller, row.id, reads, traced) : UNOBSERVED;
+    },
+    /** Every answer at a proxy URL, the proxy's own refusals included (entry.ts). */
+    count(status: number): void {
+      responses.inc(status);
+    },
+  };
+}
+export type Observer = ReturnType<typeof createObserver>;
