@@ -11,7 +11,7 @@ import { a2aRoutes, providerRoutes } from "./a2a/routes";
 import { createProviderService } from "./a2a/service";
 import type { Config } from "./config/load";
 import { connectionEnded, createConnectionService } from "./connector-api/connections";
-import { createConnectorCredentials } from "./connectors/credentials";
+import { createSealedColumns } from "./connectors/sealed-columns";
 import { registerConnectorMetrics } from "./connectors/metrics";
 import { createPinRecords } from "./connectors/pin-records";
 import { createConnectorRepository } from "./connectors/repository";
@@ -109,10 +109,7 @@ export function createServices(deps: Deps) {
   const { connectorRows, metrics, cors, upstreamFetch, tracing } = base;
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
-  const { oauth, transitions, deployments, authorization, connectors, connections, credentials } = createConnectorParts(
-    deps,
-    base,
-  );
+  const { oauth, transitions, deployments, authorization, connectors, connections, sealed } = createConnectorParts(deps, base);
   const relaySettings = {
     fetch: upstreamFetch,
     headersTimeoutMs: config.proxy.upstreamTimeoutMs,
@@ -138,10 +135,10 @@ export function createServices(deps: Deps) {
       "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
     ),
     connectors,
-    pins: createPinRecords({ connectors: connectorRows, clock, log }),
+    pins: createPinRecords({ connectorRows, clock, log }),
     transitions,
     authorization,
-    targets: createTargets({ runtime: deps.runtime, oauth, credentials }),
+    targets: createTargets({ runtime: deps.runtime, oauth, sealed }),
     limits: createStreamLimits({ perUser: config.proxy.maxStreamsPerUser, perConnector: config.proxy.maxStreamsPerConnector }),
     held: createHeldBytes(config.proxy),
     credentialCheck: createCredentialCheck({ handshake: mcpHandshake, clock }),
@@ -309,7 +306,7 @@ function createAccess(deps: Deps, base: Base) {
 function createConnectorParts(deps: Deps, base: Base) {
   const { config, sealer, clock, log } = deps;
   const { connectorRows, upstreamFetch, tracing } = base;
-  const credentials = createConnectorCredentials(sealer);
+  const sealed = createSealedColumns(sealer);
   const oauth = createOAuthClient({
     repository: createOAuthRepository(deps.store),
     sealer,
@@ -322,7 +319,7 @@ function createConnectorParts(deps: Deps, base: Base) {
     metrics: base.metrics,
   });
   const transitions = createTransitions({
-    connectors: connectorRows,
+    connectorRows,
     sealer,
     clock,
     log: log.child({ component: "connectors" }),
@@ -331,8 +328,8 @@ function createConnectorParts(deps: Deps, base: Base) {
   const deployments = createDeployments({
     runtime: deps.runtime,
     presets: base.presets,
-    connectors: connectorRows,
-    credentials,
+    connectorRows,
+    sealed,
     transitions,
     clock,
     log: log.child({ component: "runtime" }),
@@ -341,14 +338,14 @@ function createConnectorParts(deps: Deps, base: Base) {
   const ended = connectionEnded({ deployments, oauth, log });
   const authorization = createAuthorization({
     oauth,
-    connectors: connectorRows,
-    credentials,
+    connectorRows,
+    sealed,
     transitions,
     upstreamFetch,
     ...(tracing && { tracing }),
   });
   const connectors = createConnectorService({
-    connectors: connectorRows,
+    connectorRows,
     presets: base.presets,
     sealer,
     clock,
@@ -368,7 +365,7 @@ function createConnectorParts(deps: Deps, base: Base) {
     allowedRedirectOrigins: config.oauth.allowedRedirectOrigins,
     ...(tracing && { tracing }),
   });
-  return { credentials, oauth, transitions, deployments, authorization, connectors, connections };
+  return { sealed, oauth, transitions, deployments, authorization, connectors, connections };
 }
 
 /** Outbound webhooks for connector events, when WEBHOOKS__URLS names any. */

@@ -40,10 +40,7 @@ export function createAuditRepository(store: Store): AuditRepository {
     "captured",
   ] as const;
   const insertRows = store.prepareRows("audit_insert", (count) =>
-    db
-      .insert(audit)
-      .values(rowPlaceholders(columns, count) as unknown as AuditRow[])
-      .onConflictDoNothing(),
+    db.insert(audit).values(rowPlaceholders(columns, count)).onConflictDoNothing(),
   );
   return {
     insertMany: (rows) => insertRows(rows),

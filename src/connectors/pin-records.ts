@@ -2,7 +2,7 @@ import type { Logger } from "../observability/logger";
 import type { ConnectorRepository, ConnectorRow } from "./repository";
 
 export type PinRecordsDeps = {
-  connectors: Pick<ConnectorRepository, "toolPins" | "recordToolPins">;
+  connectorRows: Pick<ConnectorRepository, "toolPins" | "recordToolPins">;
   clock: () => number;
   log: Logger;
 };
@@ -12,13 +12,13 @@ export type PinRecordsDeps = {
  * are recorded off the request, and one connector's listings in the order they were answered: a client walks the
  * pages in order, and the first whole walk is the approved baseline, so each write waits for the one before.
  */
-export function createPinRecords({ connectors, clock, log }: PinRecordsDeps) {
+export function createPinRecords({ connectorRows: rows, clock, log }: PinRecordsDeps) {
   const writes = new Map<string, Promise<void>>();
 
   /** Records a listing's tool pins (repository.ts) and says in the log what differs from the approved. */
   async function write(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> {
     try {
-      const changed = await connectors.recordToolPins(row.id, seen, complete, clock());
+      const changed = await rows.recordToolPins(row.id, seen, complete, clock());
       const changes = changed?.tool_changes ?? [];
       if (changes.length > 0) {
         log.warn("tool definitions differ from the approved ones", {
@@ -33,7 +33,7 @@ export function createPinRecords({ connectors, clock, log }: PinRecordsDeps) {
   }
 
   return {
-    list: (connectorId: string) => connectors.toolPins(connectorId),
+    list: (connectorId: string) => rows.toolPins(connectorId),
     record(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> {
       const next = (writes.get(row.id) ?? Promise.resolve()).then(() => write(row, seen, complete));
       writes.set(row.id, next);

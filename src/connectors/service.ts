@@ -20,7 +20,7 @@ import { checkToolPolicy } from "./tool-policy";
 import type { ConnectorRepository, ConnectorRow } from "./repository";
 
 export type ConnectorServiceDeps = {
-  connectors: ConnectorRepository;
+  connectorRows: ConnectorRepository;
   presets: PresetCatalog;
   sealer: Sealer;
   clock: () => number;
@@ -62,11 +62,11 @@ export const isManaged = (row: ConnectorRow) => row.url.startsWith("mcp+stdio:")
 
 /** Creating, reading and listing connectors. Their connection changes in transitions.ts only. */
 export function createConnectorService(deps: ConnectorServiceDeps) {
-  const { connectors, presets, sealer, clock, newId } = deps;
+  const { connectorRows: rows, presets, sealer, clock, newId } = deps;
 
   /** The caller's connector; another user's is indistinguishable from a missing one (docs/interface.md §3). */
   async function owned(caller: Principal, id: string, cached = false): Promise<ConnectorRow> {
-    const row = cached ? await connectors.findByIdCached(id) : await connectors.findById(id);
+    const row = cached ? await rows.findByIdCached(id) : await rows.findById(id);
     if (!row || (row.owner_id !== caller.id && caller.role !== "admin")) throw new NotFound(`No connector ${id}`);
     return row;
   }
@@ -75,12 +75,12 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     owned,
     get: async (caller: Principal, id: string): Promise<Connector> => connectorView(await owned(caller, id)),
     /** The first `limit` connectors of a user (their deletion takes them a page at a time). */
-    firstOf: (ownerId: string, limit: number) => connectors.page(ownerId, limit, undefined),
+    firstOf: (ownerId: string, limit: number) => rows.page(ownerId, limit, undefined),
 
     /** Approves the current definitions of the named tools (all changed ones without names): they show again under strict pinning. */
     async approveTools(caller: Principal, id: string, names: string[] | undefined): Promise<Connector> {
       await owned(caller, id);
-      const written = await connectors.approveToolPins(id, names, clock());
+      const written = await rows.approveToolPins(id, names, clock());
       if (!written) throw new NotFound(`No connector ${id}`);
       return connectorView(written);
     },
@@ -93,7 +93,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     ): Promise<Connector> {
       const row = await owned(caller, id);
       if (settings.tool_policy) checkToolPolicy(settings.tool_policy);
-      const written = await connectors.writeSettings(
+      const written = await rows.writeSettings(
         id,
         {
           ...(settings.metadata !== undefined && { metadata: { ...row.metadata, ...settings.metadata } }),
@@ -148,7 +148,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         created_at: now,
         updated_at: now,
       };
-      if (!(await connectors.insert(row, deps.maxPerUser))) {
+      if (!(await rows.insert(row, deps.maxPerUser))) {
         throw new Conflict(
           `You have ${deps.maxPerUser} connectors, the most a user may have (CONNECTOR__MAX_PER_USER): delete one first`,
         );
@@ -160,10 +160,10 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       const limit = query.limit === undefined ? DEFAULT_PAGE_SIZE : Number(query.limit);
       const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
       if (query.cursor !== undefined && !after) throw invalidField("query.cursor", "is not a cursor from this API");
-      const rows = await connectors.page(caller.role === "admin" ? undefined : caller.id, limit + 1, after);
-      const page = rows.slice(0, limit);
+      const found = await rows.page(caller.role === "admin" ? undefined : caller.id, limit + 1, after);
+      const page = found.slice(0, limit);
       const last = page.at(-1);
-      return { items: page.map(connectorView), next_cursor: rows.length > limit && last ? encodeCursor(last) : null };
+      return { items: page.map(connectorView), next_cursor: found.length > limit && last ? encodeCursor(last) : null };
     },
   };
 }

@@ -5,7 +5,7 @@ import type { ToolPolicy } from "./model";
  * A tool policy compiled for the proxy: which of the server's tools a client sees, under which name, with which
  * description. Names in the policy are the server's; `rename` gives the name clients see and call.
  */
-export type ToolView = {
+export type CompiledToolPolicy = {
   /** Whether the server's tool `name` is shown and callable. */
   visible(name: string): boolean;
   /** The name clients see for the server's tool `name`. */
@@ -16,7 +16,7 @@ export type ToolView = {
   description(name: string): string | undefined;
 };
 
-export function compileToolPolicy(policy: ToolPolicy): ToolView {
+export function compileToolPolicy(policy: ToolPolicy): CompiledToolPolicy {
   const allow = policy.allow && new Set(policy.allow);
   const deny = new Set(policy.deny ?? []);
   const rename = policy.rename ?? {};

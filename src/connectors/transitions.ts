@@ -5,7 +5,7 @@ import { sealContext } from "./sealing";
 import type { ConnectionColumns, ConnectorRepository, ConnectorRow } from "./repository";
 
 export type TransitionDeps = {
-  connectors: ConnectorRepository;
+  connectorRows: ConnectorRepository;
   sealer: Sealer;
   clock: () => number;
   /** One line per change of state: what operators read to learn a connector went away, and why. */
@@ -36,7 +36,7 @@ export const DISCONNECT_REQUESTED = "Disconnected at the user's request";
  *         └──────────────connect (headers, open server, deployment)──▶┘        connect starts over from any state
  */
 export function createTransitions(deps: TransitionDeps) {
-  const { connectors, sealer, clock, log } = deps;
+  const { connectorRows: rows, sealer, clock, log } = deps;
 
   /** The log line of a transition: ids, states and the reason, never a credential (the reason is the user's text). */
   function logged(from: ConnectorRow, to: ConnectorRow | undefined) {
@@ -56,7 +56,7 @@ export function createTransitions(deps: TransitionDeps) {
   }
 
   async function write(row: ConnectorRow, columns: ConnectionColumns): Promise<ConnectorRow> {
-    const written = await connectors.writeConnection(row.id, columns, clock());
+    const written = await rows.writeConnection(row.id, columns, clock());
     if (!written) throw new NotFound(`No connector ${row.id}`);
     logged(row, written);
     return written;
@@ -125,14 +125,9 @@ export function createTransitions(deps: TransitionDeps) {
      * connected, in one conditional write, so a later connect or an earlier disconnect keeps its own reason.
      */
     async disconnectIfConnected(id: string, reason: string): Promise<boolean> {
-      const current = await connectors.findById(id);
+      const current = await rows.findById(id);
       if (current?.state !== "connected") return false;
-      const written = await connectors.writeConnection(
-        id,
-        disconnectedColumns(reason, current.redirect_url),
-        clock(),
-        "connected",
-      );
+      const written = await rows.writeConnection(id, disconnectedColumns(reason, current.redirect_url), clock(), "connected");
       if (written) {
         logged(current, written);
         await deps.ended(written);
@@ -142,7 +137,7 @@ export function createTransitions(deps: TransitionDeps) {
 
     /** The connector and everything it had go (its grant and pending states by the database's cascade). */
     async deleted(row: ConnectorRow): Promise<void> {
-      if (!(await connectors.delete(row.id))) throw new NotFound(`No connector ${row.id}`);
+      if (!(await rows.delete(row.id))) throw new NotFound(`No connector ${row.id}`);
       logged(row, undefined);
       await deps.ended(row);
     },

@@ -1,4 +1,4 @@
-import type { ConnectorCredentials } from "../connectors/credentials";
+import type { SealedColumns } from "../connectors/sealed-columns";
 import type { ConnectorRepository, ConnectorRow } from "../connectors/repository";
 import type { Transitions } from "../connectors/transitions";
 import { Conflict, TooManyRequests } from "../http-errors/errors";
@@ -10,8 +10,8 @@ import type { Job } from "../scheduler/scheduler";
 export type DeploymentsDeps = {
   runtime: Runtime;
   presets: PresetCatalog;
-  connectors: ConnectorRepository;
-  credentials: ConnectorCredentials;
+  connectorRows: ConnectorRepository;
+  sealed: SealedColumns;
   transitions: Transitions;
   clock: () => number;
   log: Logger;
@@ -55,7 +55,7 @@ export function createDeployments(deps: DeploymentsDeps) {
     try {
       const stdio = stdioOf(row);
       if (!stdio) throw new DeploymentFailed(`no preset with a stdio configuration matches ${row.url} any more`);
-      await runtime.deploy({ connectorId: row.id, ownerId: row.owner_id, stdio, accessToken: deps.credentials.accessToken(row) });
+      await runtime.deploy({ connectorId: row.id, ownerId: row.owner_id, stdio, accessToken: deps.sealed.accessToken(row) });
       started(row, stdio.image, "restarted by reconciliation");
     } catch (e) {
       if (e instanceof TooManyRequests) {
@@ -84,7 +84,7 @@ export function createDeployments(deps: DeploymentsDeps) {
 
   /** The scheduler's job, and the start-up's: makes the runtime match the connected managed connectors. */
   async function reconcile(): Promise<void> {
-    const wanted = await deps.connectors.connectedManaged();
+    const wanted = await deps.connectorRows.connectedManaged();
     const wantedIds = new Set(wanted.map((r) => r.id));
     const existing = await runtime.list();
     for (const id of existing.keys())

@@ -1,4 +1,4 @@
-import type { ConnectorCredentials } from "../connectors/credentials";
+import type { SealedColumns } from "../connectors/sealed-columns";
 import type { ConnectorRepository, ConnectorRow } from "../connectors/repository";
 import type { Transitions } from "../connectors/transitions";
 import type { FetchLike } from "../http/fetch";
@@ -10,8 +10,8 @@ import { oauthProblem } from "./errors";
 
 export type AuthorizationDeps = {
   oauth: OAuthClient;
-  connectors: ConnectorRepository;
-  credentials: ConnectorCredentials;
+  connectorRows: ConnectorRepository;
+  sealed: SealedColumns;
   transitions: Transitions;
   /** A fetch that applies the URL guard to every request to an upstream. */
   upstreamFetch: FetchLike;
@@ -45,7 +45,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
         serverUrl: new URL(row.url),
         challenge,
         client_id: row.client_id,
-        client_secret: deps.credentials.clientSecret(row),
+        client_secret: deps.sealed.clientSecret(row),
         redirectUrl,
         scope,
         startedBy,
@@ -66,7 +66,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
    */
   async function refreshOnce(connectorId: string, rejected?: string): Promise<RefreshOutcome> {
     // Whose connector, for the attempt's log line (the OAuth client knows grants, not owners); an owner never changes.
-    const owner = (await deps.connectors.findByIdCached(connectorId))?.owner_id;
+    const owner = (await deps.connectorRows.findByIdCached(connectorId))?.owner_id;
     const outcome = await oauth.refresh(connectorId, rejected, owner === undefined ? {} : { owner_id: owner });
     if (!outcome.ok && (outcome.failure.permanent || outcome.expired)) {
       await transitions.disconnectIfConnected(connectorId, `OAuth token refresh failed: ${outcome.failure.reason}`);
@@ -92,7 +92,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
     async complete(params: URLSearchParams, finishedBy?: string): Promise<CallbackOutcome> {
       const outcome = await oauth.complete(params, finishedBy);
       if (!outcome.ok && outcome.connectorId === null) return outcome;
-      const row = outcome.connectorId ? await deps.connectors.findById(outcome.connectorId) : undefined;
+      const row = outcome.connectorId ? await deps.connectorRows.findById(outcome.connectorId) : undefined;
       if (!row) {
         return outcome.ok
           ? {

@@ -13,7 +13,7 @@ export type Admitted = {
 };
 
 /**
- * The first step of the hot path (DESIGN.md "MCP proxy"): whether `caller`, already authenticated (entry.ts), may
+ * The first step of the hot path (docs/interface.md §6): whether `caller`, already authenticated (entry.ts), may
  * send to connector `id` now — the token's connector, ownership, the connector's state — and a place among the
  * caller's and the connector's open exchanges (stream-limits.ts, 429 beyond).
  */

@@ -31,7 +31,7 @@ export const resourceMetadataUrl = (publicUrl: string, id: string) =>
 export function proxyEntry(deps: ProxyEntryDeps) {
   const challenge = (request: Request, response: Response, id: string, invalidToken = false) => {
     const invalid = invalidToken ? ', error="invalid_token"' : "";
-    // Basic only for programs: a browser would cache what the person types and send it by itself (cross-site.ts).
+    // Basic only for programs: a browser would cache what the person types and send it by itself (http/cross-site.ts).
     const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
     response.headers.set(
       "www-authenticate",

@@ -1,5 +1,5 @@
 /**
- * The client's request headers the MCP proxy forwards (DESIGN.md "MCP proxy"): the MCP transport's own; then
+ * The client's request headers the MCP proxy forwards (docs/interface.md §6): the MCP transport's own; then
  * the connector's stored credentials are added (forward/headers.ts).
  */
 export const MCP_REQUEST_HEADERS = [

@@ -1,5 +1,5 @@
 import type { ConnectorRow, ToolPinRow } from "../connectors/repository";
-import { compileToolPolicy, type ToolView as PolicyView } from "../connectors/tool-policy";
+import { compileToolPolicy, type CompiledToolPolicy } from "../connectors/tool-policy";
 import type { ToolView } from "./tool-filter";
 import { createPinning } from "./tool-pins";
 
@@ -15,7 +15,7 @@ export type PinStore = {
  */
 export function createToolViews(pins: PinStore) {
   // Rows are cached (connectors/repository.ts): a policy is compiled once per row read, not once per request.
-  const compiled = new WeakMap<object, PolicyView>();
+  const compiled = new WeakMap<object, CompiledToolPolicy>();
   return async function viewOf(row: ConnectorRow): Promise<ToolView | undefined> {
     const policy = row.tool_policy;
     if (!policy) return undefined;

@@ -45,7 +45,7 @@ export type ProxyServiceDeps = {
 };
 
 /**
- * The MCP proxy's hot path (DESIGN.md "MCP proxy"), one request at a time, as named steps:
+ * The MCP proxy's hot path (docs/interface.md §6), one request at a time, as named steps:
  * admit (admit.ts) → read the message once (read.ts) → apply the tool policy (policy.ts, tool-filter.ts) → send,
  * recovering as the connector allows (send.ts) → observe (observe.ts), which follows the exchange from admission to
  * the end of its answer.

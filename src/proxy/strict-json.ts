@@ -18,13 +18,17 @@ export type Levels = { members?: Record<string, Levels>; elements?: Levels };
 // ignoreBOM: the decoder keeps a byte order mark, so it is refused below rather than skipped.
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-type RawJson = (text: string) => unknown;
-const rawJSON = (JSON as unknown as { rawJSON: RawJson }).rawJSON;
+// JSON.rawJSON (ES2026) is in Bun but not yet in TypeScript's lib.
+declare global {
+  interface JSON {
+    rawJSON(text: string): unknown;
+  }
+}
 
 /** Keeps the exact lexeme of every number that would come out changed (JSON.rawJSON, TC39 "JSON.parse source text access"). */
 function keepLexeme(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
   return typeof value === "number" && context?.source !== undefined && String(value) !== context.source
-    ? rawJSON(context.source)
+    ? JSON.rawJSON(context.source)
     : value;
 }
 

@@ -1,4 +1,4 @@
-import type { ConnectorCredentials } from "../connectors/credentials";
+import type { SealedColumns } from "../connectors/sealed-columns";
 import type { ConnectorRow } from "../connectors/repository";
 import { isManaged } from "../connectors/service";
 import type { FetchLike } from "../http/fetch";
@@ -8,7 +8,7 @@ import type { Runtime } from "../runtime/runtime";
 /** Where the proxy sends a connector's requests, and how: its URL, or its managed deployment's endpoint. */
 export type Target = { url: URL; managed: boolean; fetch?: FetchLike };
 
-export function createTargets(deps: { runtime: Runtime; oauth: OAuthClient; credentials: ConnectorCredentials }) {
+export function createTargets(deps: { runtime: Runtime; oauth: OAuthClient; sealed: SealedColumns }) {
   return {
     /** Undefined when a managed connector's deployment is not running (reconciliation is starting it again). */
     target(row: ConnectorRow): Target | undefined {
@@ -23,7 +23,7 @@ export function createTargets(deps: { runtime: Runtime; oauth: OAuthClient; cred
         const token = await deps.oauth.accessToken(row.id);
         return token ? { authorization: `Bearer ${token}` } : {};
       }
-      return deps.credentials.headers(row);
+      return deps.sealed.headers(row);
     },
   };
 }

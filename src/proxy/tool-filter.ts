@@ -1,4 +1,4 @@
-import type { ToolView as PolicyView } from "../connectors/tool-policy";
+import type { CompiledToolPolicy } from "../connectors/tool-policy";
 import { eventData } from "./event-data";
 import { readCapped } from "../http/read-capped";
 import { rpcError, type RpcMessage } from "./message";
@@ -6,7 +6,7 @@ import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
 import { toolDigest, type Pinning } from "./tool-pins";
 
 /** A connector's policy on the wire, with its pins when the policy pins tool definitions. */
-export type ToolView = PolicyView & { pinning?: Pinning };
+export type ToolView = CompiledToolPolicy & { pinning?: Pinning };
 
 /**
  * A connector's tool policy on the wire (README "Tool policy"), on messages read once by message.ts. Requests:

@@ -47,8 +47,6 @@ const folders = new Set([...subfolders(".", false), ...subfolders("src", true), 
  * Files that still point outside, being rewritten on another branch when this test was written (the MCP proxy's):
  * their comments are to cite docs/interface.md §6. The test fails while this names a file that no longer does.
  */
-const PENDING = ["src/proxy/headers.ts", "src/proxy/service.ts"];
-
 /** The sections of docs/interface.md by number: `## 4. Connectors` is 4, `### 4.3 States` is 4.3. */
 const sections = new Set(
   [...readFileSync(join(ROOT, "docs/interface.md"), "utf8").matchAll(/^#{2,3} (\d+(?:\.\d+)?)\.? /gm)].map((m) => m[1]!),
@@ -73,7 +71,7 @@ describe("pointers in comments and docs", () => {
     const outside = texts
       .filter(({ text }) => /\.\.\/shared\/|\bshared\/spec\/|DESIGN\.md|\bspec (?:part )?\d/i.test(text))
       .map(({ file }) => file);
-    expect([...new Set(outside)]).toEqual(PENDING);
+    expect([...new Set(outside)]).toEqual([]);
   });
 
   test("every file a comment names is in the repository (under src/, the repository root, or beside the comment)", () => {

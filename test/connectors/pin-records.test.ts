@@ -21,7 +21,7 @@ function recorder(delays: Record<string, number>, failing: string[] = []) {
     },
   };
   const pins = createPinRecords({
-    connectors,
+    connectorRows: connectors,
     clock: () => 0,
     log: createLogger({ level: "debug", write: (line) => lines.push(line) }),
   });

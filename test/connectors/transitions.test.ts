@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { createConnectorCredentials } from "../../src/connectors/credentials";
+import { createSealedColumns } from "../../src/connectors/sealed-columns";
 import { createConnectorRepository, type ConnectorRow } from "../../src/connectors/repository";
 import { createTransitions, DISCONNECT_REQUESTED } from "../../src/connectors/transitions";
 import { openSqliteStore, type SqliteStore } from "../../src/db/sqlite";
@@ -10,7 +10,7 @@ import { createSealer } from "../../src/secrets/sealer";
 // The state machine on a real (in-memory) database: each transition writes the whole connection.
 let database: SqliteStore;
 const sealer = createSealer(randomBytes(32));
-const credentials = createConnectorCredentials(sealer);
+const sealed = createSealedColumns(sealer);
 let now = 1_000;
 const ended: string[] = [];
 const logs: string[] = [];
@@ -26,7 +26,13 @@ afterAll(() => database.close());
 
 async function fresh() {
   const connectors = createConnectorRepository(database, () => now);
-  const transitions = createTransitions({ connectors, sealer, clock: () => now, log, ended: (row) => void ended.push(row.id) });
+  const transitions = createTransitions({
+    connectorRows: connectors,
+    sealer,
+    clock: () => now,
+    log,
+    ended: (row) => void ended.push(row.id),
+  });
   const row: ConnectorRow = {
     id: Bun.randomUUIDv7(),
     owner_id: "u",
@@ -101,7 +107,7 @@ describe("each transition sets the columns of its state and clears every other",
       redirect_url: null,
     });
     expect(connected.headers).not.toContain("secret-1");
-    expect(credentials.headers(connected)).toEqual({ "X-Key": "secret-1" });
+    expect(sealed.headers(connected)).toEqual({ "X-Key": "secret-1" });
     expect(connected.updated_at).toBe(now);
   });
 
@@ -143,7 +149,7 @@ describe("each transition sets the columns of its state and clears every other",
     const { transitions, row } = await fresh();
     const connected = await transitions.connected(row, { method: "none", accessToken: "for-the-server" }, null);
     expect(connection(connected)).toMatchObject({ auth_method: "none", access_token: "sealed", headers: null });
-    expect(credentials.accessToken(connected)).toBe("for-the-server");
+    expect(sealed.accessToken(connected)).toBe("for-the-server");
   });
 
   test("disconnected: the reason; every credential gone", async () => {

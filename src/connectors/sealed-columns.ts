@@ -4,7 +4,7 @@ import type { ConnectorRow } from "./repository";
 import { sealContext } from "./sealing";
 
 /** Opens a connector's sealed columns. Sealing happens where they are written: create (client secret) and transitions.ts. */
-export function createConnectorCredentials(sealer: Sealer) {
+export function createSealedColumns(sealer: Sealer) {
   const openedHeaders = createOpenedCache<Record<string, string>>();
   const open = (row: ConnectorRow, column: "client_secret" | "access_token") => {
     const sealed = row[column];
@@ -26,4 +26,4 @@ export function createConnectorCredentials(sealer: Sealer) {
     },
   };
 }
-export type ConnectorCredentials = ReturnType<typeof createConnectorCredentials>;
+export type SealedColumns = ReturnType<typeof createSealedColumns>;
