@@ -110,7 +110,7 @@ export function createServices(deps: Deps) {
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
   const { oauth, transitions, deployments, authorization, connectors, connections, sealed } = createConnectorParts(deps, base);
-  const relaySettings = {
+  const forwardSettings = {
     fetch: upstreamFetch,
     headersTimeoutMs: config.proxy.upstreamTimeoutMs,
     maxBodyBytes: config.proxy.maxBodyBytes,
@@ -149,7 +149,7 @@ export function createServices(deps: Deps) {
       "mcp",
       "MCP server",
       [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      relaySettings,
+      forwardSettings,
     ),
   });
   const providers = createProviderService({
@@ -207,7 +207,7 @@ export function createServices(deps: Deps) {
       requestId: (request) => deps.requestIds.get(request),
       cors,
     }),
-    a2aForward: forwardOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], relaySettings),
+    a2aForward: forwardOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], forwardSettings),
     metrics,
     /** What the scheduler runs on every tick (scheduler/scheduler.ts), in this order; each job is its feature's. */
     jobs: withLeases(
