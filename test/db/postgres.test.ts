@@ -11,7 +11,7 @@ import { startTestService } from "../support/service";
 let pg: Postgres;
 beforeAll(async () => {
   pg = await startPostgres();
-});
+}, 30_000);
 afterAll(() => pg.stop());
 
 test("replicas starting together migrate once, one after another (advisory lock); a later start applies nothing", async () => {

@@ -18,7 +18,7 @@ beforeAll(async () => {
   id = await connectedConnector(t.api, upstream.url);
   proxyUrl = `${t.publicUrl}/api/v1/connectors/${id}/mcp`;
   authorization = `Bearer ${t.admin.token}`;
-});
+}, 30_000);
 afterAll(async () => {
   await t.close();
   await upstream.stop();

@@ -15,7 +15,7 @@ let t: TestApp;
 
 beforeAll(async () => {
   [everything, modern, t] = await Promise.all([startEverything(), startModernServer(), createTestApp({ realNetwork: true })]);
-});
+}, 30_000);
 afterAll(async () => {
   await t.close();
   await Promise.all([everything.stop(), modern.stop()]);
