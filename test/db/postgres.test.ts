@@ -4,13 +4,14 @@ import { SQL } from "bun";
 import { openPostgresStore, POSTGRES_MIGRATIONS } from "../../src/db/postgres";
 import { startPostgres, type Postgres } from "../peers/postgres";
 import { expectProblem } from "../support/api";
+import { createTestApp } from "../support/app";
 import { startTestService } from "../support/service";
 
 // The PostgreSQL store itself, on a server of this file's own (it is stopped and started again below).
 let pg: Postgres;
 beforeAll(async () => {
   pg = await startPostgres();
-});
+}, 30_000);
 afterAll(() => pg.stop());
 
 test("replicas starting together migrate once, one after another (advisory lock); a later start applies nothing", async () => {
@@ -75,11 +76,8 @@ test("managed servers on PostgreSQL need the kubernetes runtime: connect is a 40
     },
   ]);
   const url = await pg.createDatabase();
-  const service = await startTestService({
-    DATABASE__URL: url,
-    SECRETS__KEY: randomBytes(32).toString("base64"),
-    CONNECTOR__PRESETS: presets,
-  });
+  // The rule is the deployments' (no socket needed): the service through `app.handle`, on this PostgreSQL database.
+  const service = await createTestApp({ store: await openPostgresStore(url), env: { CONNECTOR__PRESETS: presets } });
   try {
     const id = (await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://everything" } })).body.id as string;
     const refused = await service.api("POST", `/api/v1/connectors/${id}/connect`);
@@ -94,6 +92,6 @@ test("managed servers on PostgreSQL need the kubernetes runtime: connect is a 40
     expect(after.state).toBe("disconnected");
     expect(after.disconnect_reason).toContain("RUNTIME__DRIVER=kubernetes");
   } finally {
-    await service.stop();
+    await service.close();
   }
 });

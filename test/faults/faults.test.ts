@@ -11,7 +11,7 @@ import { authorizeInBrowser, startOidcProvider } from "../peers/oidc";
 import { startOAuthMcpServer } from "../peers/oauth-mcp-server";
 import { scriptedServer } from "../peers/scripted-server";
 import { authHeader, expectProblem } from "../support/api";
-import { steppedClock } from "../support/app";
+import { createTestApp, steppedClock } from "../support/app";
 import { connectedConnector, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
 import { ADMIN, startTestService } from "../support/service";
@@ -19,8 +19,8 @@ import { finishCallback } from "../support/callback";
 import { waitFor } from "../support/wait";
 import { sqliteOf } from "../support/store";
 
-// Faults with real peers and a real server: what breaks outside the service must end in a clear state, never a hang,
-// a 500 or a corrupt database.
+// Faults with real peers (and a real server where the fault is one of its own: its store's file, its sockets, its
+// processes): what breaks outside the service must end in a clear state, never a hang, a 500 or a corrupt database.
 
 /** A directory on a 2 MB tmpfs when this machine lets the test mount one, else undefined. */
 function tinyDisk(): string | undefined {
@@ -127,15 +127,16 @@ describe("the authorization server goes away, and comes back", () => {
     const clock = steppedClock(Date.now());
     const op = await startOidcProvider({ accessTokenTtl: 3600 });
     const server = startOAuthMcpServer(op.issuer);
-    const service = await startTestService({}, { clock: clock.now });
+    // The service reaches the peers over real sockets; the API and the callback are reached through `app.handle`.
+    const service = await createTestApp({ clock, realNetwork: true });
     try {
       const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
       const id = created.body.id as string;
       const connect = await service.api("POST", `/api/v1/connectors/${id}/connect`);
       await finishCallback(
-        (r) => fetch(r),
+        service,
         await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer),
-        ADMIN,
+        service.admin.basic,
       );
       const expiresAt = (await storedGrant(service, id))!.expires_at!;
 
@@ -156,9 +157,9 @@ describe("the authorization server goes away, and comes back", () => {
       expect(
         (
           await finishCallback(
-            (r) => fetch(r),
+            service,
             await authorizeInBrowser(again.body.auth_request.authorization_url, op.issuer),
-            ADMIN,
+            service.admin.basic,
           )
         ).status,
       ).toBe(200);
@@ -167,7 +168,7 @@ describe("the authorization server goes away, and comes back", () => {
         disconnect_reason: null,
       });
     } finally {
-      await service.stop();
+      await service.close();
       await server.stop();
       await op.stop().catch(() => undefined);
     }

@@ -4,33 +4,34 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
+import { createTestApp, type TestApp } from "../support/app";
 import { mcpClient, proxyUrl } from "../support/mcp";
 import { storedGrant } from "../support/oauth";
-import { ADMIN, startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService } from "../support/service";
 import { finishCallback } from "../support/callback";
 
-const send = (request: Request) => fetch(request);
-
-// The callback against oidc-provider, a real authorization server (the fast variants: authorization.test.ts).
+// The callback against oidc-provider, a real authorization server (the fast variants: authorization.test.ts). The
+// service reaches it over a real socket; the API and the callback are reached through `app.handle`, except in the
+// last test, which reads the request log of the real server.
 let op: OidcPeer;
 let server: OAuthMcpServer;
-let service: TestService;
+let t: TestApp;
 const APP = "http://127.0.0.1:5999";
 
 beforeAll(async () => {
   op = await startOidcProvider();
   server = startOAuthMcpServer(op.issuer);
-  service = await startTestService({ OAUTH__ALLOWED_REDIRECT_ORIGINS: APP });
+  t = await createTestApp({ env: { OAUTH__ALLOWED_REDIRECT_ORIGINS: APP }, realNetwork: true });
 });
 afterAll(async () => {
-  await service.stop();
+  await t.close();
   await server.stop();
   await op.stop();
 });
 
 async function pending(body: Record<string, unknown> = {}) {
-  const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
-  const connect = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body });
+  const created = await t.api("POST", "/api/v1/connectors", { body: { url: server.url } });
+  const connect = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body });
   expect(connect.body.state).toBe("auth_required");
   return { id: created.body.id as string, url: connect.body.auth_request.authorization_url as string };
 }
@@ -38,12 +39,12 @@ async function pending(body: Record<string, unknown> = {}) {
 test("access denied without redirect_url: an HTML page with the error; the connector says why", async () => {
   const { id, url } = await pending();
   const callback = await authorizeInBrowser(url, op.issuer, { deny: true });
-  const res = await finishCallback(send, callback, ADMIN);
+  const res = await finishCallback(t, callback, t.admin.basic);
   expect(res.status).toBe(400);
   expect(res.headers.get("content-type")).toStartWith("text/html");
   const html = res.text;
   expect(html).toContain("access_denied");
-  const connector = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+  const connector = (await t.api("GET", `/api/v1/connectors/${id}`)).body;
   expect(connector.state).toBe("disconnected");
   expect(connector.disconnect_reason).toContain("access_denied");
 });
@@ -51,7 +52,7 @@ test("access denied without redirect_url: an HTML page with the error; the conne
 test("access denied with redirect_url: redirected there with error and error_description", async () => {
   const { url } = await pending({ redirect_url: `${APP}/done?from=cs` });
   const callback = await authorizeInBrowser(url, op.issuer, { deny: true });
-  const res = await finishCallback(send, callback, ADMIN);
+  const res = await finishCallback(t, callback, t.admin.basic);
   expect(res.status).toBe(303);
   const target = new URL(res.headers.get("location")!);
   expect(target.origin + target.pathname).toBe(`${APP}/done`);
@@ -62,20 +63,20 @@ test("access denied with redirect_url: redirected there with error and error_des
 
 test("success with redirect_url: redirected there", async () => {
   const { id, url } = await pending({ redirect_url: `${APP}/done` });
-  const res = await finishCallback(send, await authorizeInBrowser(url, op.issuer), ADMIN);
+  const res = await finishCallback(t, await authorizeInBrowser(url, op.issuer), t.admin.basic);
   expect(res.status).toBe(303);
   expect(res.headers.get("location")).toBe(`${APP}/done`);
-  expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+  expect((await t.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
 });
 
 test("a replayed callback (same state and code) is an error page, not a 500, and the grant stays", async () => {
   const { id, url } = await pending();
   const callback = await authorizeInBrowser(url, op.issuer);
-  expect((await finishCallback(send, callback, ADMIN)).status).toBe(200);
-  const replay = await finishCallback(send, callback, ADMIN);
+  expect((await finishCallback(t, callback, t.admin.basic)).status).toBe(200);
+  const replay = await finishCallback(t, callback, t.admin.basic);
   expect(replay.status).toBe(400);
   expect(replay.text).toContain("already used or has expired");
-  expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+  expect((await t.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
 });
 
 test("tokens are sealed at rest; no code, state or token reaches the log", async () => {
@@ -89,7 +90,7 @@ test("tokens are sealed at rest; no code, state or token reaches the log", async
   };
   const { id, url } = await pending();
   const callback = await authorizeInBrowser(url, op.issuer);
-  await finishCallback(send, callback, ADMIN);
+  await finishCallback((request) => fetch(request), callback, ADMIN);
   const grant = (await storedGrant(service, id))!;
   const { client, close } = await mcpClient(proxyUrl(service, id));
   await client.callTool({ name: "whoami", arguments: {} });

@@ -5,9 +5,8 @@ import { refreshAt, retryAt } from "../../src/oauth-client/refresh-plan";
 import { createOAuthRepository } from "../../src/oauth-client/repository";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
-import { createTestApp, steppedClock } from "../support/app";
+import { createTestApp, steppedClock, type TestApp } from "../support/app";
 import { storedGrant } from "../support/oauth";
-import { ADMIN, startTestService, type TestService } from "../support/service";
 import { finishCallback } from "../support/callback";
 
 describe("when to refresh", () => {
@@ -132,50 +131,47 @@ describe("two processes, one grant", () => {
 });
 
 describe("the authorization server goes away", () => {
-  // oidc-provider for the authorization, then stopped; the service's clock is stepped through the token's hour.
+  // oidc-provider for the authorization, then stopped; the service's clock is stepped through the token's hour. The
+  // service reaches the peers over real sockets; the API and the callback are reached through `app.handle`.
   const clock = steppedClock(Date.now());
   let op: OidcPeer;
   let server: OAuthMcpServer;
-  let service: TestService;
+  let t: TestApp;
   beforeAll(async () => {
     op = await startOidcProvider({ accessTokenTtl: 3600 });
     server = startOAuthMcpServer(op.issuer);
-    service = await startTestService({}, { clock: clock.now });
+    t = await createTestApp({ clock, realNetwork: true });
   });
   afterAll(async () => {
-    await service.stop();
+    await t.close();
     await server.stop();
   });
 
   test("refresh failures retry with backoff while the token is valid, and end in disconnected with the reason once it expires", async () => {
-    const created = await service.api("POST", "/api/v1/connectors", { body: { url: server.url } });
-    const connect = await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
-    await finishCallback(
-      (r) => fetch(r),
-      await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer),
-      ADMIN,
-    );
+    const created = await t.api("POST", "/api/v1/connectors", { body: { url: server.url } });
+    const connect = await t.api("POST", `/api/v1/connectors/${created.body.id}/connect`);
+    await finishCallback(t, await authorizeInBrowser(connect.body.auth_request.authorization_url, op.issuer), t.admin.basic);
     const id = created.body.id as string;
-    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
-    const expiresAt = (await storedGrant(service, id))!.expires_at!;
+    expect((await t.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    const expiresAt = (await storedGrant(t, id))!.expires_at!;
     await op.stop();
 
     // Due at 80 % of the hour: the refresh fails (the server is unreachable: transient) and is retried later.
     clock.advance(0.81 * 3_600_000);
-    await service.runJobs();
-    expect((await storedGrant(service, id))!.failures).toBe(1);
-    await service.runJobs(); // not due again yet: 5 s of backoff
-    expect((await storedGrant(service, id))!.failures).toBe(1);
+    await t.runJobs();
+    expect((await storedGrant(t, id))!.failures).toBe(1);
+    await t.runJobs(); // not due again yet: 5 s of backoff
+    expect((await storedGrant(t, id))!.failures).toBe(1);
     clock.advance(5_000);
-    await service.runJobs();
-    expect((await storedGrant(service, id))!.failures).toBe(2);
+    await t.runJobs();
+    expect((await storedGrant(t, id))!.failures).toBe(2);
     expect(clock.now()).toBeLessThan(expiresAt);
-    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    expect((await t.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
 
     // Once the token has expired, a failed refresh disconnects, saying why.
     clock.advance(expiresAt - clock.now());
-    await service.runJobs();
-    const after = (await service.api("GET", `/api/v1/connectors/${id}`)).body;
+    await t.runJobs();
+    const after = (await t.api("GET", `/api/v1/connectors/${id}`)).body;
     expect(after.state).toBe("disconnected");
     expect(after.disconnect_reason).toContain("OAuth token refresh failed");
     expect(after.disconnect_reason).toContain("could not be reached");

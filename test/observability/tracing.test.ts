@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { pagedToolsServer } from "../peers/paged-tools";
-import { createTestApp } from "../support/app";
+import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
-import { startTestService, type TestService } from "../support/service";
 import { waitFor } from "../support/wait";
 
 // OpenTelemetry over real sockets: the service exports with the SDK's OTLP/HTTP exporter to a receiver in the test,
 // which reads the JSON the exporter sends. A client's traceparent is continued; the proxy's span has the upstream call
-// as its child; the upstream gets that child's traceparent.
+// as its child; the upstream gets that child's traceparent. The service reaches the receiver and the upstream over
+// real sockets; the client reaches the service through `app.handle`.
 type OtlpSpan = {
   traceId: string;
   spanId: string;
@@ -37,17 +37,21 @@ const upstream = Bun.serve({
     return tools.handler(request);
   },
 });
-let service: TestService;
+let service: TestApp;
 
 beforeAll(async () => {
-  service = await startTestService({
-    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`,
-    OTEL_BSP_SCHEDULE_DELAY: "50",
-    OTEL_SERVICE_NAME: "cs-under-test",
+  service = await createTestApp({
+    env: {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`,
+      OTEL_BSP_SCHEDULE_DELAY: "50",
+      OTEL_SERVICE_NAME: "cs-under-test",
+    },
+    realNetwork: true,
   });
 });
 afterAll(async () => {
-  await service.stop();
+  await service.services.tracing?.shutdown();
+  await service.close();
   receiver.stop(true);
   upstream.stop(true);
 });
@@ -69,10 +73,10 @@ describe("traces", () => {
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const parentId = "00f067aa0ba902b7";
     const before = seenTraceparents.length;
-    const res = await fetch(`${service.url}/api/v1/connectors/${id}/mcp`, {
+    const res = await service.fetch(`${service.publicUrl}/api/v1/connectors/${id}/mcp`, {
       method: "POST",
       headers: {
-        authorization: `Basic ${btoa("admin:admin-password-for-tests")}`,
+        authorization: `Bearer ${service.admin.token}`,
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
         traceparent: `00-${traceId}-${parentId}-01`,

@@ -2,22 +2,25 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { startModernServer } from "../peers/mcp-proxy";
 import type { Peer } from "../peers/everything";
-import { connectedConnector, proxyUrl } from "../support/mcp";
-import { ADMIN, startTestService, type TestService } from "../support/service";
-import { authHeader } from "../support/api";
+import { createTestApp, type TestApp } from "../support/app";
+import { connectedConnector } from "../support/mcp";
 
 // MCP 2026-07-28: no initialize and no session; every POST names its method in Mcp-Method (and tool in Mcp-Name).
+// The service reaches the server (mcp-proxy) over a real socket; clients reach the service through `app.handle`.
 let upstream: Peer;
-let service: TestService;
+let t: TestApp;
 let id: string;
+let proxyUrl: string;
+let authorization: string;
 
 beforeAll(async () => {
-  upstream = await startModernServer();
-  service = await startTestService();
-  id = await connectedConnector(service.api, upstream.url);
-});
+  [upstream, t] = await Promise.all([startModernServer(), createTestApp({ realNetwork: true })]);
+  id = await connectedConnector(t.api, upstream.url);
+  proxyUrl = `${t.publicUrl}/api/v1/connectors/${id}/mcp`;
+  authorization = `Bearer ${t.admin.token}`;
+}, 30_000);
 afterAll(async () => {
-  await service.stop();
+  await t.close();
   await upstream.stop();
 });
 
@@ -30,7 +33,7 @@ async function modernClient(url: string, authorization?: string) {
     const headers = new Headers(init?.headers);
     if (authorization) headers.set("authorization", authorization);
     sent.push(Object.fromEntries(headers));
-    return fetch(input, { ...init, headers });
+    return t.fetch(input, { ...init, headers });
   };
   const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: fetchWithAuth });
   const client = new Client({ name: "modern-test", version: "1.0.0" }, {
@@ -42,7 +45,7 @@ async function modernClient(url: string, authorization?: string) {
 
 test("a 2026-07-28 client gets through the proxy what it gets directly", async () => {
   const direct = await modernClient(upstream.url);
-  const proxied = await modernClient(proxyUrl(service, id), authHeader(ADMIN));
+  const proxied = await modernClient(proxyUrl, authorization);
   const call = { name: "echo", arguments: { message: "modern era" } };
   const [a, b] = [await direct.client.callTool(call), await proxied.client.callTool(call)];
   expect(b).toEqual(a);
@@ -79,9 +82,9 @@ test("a raw 2026-07-28 request with Mcp-Method and Mcp-Name gets the same answer
     "mcp-name": "get-sum",
   };
   const direct = await fetch(upstream.url, { method: "POST", headers, body: JSON.stringify(body) });
-  const proxied = await fetch(proxyUrl(service, id), {
+  const proxied = await t.fetch(proxyUrl, {
     method: "POST",
-    headers: { ...headers, authorization: authHeader(ADMIN) },
+    headers: { ...headers, authorization },
     body: JSON.stringify(body),
   });
   expect(proxied.status).toBe(direct.status);
@@ -94,9 +97,9 @@ test("a raw 2026-07-28 request with Mcp-Method and Mcp-Name gets the same answer
   const { "mcp-method": _m, "mcp-name": _n, ...bare } = headers;
   const refusedDirect = await fetch(upstream.url, { method: "POST", headers: bare, body: JSON.stringify(body) });
   expect(refusedDirect.status).toBe(400);
-  const refusedProxied = await fetch(proxyUrl(service, id), {
+  const refusedProxied = await t.fetch(proxyUrl, {
     method: "POST",
-    headers: { ...bare, authorization: authHeader(ADMIN) },
+    headers: { ...bare, authorization },
     body: JSON.stringify(body),
   });
   expect(refusedProxied.status).toBe(refusedDirect.status);

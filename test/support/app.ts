@@ -33,6 +33,12 @@ export type TestAppOptions = {
   /** Changes to the loaded settings that no variable allows, such as waits shorter than a second. */
   configure?: (config: Config) => void;
   network?: FakeNetwork;
+  /**
+   * The service reaches real peers (servers on loopback started by the test) with real fetch and DNS instead of the
+   * fake network (`network` then sees nothing); requests to the service itself still go through `app.handle` (`fetch`
+   * below for SDK clients), with no socket of its own. Its clock is still the stepped one.
+   */
+  realNetwork?: boolean;
   /** The clock the services read, when the test needs it before the app exists (to give it to a runtime). */
   clock?: SteppedClock;
   runtime?: Runtime;
@@ -72,8 +78,7 @@ export async function createTestApp(options: TestAppOptions = {}) {
       await options.whileSleeping?.(ms);
     },
     newId: () => Bun.randomUUIDv7(),
-    fetch: network.fetch,
-    resolveHost: network.resolve,
+    ...(options.realNetwork ? { fetch: globalThis.fetch } : { fetch: network.fetch, resolveHost: network.resolve }),
     publicUrl: () => publicUrl,
     readiness: () => ({ ready: true }),
     requestIds: new WeakMap(),
@@ -86,6 +91,11 @@ export async function createTestApp(options: TestAppOptions = {}) {
   const services: Services = createServices(deps);
   const app = buildApp(deps, services);
   const handle = (request: Request) => app.handle(request);
+  /** A client's fetch: requests to the app's URL go to `app.handle`, any other over the network (to a real peer). */
+  const clientFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const request = new Request(input, init);
+    return request.url.startsWith(`${publicUrl}/`) ? handle(request) : fetch(request);
+  };
   const userRows = createUserRepository(store);
 
   /** A user (role `user` unless said) with an API token; its `api` authenticates with the token. */
@@ -120,6 +130,7 @@ export async function createTestApp(options: TestAppOptions = {}) {
     network,
     logs,
     handle,
+    fetch: clientFetch,
     publicUrl,
     admin,
     /** The API as the administrator. */
