@@ -94,7 +94,7 @@ export const RegisterProviderBody = t.Object(
     ),
     agent_card: t.Optional(t.Unknown({ description: "The agent card itself (A2A 0.3.0), instead of agent_card_url" })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ agent_card_url: "https://agent.example/.well-known/agent-card.json" }] },
 );
 export type RegisterProviderBody = typeof RegisterProviderBody.static;
 

@@ -114,7 +114,24 @@ export function a2aRoutes(
     auth: true as const,
     params: ProviderParams,
     parse: RELAYED_JSON_BODY,
-    body: t.Any({ description: "An A2A JSON-RPC request, passed through as sent" }),
+    body: t.Any({
+      description: "An A2A JSON-RPC request, passed through as sent",
+      examples: [
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: {
+              kind: "message",
+              role: "user",
+              messageId: "0193f4a2-7c1e-7d3a-9b5e-2f6c8d1a4e07",
+              parts: [{ kind: "text", text: "What can you do?" }],
+            },
+          },
+        },
+      ],
+    }),
     response: {
       200: t.Any({ description: "The agent's JSON-RPC answer, or a text/event-stream for message/stream, streamed" }),
       401: Problem,

@@ -122,7 +122,14 @@ export const CreateConnectorBody = t.Object(
     metadata: t.Optional(Metadata),
     match_preset: t.Optional(t.Boolean({ default: true, description: "Match the URL against the presets" })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // The URL alone: a person who edits only it stores nothing else (no client_id "string").
+    examples: [
+      { url: "https://mcp.example.com/mcp" },
+      { url: "https://mcp.example.com/mcp", metadata: { name: "Example", description: "Our team's MCP server" } },
+    ],
+  },
 );
 export type CreateConnectorBody = typeof CreateConnectorBody.static;
 
@@ -144,7 +151,11 @@ export const ConnectBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // No body (or {}) starts OAuth; headers connect a server that takes an API key.
+    examples: [{}, { headers: { Authorization: "Bearer sk_live_your_api_key" } }],
+  },
 );
 export type ConnectBody = typeof ConnectBody.static;
 
@@ -161,7 +172,11 @@ export const UpdateConnectorBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    examples: [{ metadata: { name: "Stripe (billing team)" } }, { tool_policy: { deny: ["delete_customer"], pin: "record" } }],
+  },
 );
 export type UpdateConnectorBody = typeof UpdateConnectorBody.static;
 
@@ -175,7 +190,7 @@ export const ApproveToolsBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ names: ["create_invoice"] }, {}] },
 );
 
 export const ListQuery = t.Object({

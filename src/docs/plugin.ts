@@ -31,8 +31,10 @@ type Response = {
   headers?: Record<string, unknown>;
   content?: Record<string, { schema?: { title?: string } }>;
 };
+type MediaType = { schema?: { examples?: unknown[] }; example?: unknown; examples?: unknown };
 type Operation = {
-  requestBody?: { required?: boolean };
+  tags?: string[];
+  requestBody?: { required?: boolean; content?: Record<string, MediaType> };
   security?: unknown[];
   responses?: Record<string, Response>;
   parameters?: { in: string; schema?: Record<string, unknown> & { "x-integer"?: Record<string, number> } }[];
@@ -41,6 +43,41 @@ type Operation = {
   "x-protocol-errors"?: boolean;
 };
 type Document = { paths?: Record<string, Record<string, Operation>> };
+
+/**
+ * The sections of Swagger UI, in the order a newcomer needs them (Swagger UI shows tags in the order of this list):
+ * add and connect a connector and use its proxy URL first; the service's own housekeeping last. Every tag a route
+ * names is listed here (test/docs/examples.test.ts).
+ */
+export const TAGS = [
+  {
+    name: "Connectors",
+    description:
+      "Start here: add an MCP server by its URL, connect it (OAuth in a browser, or headers), then point any MCP client at its proxy URL",
+  },
+  { name: "MCP proxy", description: "A connector's proxy URL: MCP Streamable HTTP with the connector's stored credentials" },
+  { name: "Connector events", description: "Your connectors' changes of state as they happen (Server-Sent Events)" },
+  { name: "Presets", description: "The catalog of known MCP servers a connector can start from" },
+  { name: "OAuth", description: "Where an MCP server's sign-in comes back to finish a connector's authorization" },
+  { name: "API tokens", description: "Bearer tokens for programs and agents, each shown once" },
+  { name: "Grants", description: "The MCP clients you allowed through this service's own OAuth, and ending their access" },
+  { name: "Agent providers", description: "A2A agents registered by their card" },
+  { name: "A2A", description: "Registered agents' cards and the A2A JSON-RPC relay" },
+  { name: "Users", description: "Users of the service and their passwords" },
+  { name: "Console session", description: "The web console's sign-in (cookie and CSRF token)" },
+  {
+    name: "Authorization server",
+    description: "This service's OAuth for MCP clients that know only a proxy URL (metadata, registration, sign-in, tokens)",
+  },
+  { name: "Audit", description: "The audit trail of proxied MCP requests" },
+  { name: "Health", description: "Liveness, readiness and Prometheus metrics" },
+];
+const TAG_RANK = new Map(TAGS.map(({ name }, rank) => [name, rank]));
+const rankOf = (item: Record<string, Operation>) =>
+  Math.min(
+    TAGS.length,
+    ...Object.values(item).flatMap((operation) => (operation.tags ?? []).map((tag) => TAG_RANK.get(tag) ?? TAGS.length)),
+  );
 
 const RETRY_AFTER = { "retry-after": { description: "Seconds to wait before trying again", schema: { type: "integer" } } };
 /** The refusals every route of a kind can give, said once here rather than on every route. */
@@ -63,7 +100,10 @@ const COMMON = {
 /**
  * Finishes the generated document, once (the generator caches the document it returns, so this sees it again): marks optional bodies, adds
  * the refusals common to every route of a kind, and types every problem response as problem+json
- * ([RFC 9457 §3](https://www.rfc-editor.org/rfc/rfc9457#section-3)), which is what the service sends.
+ * ([RFC 9457 §3](https://www.rfc-editor.org/rfc/rfc9457#section-3)), which is what the service sends. A body's
+ * example is kept on its `t` schema (`examples`, JSON Schema's keyword) and copied to the media type's `example`, which
+ * Swagger UI puts in the "Try it out" editor (else it writes "string" in every field, which gets stored). Paths come in
+ * the order of their tags.
  */
 const finished = new WeakSet<object>();
 function finishDocument(document: Document) {
@@ -82,6 +122,10 @@ function finishDocument(document: Document) {
         if (!operation["x-own-body"]) add(COMMON.parsedBody);
       }
       if (operation["x-optional-body"] && operation.requestBody) operation.requestBody.required = false;
+      for (const media of Object.values(operation.requestBody?.content ?? {})) {
+        const [example] = media.schema?.examples ?? [];
+        if (example !== undefined && media.example === undefined && media.examples === undefined) media.example = example;
+      }
       delete operation["x-optional-body"];
       delete operation["x-own-body"];
       delete operation["x-protocol-errors"];
@@ -105,6 +149,8 @@ function finishDocument(document: Document) {
       }
     }
   }
+  if (document.paths)
+    document.paths = Object.fromEntries(Object.entries(document.paths).sort(([, a], [, b]) => rankOf(a) - rankOf(b)));
 }
 
 /** What every answer of /docs carries: its policy, and no guessing of types from content. */
@@ -139,6 +185,7 @@ export function docsPlugin(version: string) {
           // staticFile: false, or every path with a dot (the agent card's .well-known one) would be left out.
           exclude: { paths: [/^\/docs/, SPEC_PATH], staticFile: false },
           documentation: {
+            tags: TAGS,
             info: {
               title: "connector-service",
               version,

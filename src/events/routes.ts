@@ -5,7 +5,7 @@ import type { AuthPlugin } from "../users/auth-plugin";
 import { EVENT_RETENTION_MS, HEARTBEAT_MS, type EventStreams } from "./stream";
 
 export function eventRoutes(stream: EventStreams, auth: AuthPlugin) {
-  return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connectors"] } })
+  return new Elysia({ prefix: "/api/v1/connectors", detail: { tags: ["Connector events"] } })
     .use(auth)
     .get(
       "/events",

@@ -97,6 +97,7 @@ export function oauthRoutes(callback: Callback, publicUrl: () => string) {
         parse: [() => null, FORM_TYPE] as [() => null, typeof FORM_TYPE],
         body: t.Any({
           description: `${FORM_TYPE}: callback (the callback's query string, as the confirmation page carries it), and username and password when signing in on the page`,
+          examples: ["callback=code%3Dthe-code%26state%3Dthe-state&username=alice&password=correct+horse+battery"],
         }),
         response: outcomes,
         detail: {

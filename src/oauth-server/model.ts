@@ -85,9 +85,12 @@ export const OAuthErrorBody = t.Object(
   { description: "An OAuth error (RFC 6749 §5.2, RFC 7591 §3.2.2)" },
 );
 export const Html = (description: string) => t.String({ description, contentMediaType: "text/html" });
-export const FormBody = t.Any({
-  description: "application/x-www-form-urlencoded, as the OAuth RFCs define this endpoint's parameters",
-});
+/** An endpoint's form, with an example of it as sent (the form's encoding, which Swagger UI sends as written). */
+export const FormBody = (example: string) =>
+  t.Any({
+    description: "application/x-www-form-urlencoded, as the OAuth RFCs define this endpoint's parameters",
+    examples: [example],
+  });
 
 export const GrantList = t.Object({
   items: t.Array(

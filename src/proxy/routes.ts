@@ -24,6 +24,14 @@ const options = (summary: string, description: string, body = false) => ({
     body: t.Any({
       description:
         "A JSON-RPC message (or batch): checked strictly and sent on re-serialised while the audit trail, tracing or a tool policy reads it, else streamed as sent",
+      examples: [
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "swagger-ui", version: "1" } },
+        },
+      ],
     }),
   }),
   response: {

@@ -15,7 +15,7 @@ export const CreateUserBody = t.Object(
     password: Password("The password"),
     role: t.Optional(Role),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ username: "alice", password: "correct horse battery", role: "user" }] },
 );
 export type CreateUserBody = typeof CreateUserBody.static;
 
@@ -29,7 +29,7 @@ export const UpdateUserBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { additionalProperties: false, minProperties: 1, examples: [{ disabled: true }, { role: "admin" }] },
 );
 export type UpdateUserBody = typeof UpdateUserBody.static;
 
@@ -49,13 +49,16 @@ export const ChangePasswordBody = t.Object(
     new_password: Password("The new password"),
     ...revocations(false),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ current_password: "correct horse battery", new_password: "staple of a longer passphrase" }],
+  },
 );
 export type ChangePasswordBody = typeof ChangePasswordBody.static;
 
 export const ResetPasswordBody = t.Object(
   { new_password: Password("The new password"), ...revocations(true) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ new_password: "a new passphrase for alice" }] },
 );
 export type ResetPasswordBody = typeof ResetPasswordBody.static;
 
@@ -74,7 +77,8 @@ export type PasswordChanged = typeof PasswordChanged.static;
 
 export const SignInBody = t.Object(
   { username: t.String({ minLength: 1, maxLength: 64 }), password: t.String({ minLength: 1, maxLength: 1024 }) },
-  { additionalProperties: false },
+  // The bootstrap administrator; its generated password is in the first start's log.
+  { additionalProperties: false, examples: [{ username: "admin", password: "the-password-from-the-log" }] },
 );
 export type SignInBody = typeof SignInBody.static;
 
@@ -100,7 +104,7 @@ export const CreateTokenBody = t.Object(
     name: t.String({ minLength: 1, maxLength: 100, description: "What the token is for" }),
     expires_in_days: t.Optional(t.Integer({ minimum: 1, maximum: MAX_TOKEN_LIFETIME_DAYS })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ name: "my agent", expires_in_days: 90 }] },
 );
 export type CreateTokenBody = typeof CreateTokenBody.static;
 

@@ -117,6 +117,7 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
         body: CreateTokenBody,
         response: { 201: CreatedToken, ...problems },
         detail: {
+          tags: ["API tokens"],
           summary: "Create an API token for yourself",
           description: "The token is shown once, in this response; only its SHA-256 digest is stored.",
         },
@@ -125,7 +126,7 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
     .get("/tokens", ({ principal }) => users.listTokens(principal), {
       auth: true,
       response: { 200: TokenList, ...problems },
-      detail: { summary: "List your API tokens" },
+      detail: { tags: ["API tokens"], summary: "List your API tokens" },
     })
     .delete(
       "/tokens/:id",
@@ -137,7 +138,7 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
         auth: true,
         params: IdParams,
         response: { 204: t.Void(), ...problems },
-        detail: { summary: "Revoke one of your API tokens" },
+        detail: { tags: ["API tokens"], summary: "Revoke one of your API tokens" },
       },
     );
 }

@@ -35,6 +35,10 @@ test.skipIf(!available)(
     await page.waitForSelector(".opblock");
     expect(await page.locator(".opblock").count()).toBeGreaterThan(20);
     expect(await page.textContent(".title")).toContain("connector-service");
+    // Sections in a newcomer's order: connectors first, the service's housekeeping last.
+    const sections = await page.locator(".opblock-tag").evaluateAll((tags) => tags.map((tag) => tag.getAttribute("data-tag")));
+    expect(sections[0]).toBe("Connectors");
+    expect(sections.at(-1)).toBe("Health");
     expect(elsewhere).toEqual([]);
     expect(refused).toEqual([]);
     await page.close();
@@ -56,12 +60,16 @@ test.skipIf(!available)(
     await basic.locator("input[type=password]").fill(ADMIN.password);
     await basic.locator("button.authorize").click();
     await page.click(".btn-done");
-    // POST /api/v1/connectors: the body editor holds an example of its schema; send a real body from it.
+    // POST /api/v1/connectors: the body editor holds the document's example, the URL alone (never "string" in fields a
+    // person did not mean to fill); send a real body from it.
     const create = page.locator(".opblock-post", { has: page.locator('.opblock-summary-path[data-path="/api/v1/connectors"]') });
     await create.locator(".opblock-summary").click();
     await create.locator("button.try-out__btn").click();
     const editor = create.locator("textarea.body-param__text");
-    expect(await editor.inputValue()).toContain('"url"');
+    const example = (await (await fetch(`${service.url}/openapi.json`)).json()).paths["/api/v1/connectors"].post.requestBody
+      .content["application/json"].example;
+    expect(example).toEqual({ url: "https://mcp.example.com/mcp" });
+    expect(JSON.parse(await editor.inputValue())).toEqual(example);
     await editor.fill(JSON.stringify({ url: "https://try-it-out.example/mcp" }));
     await create.locator("button.execute").click();
     const status = create.locator(".live-responses-table .response .response-col_status").first();

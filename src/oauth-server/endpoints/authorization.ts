@@ -83,7 +83,7 @@ export function authorizationRoutes({ server, signIn }: AuthServerEndpointDeps) 
     })
     .post(OAUTH_PATHS.authorize, answerForm, {
       parse: FORM,
-      body: FormBody,
+      body: FormBody("step=sign-in&username=alice&password=correct+horse+battery"),
       response: {
         ...pageResponses,
         401: Html("HTML page: sign-in again (wrong user name or password)"),

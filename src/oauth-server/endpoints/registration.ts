@@ -15,6 +15,15 @@ export function registrationRoutes({ clients, clientAddress, json }: AuthServerE
     parse: JSON_UNREAD,
     body: t.Any({
       description: "Client metadata (RFC 7591 §2): redirect_uris required; only public clients (token_endpoint_auth_method none)",
+      examples: [
+        {
+          client_name: "My MCP client",
+          redirect_uris: ["http://127.0.0.1:33418/callback"],
+          token_endpoint_auth_method: "none",
+          grant_types: ["authorization_code", "refresh_token"],
+          response_types: ["code"],
+        },
+      ],
     }),
     response: { 201: JsonDocument, 400: OAuthErrorBody, 429: OAuthErrorBody },
     detail: {

@@ -14,7 +14,7 @@ export function revocationRoutes({ server, json }: AuthServerEndpointDeps) {
 
   return new Elysia({ detail: { tags: ["Authorization server"] } }).post(OAUTH_PATHS.revoke, revoke, {
     parse: FORM,
-    body: FormBody,
+    body: FormBody("token=the-refresh-token&token_type_hint=refresh_token&client_id=the-registered-client-id"),
     response: {
       200: t.Void({ description: "Revoked (or unknown: not an error)" }),
       400: OAuthErrorBody,

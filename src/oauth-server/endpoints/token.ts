@@ -11,7 +11,9 @@ export function tokenRoutes({ server, json }: AuthServerEndpointDeps) {
 
   return new Elysia({ detail: { tags: ["Authorization server"] } }).post(OAUTH_PATHS.token, token, {
     parse: FORM,
-    body: FormBody,
+    body: FormBody(
+      "grant_type=authorization_code&code=the-code-from-the-redirect&redirect_uri=http%3A%2F%2F127.0.0.1%3A33418%2Fcallback&client_id=the-registered-client-id&code_verifier=the-pkce-code-verifier",
+    ),
     response: { 200: JsonDocument, 400: OAuthErrorBody, 401: OAuthErrorBody },
     detail: {
       summary: "Token endpoint: code and refresh token grants (RFC 6749 §4.1.3, §6)",
