@@ -15,6 +15,7 @@ Usage:
                                      copy every row between stores (a SQLite file or a postgres:// URL), secrets as sealed
   connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]
                                      serve a stdio MCP server over MCP Streamable HTTP on /mcp
+  connector-service demo-server      run the demo MCP server on stdin/stdout (what the mcp+stdio://demo preset runs)
   connector-service healthcheck [URL] exit 0 when GET URL/healthz answers 200 (default: the configured host and port)
   connector-service version          print the version
   connector-service --help           show this help
@@ -37,6 +38,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import("./cli/copy")).copy(rest);
     case "rotate-key":
       return rest.length ? unknown(rest[0]!) : (await import("./cli/rotate-key")).rotateKey(process.env);
+    case "demo-server":
+      return rest.length ? unknown(rest[0]!) : (await import("./cli/demo-server")).demoServer();
     case "healthcheck":
       return rest.length > 1 ? unknown(rest[1]!) : (await import("./cli/healthcheck")).healthcheck(process.env, rest[0]);
     case "version":

@@ -12,7 +12,7 @@ const LAYERS: string[][] = [
   ["version", "observability", "cache", "secrets", "urls", "metrics", "db"],
   ["http-errors"],
   ["http", "docs", "console"],
-  ["security", "upstream", "gateway", "health", "scheduler"],
+  ["security", "upstream", "gateway", "health", "scheduler", "demo"],
   ["users", "forward"],
   ["presets"],
   ["connectors", "runtime", "config"],
