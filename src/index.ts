@@ -11,6 +11,9 @@ Usage:
   connector-service [serve]          start the service (configuration from environment variables)
   connector-service migrate          apply database migrations and exit
   connector-service rotate-key       re-seal every stored secret under a new key (stop the service first)
+  connector-service reset-admin-password
+                                     give the administrator a new generated password, printed once, and end its
+                                     console sessions (on the database the same settings name; stop the service first)
   connector-service copy --from A --to B
                                      copy every row between stores (a SQLite file or a postgres:// URL), secrets as sealed
   connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]
@@ -38,6 +41,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import("./cli/copy")).copy(rest);
     case "rotate-key":
       return rest.length ? unknown(rest[0]!) : (await import("./cli/rotate-key")).rotateKey(process.env);
+    case "reset-admin-password":
+      return rest.length ? unknown(rest[0]!) : (await import("./cli/reset-admin-password")).resetAdminPassword(process.env);
     case "demo-server":
       return rest.length ? unknown(rest[0]!) : (await import("./cli/demo-server")).demoServer();
     case "healthcheck":
