@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { authHeader } from "../support/api";
 import { mcpClient, proxyUrl, toolText } from "../support/mcp";
-import { startTestService, type TestService } from "../support/service";
+import { ADMIN, startTestService, type TestService } from "../support/service";
 
 const ROOT = resolve(import.meta.dir, "../..");
 
@@ -52,6 +56,34 @@ describe("the mcp+stdio://demo preset", () => {
       expect((await client.callTool({ name: "add", arguments: { a: 1, b: 2 } })).structuredContent).toEqual({ sum: 3 });
     } finally {
       await close();
+    }
+    expect((await service.api("DELETE", `/api/v1/connectors/${created.body.id}`)).status).toBe(204);
+  });
+
+  test("progress and elicitation reach an MCP client through the proxy", async () => {
+    const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://demo" } });
+    await service.api("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: {} });
+    const client = new Client({ name: "demo-tests", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, (request) => ({
+      action: "accept",
+      content: { answer: `an answer to "${request.params.message}"` },
+    }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(proxyUrl(service, created.body.id)), {
+        requestInit: { headers: { authorization: authHeader(ADMIN) } },
+      }),
+    );
+    try {
+      const progress: number[] = [];
+      const counted = await client.callTool({ name: "countdown", arguments: { seconds: 2 } }, CallToolResultSchema, {
+        onprogress: (p) => progress.push(p.progress),
+      });
+      expect(toolText(counted)).toBe("Counted down 2 s.");
+      expect(progress).toEqual([1, 2]);
+      const asked = await client.callTool({ name: "ask", arguments: { question: "Ready?" } });
+      expect(toolText(asked)).toBe('You answered: an answer to "Ready?"');
+    } finally {
+      await client.close();
     }
     expect((await service.api("DELETE", `/api/v1/connectors/${created.body.id}`)).status).toBe(204);
   });
