@@ -4,6 +4,9 @@ import { z } from "zod";
 /** The longest countdown: the demo must not hold a server process (and a user's process place) for long. */
 export const MAX_COUNTDOWN_SECONDS = 10;
 
+/** How long `ask` waits for the person's answer. */
+const ANSWER_TIMEOUT_MS = 5 * 60_000;
+
 const text = (value: string) => [{ type: "text" as const, text: value }];
 
 /**
@@ -71,7 +74,8 @@ export function registerAsk(server: McpServer): void {
             required: ["answer"],
           },
         },
-        { relatedRequestId: extra.requestId, signal: extra.signal },
+        // A person answers: more time than the SDK's 60 s default for a request.
+        { relatedRequestId: extra.requestId, signal: extra.signal, timeout: ANSWER_TIMEOUT_MS },
       );
       if (result.action === "accept") return { content: text(`You answered: ${String(result.content?.answer ?? "")}`) };
       if (result.action === "decline") return { content: text("You declined to answer.") };
