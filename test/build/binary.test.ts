@@ -156,4 +156,4 @@ test("the demo preset runs the binary itself (demo-server), in the sandbox, with
   } finally {
     expect(await stop(service)).toBe(0);
   }
-});
+}, 30_000);

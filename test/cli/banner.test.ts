@@ -63,7 +63,7 @@ describe("the first start", () => {
     // Shown once: the log line that says the administrator was made points at the banner instead of repeating it.
     expect(out.split(password)).toHaveLength(2);
     expect(out).toContain("generated password is shown this once in the banner below");
-  });
+  }, 30_000);
 
   test("to a program (stdout a pipe): JSON lines only, the generated password in the administrator's line", async () => {
     const out = await serve(false, (text) => text.includes('"msg":"connector-service listening"'));
@@ -72,5 +72,5 @@ describe("the first start", () => {
     const admin = parsed.find((line) => line.msg.startsWith("created the bootstrap administrator"));
     expect(admin.generated).toMatch(/^[A-Za-z0-9_-]{24}$/);
     expect(out).not.toContain("is running");
-  });
+  }, 30_000);
 });

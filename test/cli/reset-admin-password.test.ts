@@ -68,7 +68,25 @@ describe("connector-service reset-admin-password", () => {
     } finally {
       await second.stop();
     }
-  });
+
+    // At a terminal (a pseudo-terminal made by util-linux `script`), the same in plain words.
+    const atTerminal = Bun.spawnSync(["script", "-qefc", `exec ${process.execPath} ${ENTRY} reset-admin-password`, "/dev/null"], {
+      env: { PATH: process.env.PATH!, SHELL: "/bin/sh", DATABASE__PATH: env.DATABASE__PATH! },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(atTerminal.exitCode).toBe(0);
+    const shown = atTerminal.stdout.toString().replaceAll("\r\n", "\n");
+    expect(shown).toContain('New password for the administrator "admin" (shown this once):');
+    const password = /^ {4}(\S+)$/m.exec(shown)![1]!;
+    const third = await startTestService(env);
+    try {
+      expect((await me(third.url, { authorization: basic("admin", password) })).status).toBe(200);
+      expect((await me(third.url, { authorization: basic("admin", said.password) })).status).toBe(401);
+    } finally {
+      await third.stop();
+    }
+  }, 30_000);
 
   test("refuses, changing nothing, where it cannot help: AUTH__ADMIN_PASSWORD set, a database that is not there, none yet", () => {
     const given = resetAdminPassword({ DATABASE__PATH: env.DATABASE__PATH!, AUTH__ADMIN_PASSWORD: "chosen-password" });

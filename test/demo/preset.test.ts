@@ -58,7 +58,7 @@ describe("the mcp+stdio://demo preset", () => {
       await close();
     }
     expect((await service.api("DELETE", `/api/v1/connectors/${created.body.id}`)).status).toBe(204);
-  });
+  }, 30_000);
 
   test("progress and elicitation reach an MCP client through the proxy", async () => {
     const created = await service.api("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://demo" } });
@@ -86,5 +86,5 @@ describe("the mcp+stdio://demo preset", () => {
       await client.close();
     }
     expect((await service.api("DELETE", `/api/v1/connectors/${created.body.id}`)).status).toBe(204);
-  });
+  }, 30_000);
 });

@@ -67,7 +67,7 @@ describe("connector-service demo-server", () => {
     ]);
     const tooLong = await client.callTool({ name: "countdown", arguments: { seconds: 3600 } });
     expect(tooLong.isError).toBe(true);
-  });
+  }, 30_000);
 
   test("ask puts the question to the user through elicitation and answers with what they said", async () => {
     const asked: string[] = [];
