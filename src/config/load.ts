@@ -183,12 +183,10 @@ function ownProgram(raw: RawConfig): OwnProgram {
 }
 
 function finish(raw: RawConfig, env: Record<string, string | undefined>): Config {
-  let presets: readonly Preset[];
-  if (raw.connector.presets === undefined) {
-    presets = builtinPresets(ownProgram(raw));
-  } else {
+  let presets: readonly Preset[] = builtinPresets(ownProgram(raw));
+  if (raw.connector.presets !== undefined) {
     try {
-      presets = parsePresets(raw.connector.presets);
+      presets = parsePresets(raw.connector.presets, presets);
     } catch (e) {
       throw new ConfigError("CONNECTOR__PRESETS", (e as Error).message);
     }

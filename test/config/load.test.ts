@@ -55,6 +55,18 @@ describe("the demo preset", () => {
     expect(demo!.stdio!.command).toEqual([process.execPath, resolve(import.meta.dir, "../../src/index.ts"), "demo-server"]);
   });
 
+  test("CONNECTOR__PRESETS keeps it by its URL alone (its command is this executable, which no setting can spell)", () => {
+    const builtin = loadConfig({}).presets[0]!;
+    const presets = loadConfig({
+      CONNECTOR__PRESETS: JSON.stringify([{ url: "https://one.example/mcp" }, { url: "mcp+stdio://demo" }]),
+    }).presets;
+    expect(presets[1]).toEqual(builtin);
+    const renamed = loadConfig({ CONNECTOR__PRESETS: '[{"url":"mcp+stdio://demo","metadata":{"name":"Try me"}}]' }).presets;
+    expect(renamed).toEqual([{ url: "mcp+stdio://demo", metadata: { name: "Try me" }, stdio: builtin.stdio }]);
+    // Another mcp+stdio:// URL still needs its stdio.
+    expect(error({ CONNECTOR__PRESETS: '[{"url":"mcp+stdio://other"}]' })).toContain("[0].stdio: required");
+  });
+
   test("on Kubernetes, the service's own image, where connector-service is on PATH", () => {
     const [demo] = loadConfig({ RUNTIME__DRIVER: "kubernetes", KUBERNETES__GATEWAY_IMAGE: "registry.example/cs:1.2" }).presets;
     expect(demo!.stdio).toEqual({ image: "registry.example/cs:1.2", command: ["connector-service", "demo-server"] });
