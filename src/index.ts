@@ -11,10 +11,14 @@ Usage:
   connector-service [serve]          start the service (configuration from environment variables)
   connector-service migrate          apply database migrations and exit
   connector-service rotate-key       re-seal every stored secret under a new key (stop the service first)
+  connector-service reset-admin-password
+                                     give the administrator a new generated password, printed once, and end its
+                                     console sessions (on the database the same settings name; stop the service first)
   connector-service copy --from A --to B
                                      copy every row between stores (a SQLite file or a postgres:// URL), secrets as sealed
   connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]
                                      serve a stdio MCP server over MCP Streamable HTTP on /mcp
+  connector-service demo-server      run the demo MCP server on stdin/stdout (what the mcp+stdio://demo preset runs)
   connector-service healthcheck [URL] exit 0 when GET URL/healthz answers 200 (default: the configured host and port)
   connector-service version          print the version
   connector-service --help           show this help
@@ -37,6 +41,10 @@ async function main(argv: string[]): Promise<number> {
       return (await import("./cli/copy")).copy(rest);
     case "rotate-key":
       return rest.length ? unknown(rest[0]!) : (await import("./cli/rotate-key")).rotateKey(process.env);
+    case "reset-admin-password":
+      return rest.length ? unknown(rest[0]!) : (await import("./cli/reset-admin-password")).resetAdminPassword(process.env);
+    case "demo-server":
+      return rest.length ? unknown(rest[0]!) : (await import("./cli/demo-server")).demoServer();
     case "healthcheck":
       return rest.length > 1 ? unknown(rest[1]!) : (await import("./cli/healthcheck")).healthcheck(process.env, rest[0]);
     case "version":

@@ -23,11 +23,12 @@ import { createProcessLimits } from "../runtime/process-limits";
 import type { Runtime } from "../runtime/runtime";
 import { chooseSandbox, prepareSandbox, SandboxUnavailable, servicePaths, type SandboxChoice } from "../runtime/sandbox";
 import { startScheduler, type Scheduler } from "../scheduler/scheduler";
-import { createLogger, type Logger } from "../observability/logger";
+import { bufferedStdout, createLogger, type Logger } from "../observability/logger";
 import { KeyFileError, loadSealingKey, type KeySource } from "../secrets/key";
 import { createSealer } from "../secrets/sealer";
 import { sessionCookie } from "../users/sessions";
 import { VERSION } from "../version";
+import { formatBanner } from "./banner";
 
 export type RunningService = {
   url: string;
@@ -48,7 +49,16 @@ export type RunningService = {
  * For tests: where log lines go, the clock the services read (timers and sockets keep real time), and how long a
  * request that arrives during the start waits for it (STARTING_HOLD_MS).
  */
-export type StartOptions = { writeLog?: (line: string) => void; clock?: () => number; startingHoldMs?: number };
+export type StartOptions = {
+  writeLog?: (line: string) => void;
+  clock?: () => number;
+  startingHoldMs?: number;
+  /**
+   * A person reads the output (`serve` at a terminal): a plain banner once started (banner.ts), written in order with
+   * the log lines, and the generated administrator password only there, not in a log line as well.
+   */
+  banner?: boolean;
+};
 
 /**
  * Reads the environment, listens, opens the database and creates what the service needs. Throws ConfigError for a
@@ -58,7 +68,8 @@ export type StartOptions = { writeLog?: (line: string) => void; clock?: () => nu
 export async function startService(env: Record<string, string | undefined>, options: StartOptions = {}): Promise<RunningService> {
   const phases = startupPhases();
   const config = loadConfig(env);
-  const log = createLogger({ level: config.log.level, ...(options.writeLog && { write: options.writeLog }) });
+  const write = options.writeLog ?? bufferedStdout();
+  const log = createLogger({ level: config.log.level, write });
   const clock = options.clock ?? Date.now;
   // Before anything is created (a key file, a database): a bad certificate file or sandbox is a setting's error.
   const tls = readCertificateSetting(config, clock, log);
@@ -76,12 +87,14 @@ export async function startService(env: Record<string, string | undefined>, opti
   let scheduler: Scheduler | undefined;
   const readiness = readinessOf(running, () => scheduler);
   let store: Store | undefined;
+  let key: KeySource;
+  let admin: { generated?: string };
   let deps: Deps;
   let services: Services;
   try {
     // Between the synchronous steps, health checks that arrived meanwhile are answered.
     await nextTurn();
-    const key = loadKey(config, log);
+    key = loadKey(config, log);
     phases.mark("key");
     await nextTurn();
     store = await openDatabase(config, log);
@@ -98,7 +111,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     // The administrator exists before any request but a health check is let through: one sent with its credentials
     // meanwhile waits, rather than being refused (401) while the password is hashed, or let in with the password a
     // changed AUTH__ADMIN_PASSWORD replaces.
-    await ensureAdmin(services, config, log);
+    admin = await ensureAdmin(services, config, log, options.banner === true);
     phases.mark("admin");
     gate.open({ fetch: app.fetch, native: services.proxyEntry });
     // At start-up, bring back the managed servers of connected connectors before the first tick (requests are served
@@ -122,6 +135,19 @@ export async function startService(env: Record<string, string | undefined>, opti
     settings: describeConfig(env, config),
   });
   log.debug("start-up phases", phases.done());
+  if (options.banner)
+    write(
+      formatBanner({
+        publicUrl,
+        admin: {
+          username: config.auth.adminUsername,
+          generated: admin.generated,
+          fromSetting: config.auth.adminPassword !== undefined,
+        },
+        database: store.dialect === "postgres" ? undefined : config.database.path,
+        key: { origin: key.origin, file: config.secrets.keyFile },
+      }),
+    );
   return {
     url: running.url,
     config,
@@ -281,19 +307,19 @@ async function processDeps(from: {
   };
 }
 
-/** The bootstrap administrator (AUTH__ADMIN_USERNAME, AUTH__ADMIN_PASSWORD). */
-async function ensureAdmin(services: Services, config: Config, log: Logger): Promise<void> {
+/**
+ * The bootstrap administrator (AUTH__ADMIN_USERNAME, AUTH__ADMIN_PASSWORD). A generated password is shown once, when
+ * the administrator is created (after listening): in this log line, or in the banner when a person reads the output.
+ */
+async function ensureAdmin(services: Services, config: Config, log: Logger, banner: boolean): Promise<{ generated?: string }> {
   const admin = await services.users.ensureAdmin(config.auth.adminUsername, config.auth.adminPassword);
   if (admin.generated) {
-    // Logged once, when the administrator is created (after listening); set AUTH__ADMIN_PASSWORD to choose it instead.
     log.warn(
-      "created the bootstrap administrator; its generated password is shown this once (set AUTH__ADMIN_PASSWORD to choose one)",
-      {
-        username: config.auth.adminUsername,
-        generated: admin.generated,
-      },
+      `created the bootstrap administrator; its generated password is shown this once${banner ? " in the banner below" : ""} (set AUTH__ADMIN_PASSWORD to choose one)`,
+      { username: config.auth.adminUsername, ...(!banner && { generated: admin.generated }) },
     );
   }
+  return admin;
 }
 
 /** A console whose session cookie anyone on the network path can read is said at every start. */
@@ -376,7 +402,8 @@ function listenFailure(e: unknown, config: Config): StartFailed {
 export async function serve(env: Record<string, string | undefined>): Promise<number> {
   let service: RunningService;
   try {
-    service = await startService(env);
+    // A person at a terminal gets the banner; a program (systemd, a container's log) gets JSON lines only.
+    service = await startService(env, { banner: process.stdout.isTTY === true });
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`connector-service: configuration error: ${e.message}\n`);

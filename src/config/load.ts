@@ -4,7 +4,8 @@ import { Value } from "@sinclair/typebox/value";
 import type { TObject } from "@sinclair/typebox";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { BUILTIN_PRESETS } from "../presets/builtin";
+import { builtinPresets, type OwnProgram } from "../presets/builtin";
+import { ownExecutable } from "../executable";
 import type { Preset } from "../presets/model";
 import { parsePresets } from "../presets/parse";
 import { parseTrustedProxies, type TrustedProxies } from "../security/client-address";
@@ -171,11 +172,21 @@ function tracingSettings(env: Record<string, string | undefined>): TracingSettin
   };
 }
 
+/**
+ * What runs this program as a managed server (the demo preset): on Kubernetes the service's own image, whose PATH has
+ * it (Containerfile); locally the executable running now — never a PATH lookup, which could find another version.
+ */
+function ownProgram(raw: RawConfig): OwnProgram {
+  if (raw.runtime.driver === "kubernetes" && raw.kubernetes.gateway_image)
+    return { image: raw.kubernetes.gateway_image, command: ["connector-service"] };
+  return { image: `connector-service:${VERSION}`, command: ownExecutable().argv };
+}
+
 function finish(raw: RawConfig, env: Record<string, string | undefined>): Config {
-  let presets: readonly Preset[] = BUILTIN_PRESETS;
+  let presets: readonly Preset[] = builtinPresets(ownProgram(raw));
   if (raw.connector.presets !== undefined) {
     try {
-      presets = parsePresets(raw.connector.presets);
+      presets = parsePresets(raw.connector.presets, presets);
     } catch (e) {
       throw new ConfigError("CONNECTOR__PRESETS", (e as Error).message);
     }

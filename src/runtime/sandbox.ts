@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, normalize, sep } from "node:path";
+import { ownExecutable } from "../executable";
 import type { StdioCommand } from "../gateway/session";
 import type { Logger } from "../observability/logger";
 
@@ -29,6 +30,11 @@ export type ServicePaths = {
   cwd: string;
   /** The service's home directories (its HOME, and its account's when that differs): the first becomes the server's. */
   homes: string[];
+  /**
+   * The service's own program (executable.ts): seen read-only by every server, so the demo preset, which runs it,
+   * starts even when the service runs from a directory the sandbox hides (a checkout holding ./data). Code, no secret.
+   */
+  program?: string[];
 };
 
 /** The settings that say where the service's secrets are (config/load.ts's Config has them). */
@@ -44,6 +50,7 @@ export const servicePaths = (config: SecretSettings): ServicePaths => ({
   files: config.server.tls ? [config.server.tls.keyFile] : [],
   cwd: process.cwd(),
   homes: [...new Set([process.env.HOME || homedir(), homedir()])],
+  program: ownExecutable().files,
 });
 
 /** `path` itself or something under it. */
@@ -133,8 +140,17 @@ export function bwrapArgs(paths: ServicePaths) {
     (file) => existsSync(file) && !isDir(file) && !secrets.some((m) => within(file, m)),
   );
   const head = [...BASE_ARGS, ...privates.filter((dir) => dir !== "/tmp").flatMap((dir) => ["--tmpfs", dir])];
+  // The service's own program, where a mask hid it, bound back after the masks (as it is named: a checkout's
+  // node_modules may be a link to elsewhere, which the program's imports resolve through); a secret directory inside
+  // it masked again.
+  const program = [...new Set((paths.program ?? []).filter(existsSync).map((path) => normalize(path)))].filter((path) =>
+    secrets.some((dir) => within(path, dir) || within(real(path)!, dir)),
+  );
+  const secretsInProgram = outermost(secretDirs.filter((dir) => program.some((path) => within(dir, path))));
   const tail = [
     ...secrets.flatMap((dir) => ["--tmpfs", dir]),
+    ...program.flatMap((path) => ["--ro-bind", path, path]),
+    ...secretsInProgram.flatMap((dir) => ["--tmpfs", dir]),
     ...secretFiles.flatMap((file) => ["--ro-bind", "/dev/null", file]),
     // The home is a mask of its own, or a directory made inside /tmp's.
     ...(privates.includes(privateHome) ? [] : ["--dir", privateHome]),

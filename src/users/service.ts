@@ -34,6 +34,12 @@ export const TOKEN_PREFIX = "cst_";
 
 export const digestToken = sha256Hex;
 
+/** A password made for a person to copy once: 144 random bits, URL-safe. */
+const generatePassword = () => randomBytes(18).toString("base64url");
+
+/** What `reset-admin-password` did. */
+export type AdminPasswordReset = { username: string; password: string; disabled: boolean; console_sessions_ended: number };
+
 /** Who a user is, for another feature (the person behind a grant, who started an authorization): never their password hash. */
 export const findPrincipal =
   (users: Pick<UserRepository, "findById">) =>
@@ -209,11 +215,26 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
         }
         return {};
       }
-      const generated = password === undefined ? randomBytes(18).toString("base64url") : undefined;
+      const generated = password === undefined ? generatePassword() : undefined;
       // Another process sharing the store (a replica, started at the same moment) may have created it while this
       // one hashed: then its password is the administrator's, and this one's is never shown.
       const created = await insertUser(username, password ?? generated!, "admin");
       return created && generated ? { generated } : {};
+    },
+
+    /**
+     * A lost administrator password (`connector-service reset-admin-password`, run on the database): the user
+     * AUTH__ADMIN_USERNAME names — the bootstrap administrator — or, when it was renamed or deleted, the first
+     * administrator made, gets a new generated password. Its console sessions end, as with any reset (whoever held the
+     * old password may hold one); its API tokens and grants stay: they are not the password. Undefined: no administrator.
+     */
+    async resetAdminPassword(username: string): Promise<AdminPasswordReset | undefined> {
+      const admin = (await users.findByUsername(username)) ?? (await users.list()).find((user) => user.role === "admin");
+      if (!admin) return undefined;
+      const password = generatePassword();
+      await users.updatePassword(admin.id, await Bun.password.hash(password, "argon2id"), clock());
+      const ended = await users.deleteSessionsOf(admin.id);
+      return { username: admin.username, password, disabled: admin.disabled_at !== null, console_sessions_ended: ended };
     },
 
     async createToken(caller: Principal, body: CreateTokenBody): Promise<CreatedToken> {

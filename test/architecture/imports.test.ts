@@ -9,10 +9,10 @@ import ts from "typescript";
  * in the rest. Type-only imports count: they are dependencies too.
  */
 const LAYERS: string[][] = [
-  ["version", "observability", "cache", "secrets", "urls", "metrics", "db"],
+  ["version", "executable", "observability", "cache", "secrets", "urls", "metrics", "db"],
   ["http-errors"],
   ["http", "docs", "console"],
-  ["security", "upstream", "gateway", "health", "scheduler"],
+  ["security", "upstream", "gateway", "health", "scheduler", "demo"],
   ["users", "forward"],
   ["presets"],
   ["connectors", "runtime", "config"],

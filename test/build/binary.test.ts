@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startBearerServer } from "../peers/bearer-server";
@@ -27,6 +27,8 @@ test("--help and version answer; an unknown command or a bad setting exits 2 wit
   const help = run(["--help"]);
   expect(help.exitCode).toBe(0);
   expect(help.stdout.toString()).toContain("healthcheck");
+  expect(help.stdout.toString()).toContain("reset-admin-password");
+  expect(help.stdout.toString()).toContain("demo-server");
   expect(run(["version"]).stdout.toString().trim()).toMatch(/^\d+\.\d+\.\d+/);
   const unknown = run(["--frobnicate"]);
   expect(unknown.exitCode).toBe(2);
@@ -123,3 +125,35 @@ test("a start that cannot listen says so in one line, exit 1, and generates no a
   expect(next.lines.map((l) => JSON.parse(l)).find((l) => l.generated)?.generated).toBeString();
   expect(await stop(next)).toBe(0);
 });
+
+test("the demo preset runs the binary itself (demo-server), in the sandbox, with nothing else installed", async () => {
+  // A copy of the binary in the working directory that holds its data, as someone who downloaded it would run it:
+  // the sandbox masks that directory whole (and /tmp is private), so only the binary is let back in.
+  const program = join(work, "connector-service");
+  copyFileSync(BINARY, program);
+  chmodSync(program, 0o755);
+  const service = await startBinary(
+    work,
+    { DATABASE__PATH: join(work, "demo/cs.db"), AUTH__ADMIN_PASSWORD: "demo-admin-password" },
+    program,
+  );
+  try {
+    const admin = apiClient(service.url, { username: "admin", password: "demo-admin-password" });
+    const [demo] = (await admin("GET", "/api/v1/connectors/presets")).body.items;
+    expect(demo.stdio.command).toEqual([program, "demo-server"]);
+    const sandbox = service.lines.map((l) => JSON.parse(l)).find((l) => l.sandbox === "bwrap");
+    expect(sandbox.hidden).toContain(work);
+    const created = await admin("POST", "/api/v1/connectors", { body: { url: "mcp+stdio://demo" } });
+    const connected = await admin("POST", `/api/v1/connectors/${created.body.id}/connect`, { body: {} });
+    expect(connected.body.state).toBe("connected");
+    const { client, close } = await mcpClient(`${service.url}/api/v1/connectors/${created.body.id}/mcp`, {
+      username: "admin",
+      password: "demo-admin-password",
+    });
+    const echoed = await client.callTool({ name: "echo", arguments: { text: "from the binary" } });
+    expect((echoed.content as { text: string }[])[0]!.text).toBe("from the binary");
+    await close();
+  } finally {
+    expect(await stop(service)).toBe(0);
+  }
+}, 30_000);

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { resolve } from "node:path";
 import { ConfigError, describeConfig, loadConfig, settingNames } from "../../src/config/load";
 
 const error = (env: Record<string, string>) => {
@@ -19,6 +20,7 @@ describe("defaults", () => {
     expect(config.secrets.keyFile).toEndWith("/data/secret.key");
     expect(config.runtime).toEqual({ driver: "local", sandbox: undefined, maxProcessesPerUser: 8, maxProcesses: 32 });
     expect(config.presets.map((p) => p.url)).toEqual([
+      "mcp+stdio://demo",
       "https://mcp.stripe.com",
       "https://mcp.box.com",
       "https://api.githubcopilot.com/mcp",
@@ -44,6 +46,30 @@ describe("a bad value names the variable", () => {
     ["API__MAX_BODY_BYTES", "12", "API__MAX_BODY_BYTES: must be an integer of at least 1024"],
   ])("%s=%p is refused with %p", (name, value, message) => {
     expect(error({ [name]: value })).toContain(message);
+  });
+});
+
+describe("the demo preset", () => {
+  test("locally, runs the executable running now (bun and this checkout's entry, from source)", () => {
+    const [demo] = loadConfig({}).presets;
+    expect(demo!.stdio!.command).toEqual([process.execPath, resolve(import.meta.dir, "../../src/index.ts"), "demo-server"]);
+  });
+
+  test("CONNECTOR__PRESETS keeps it by its URL alone (its command is this executable, which no setting can spell)", () => {
+    const builtin = loadConfig({}).presets[0]!;
+    const presets = loadConfig({
+      CONNECTOR__PRESETS: JSON.stringify([{ url: "https://one.example/mcp" }, { url: "mcp+stdio://demo" }]),
+    }).presets;
+    expect(presets[1]).toEqual(builtin);
+    const renamed = loadConfig({ CONNECTOR__PRESETS: '[{"url":"mcp+stdio://demo","metadata":{"name":"Try me"}}]' }).presets;
+    expect(renamed).toEqual([{ url: "mcp+stdio://demo", metadata: { name: "Try me" }, stdio: builtin.stdio }]);
+    // Another mcp+stdio:// URL still needs its stdio.
+    expect(error({ CONNECTOR__PRESETS: '[{"url":"mcp+stdio://other"}]' })).toContain("[0].stdio: required");
+  });
+
+  test("on Kubernetes, the service's own image, where connector-service is on PATH", () => {
+    const [demo] = loadConfig({ RUNTIME__DRIVER: "kubernetes", KUBERNETES__GATEWAY_IMAGE: "registry.example/cs:1.2" }).presets;
+    expect(demo!.stdio).toEqual({ image: "registry.example/cs:1.2", command: ["connector-service", "demo-server"] });
   });
 });
 

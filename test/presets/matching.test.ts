@@ -30,10 +30,11 @@ describe("built-in presets", () => {
   });
   afterAll(() => service.close());
 
-  test("lists Stripe, Box and GitHub with names and descriptions", async () => {
+  test("lists the demo server first, then Stripe, Box and GitHub, with names and descriptions", async () => {
     const res = await service.api("GET", "/api/v1/connectors/presets");
     expect(res.status).toBe(200);
     expect(res.body.items.map((p: { url: string }) => p.url)).toEqual([
+      "mcp+stdio://demo",
       "https://mcp.stripe.com",
       "https://mcp.box.com",
       "https://api.githubcopilot.com/mcp",

@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ownExecutable } from "../../src/executable";
 import { createLogger } from "../../src/observability/logger";
 import {
   bwrapArgs,
@@ -307,6 +310,40 @@ describe("a server installed where the sandbox makes things private (a checkout 
       expect(result.stdout.toString().trim().split("\n")).toEqual(["a dependency", "no-key", "read-only"]);
     } finally {
       rmSync(project, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the service's own program (the demo preset) when the sandbox masks the directory it runs from", () => {
+  test("run from this checkout with ./data in it: the program is bound back, the data stays hidden", async () => {
+    // `npm start` in a checkout: the working directory holds the data, so it is masked whole — src/ and node_modules/
+    // with it, unless the program is bound back.
+    const data = mkdtempSync(join(ROOT, ".test-data-"));
+    writeFileSync(join(data, "secret.key"), "the key");
+    try {
+      const own = ownExecutable();
+      const paths = { database: join(data, "cs.db"), keyFile: join(data, "secret.key"), files: [], cwd: ROOT, homes: [] };
+      expect(bwrapArgs(paths).hidden).toContain(ROOT);
+      const sandbox = prepareSandbox(chooseSandbox("bwrap"), { ...paths, program: own.files }, createLogger({ level: "error" }));
+      const run = (argv: string[]) =>
+        sandboxed(sandbox, { command: argv[0]!, args: argv.slice(1), env: { PATH: "/usr/bin:/bin" } });
+      const key = run(["/bin/sh", "-c", `cat ${join(data, "secret.key")} || echo no-key; ls ${ROOT}`]);
+      const seen = Bun.spawnSync([key.command, ...key.args], { env: key.env, stdout: "pipe", stderr: "pipe" }).stdout.toString();
+      expect(seen).toContain("no-key");
+      expect(seen).not.toContain("the key");
+      expect(seen).not.toContain(".test-data-"); // only the program's files are in the checkout's place
+      expect(seen).toContain("src");
+
+      const demo = run([...own.argv, "demo-server"]);
+      const client = new Client({ name: "sandbox-tests", version: "1" });
+      await client.connect(new StdioClientTransport({ command: demo.command, args: demo.args, env: demo.env, stderr: "pipe" }));
+      try {
+        expect(toolText(await client.callTool({ name: "echo", arguments: { text: "sandboxed" } }))).toBe("sandboxed");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      rmSync(data, { recursive: true, force: true });
     }
   });
 });

@@ -18,9 +18,12 @@ export function buildBinary(): Promise<void> {
 /** `read`: resolves once all of stdout has been read into `lines` (after the process exited, it can still be behind). */
 export type Started = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; lines: string[]; read: Promise<void> };
 
-/** Starts the executable in `cwd` and waits for its "listening" line; keeps reading its log so it never blocks. */
-export async function startBinary(cwd: string, env: Record<string, string>): Promise<Started> {
-  const proc = Bun.spawn([BINARY], {
+/**
+ * Starts the executable (`program`: a copy of it somewhere else) in `cwd` and waits for its "listening" line; keeps
+ * reading its log so it never blocks.
+ */
+export async function startBinary(cwd: string, env: Record<string, string>, program = BINARY): Promise<Started> {
+  const proc = Bun.spawn([program], {
     cwd,
     env: { PATH: process.env.PATH!, SERVER__PORT: "0", ...env },
     stdin: "ignore",
