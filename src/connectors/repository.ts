@@ -1,4 +1,5 @@
-import { and, asc, desc, eq, gt, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
+import { newestFirst, olderThan, type PageCursor } from "../db/pages";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store, TransactionBody } from "../db/store";
 import type { ConnectorEventType, ConnectorState, ToolChange } from "./model";
@@ -28,7 +29,6 @@ export type ConnectionColumns = Pick<
   | "authorization_url"
   | "redirect_url"
 >;
-export type PageCursor = { created_at: number; id: string };
 
 /** Connectors, on either store. */
 export type ConnectorRepository = {
@@ -179,19 +179,12 @@ export function createConnectorRepository(
     async page(ownerId, limit, after) {
       const conditions: SQL[] = [];
       if (ownerId !== undefined) conditions.push(eq(connectors.owner_id, ownerId));
-      if (after) {
-        conditions.push(
-          or(
-            lt(connectors.created_at, after.created_at),
-            and(eq(connectors.created_at, after.created_at), lt(connectors.id, after.id)),
-          )!,
-        );
-      }
+      if (after) conditions.push(olderThan(connectors, after));
       return db
         .select()
         .from(connectors)
         .where(and(...conditions))
-        .orderBy(desc(connectors.created_at), desc(connectors.id))
+        .orderBy(...newestFirst(connectors))
         .limit(limit);
     },
     async writeConnection(id, columns, at, whenState) {
