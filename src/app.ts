@@ -75,6 +75,9 @@ import { createUserService, findPrincipal } from "./users/service";
 import { sessionRoutes } from "./users/session-routes";
 import { createSessions } from "./users/sessions";
 import { VERSION } from "./version";
+import { createVirtualServerRepository } from "./virtual-servers/repository";
+import { virtualServerRoutes } from "./virtual-servers/routes";
+import { createVirtualServerService } from "./virtual-servers/service";
 
 /** Everything the services take from outside: replaced in tests by an in-memory database, a stepped clock, a fake fetch. */
 export type Deps = {
@@ -162,13 +165,25 @@ export function createServices(deps: Deps) {
     refreshAfterMs: config.a2a.cardRefreshMs,
   });
   const webhooks = createWebhooksIfAny(deps, base);
+  // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
+  const virtualServers = createVirtualServerService({
+    repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
+    clock,
+    newId,
+    publicUrl: deps.publicUrl,
+    maxPerUser: config.virtual.maxPerUser,
+  });
   return {
     users: createUserService({
       users: base.users,
       clock,
       newId,
       maxTokensPerUser: config.auth.maxTokensPerUser,
-      beforeDelete: connections.deleteAllOf,
+      // A deleted user's virtual servers go first, each with its event; then their connectors as DELETE takes them.
+      beforeDelete: async (userId) => {
+        await virtualServers.deleteAllOf(userId);
+        await connections.deleteAllOf(userId);
+      },
       grants: { of: authServer.grantsOf, revoke: authServer.revokeGrant },
     }),
     authentication,
@@ -182,6 +197,7 @@ export function createServices(deps: Deps) {
     sessions,
     connectors,
     connections,
+    virtualServers,
     authorization,
     callback: createCallback({
       authorization,
@@ -417,6 +433,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(auditRoutes(services.audit, auth))
     .use(connectorRoutes(services.connectors, services.connections, auth, apiBody))
     .use(proxyRoutes(services.proxyEntry))
+    .use(virtualServerRoutes(services.virtualServers, auth, apiBody))
     .use(authServerRoutes(services.authServer, auth))
     .use(providerRoutes(services.providers, auth, apiBody))
     .use(a2aRoutes(services.providers, authenticate, auth, services.a2aForward, services.accessWatch));

@@ -94,6 +94,11 @@ export type Connector = typeof Connector.static;
 
 export const CONNECTOR_EVENT_TYPES = ["connector.created", "connector.updated", "connector.deleted"] as const;
 export type ConnectorEventType = (typeof CONNECTOR_EVENT_TYPES)[number];
+/** A virtual server's changes travel on the same feed (virtual-servers/repository.ts writes them). */
+export const VIRTUAL_SERVER_EVENT_TYPES = ["virtual_server.created", "virtual_server.updated", "virtual_server.deleted"] as const;
+export type VirtualServerEventType = (typeof VIRTUAL_SERVER_EVENT_TYPES)[number];
+/** Every type of the events feed (the stream and the webhooks). */
+export const EVENT_TYPES = [...CONNECTOR_EVENT_TYPES, ...VIRTUAL_SERVER_EVENT_TYPES] as const;
 
 /** What an event says of its connector: enough to update a list, never a credential. */
 export const ConnectorEventData = t.Object({
@@ -106,6 +111,16 @@ export const ConnectorEventData = t.Object({
   updated_at: t.String({ format: "date-time" }),
 });
 export type ConnectorEventData = typeof ConnectorEventData.static;
+
+/** What an event says of its virtual server: enough to update a list. */
+export const VirtualServerEventData = t.Object({
+  id: t.String(),
+  owner_id: t.String(),
+  name: t.String(),
+  members: t.Array(t.String(), { description: "The member connectors' ids" }),
+  updated_at: t.String({ format: "date-time" }),
+});
+export type VirtualServerEventData = typeof VirtualServerEventData.static;
 
 export const ConnectorList = t.Object({
   items: t.Array(Connector),

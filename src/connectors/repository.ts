@@ -1,5 +1,5 @@
-import { and, asc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
-import { newestFirst, olderThan, type PageCursor } from "../db/pages";
+import { and, asc, eq, gt, lt, sql } from "drizzle-orm";
+import { newestFirstPage, type PageCursor } from "../db/pages";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store, TransactionBody } from "../db/store";
 import type { ConnectorEventType, ConnectorState, ToolChange } from "./model";
@@ -176,17 +176,7 @@ export function createConnectorRepository(
         }),
     findById: (id) => byId({ id }),
     findByIdCached: (id) => cache.readThrough(id, () => byId({ id })),
-    async page(ownerId, limit, after) {
-      const conditions: SQL[] = [];
-      if (ownerId !== undefined) conditions.push(eq(connectors.owner_id, ownerId));
-      if (after) conditions.push(olderThan(connectors, after));
-      return db
-        .select()
-        .from(connectors)
-        .where(and(...conditions))
-        .orderBy(...newestFirst(connectors))
-        .limit(limit);
-    },
+    page: (ownerId, limit, after) => newestFirstPage(db, connectors, ownerId, limit, after),
     async writeConnection(id, columns, at, whenState) {
       const where = whenState === undefined ? eq(connectors.id, id) : and(eq(connectors.id, id), eq(connectors.state, whenState));
       const row = await store.transaction(function* (tx) {
