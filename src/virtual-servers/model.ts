@@ -19,6 +19,7 @@ export const CONFLICT_KINDS = ["tool", "prompt", "resource", "resource_template"
 
 const EXAMPLE_ID = "0196b1f4-3c1a-7a8e-9b2d-5f0e1c2d3a4b";
 const EXAMPLE_CONNECTOR = "0196b1f2-7d40-7c11-8e5f-2a9b3c4d5e6f";
+const EXAMPLE_USER = "0196b1e0-11aa-7b22-9c33-4d44e55f6677";
 
 const Name = t.String({
   minLength: 1,
@@ -116,7 +117,7 @@ export const Member = t.Object({
   }),
 });
 
-export const Conflict = t.Object({
+export const NameConflict = t.Object({
   kind: t.UnionEnum(CONFLICT_KINDS, { examples: ["tool"] }),
   name: t.String({ description: "The exposed name (a URI for resources and templates)", examples: ["search"] }),
   members: t.Array(t.String(), {
@@ -133,11 +134,11 @@ export const VirtualServer = t.Object(
     members: t.Array(Member),
     failure_mode: t.UnionEnum(FAILURE_MODES, { examples: ["open"] }),
     tool_mode: t.UnionEnum(TOOL_MODES, { examples: ["all"] }),
-    conflicts: t.Array(Conflict, {
+    conflicts: t.Array(NameConflict, {
       description:
         "Names left out of the listings because two members offer them or they are too long (filled by the MCP endpoint)",
     }),
-    owner_id: t.String({ description: "The user it belongs to (administrators see everyone's)", examples: [EXAMPLE_CONNECTOR] }),
+    owner_id: t.String({ description: "The user it belongs to (administrators see everyone's)", examples: [EXAMPLE_USER] }),
     created_at: t.String({ format: "date-time", examples: ["2026-11-25T12:00:00.000Z"] }),
     updated_at: t.String({ format: "date-time", examples: ["2026-11-25T12:00:00.000Z"] }),
     mcp_url: t.String({
