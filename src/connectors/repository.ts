@@ -1,4 +1,5 @@
 import { and, asc, eq, gt, lt, sql } from "drizzle-orm";
+import { hasRoom } from "../db/caps";
 import { newestFirstPage, type PageCursor } from "../db/pages";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store, TransactionBody } from "../db/store";
@@ -160,12 +161,7 @@ export function createConnectorRepository(
     insert: (row, maxPerOwner) =>
       store
         .transaction(function* (tx, lock) {
-          yield lock(`connectors:${row.owner_id}`);
-          const [owned] = yield tx
-            .select({ n: sql<number>`count(*)`.mapWith(Number) })
-            .from(connectors)
-            .where(eq(connectors.owner_id, row.owner_id));
-          if ((owned?.n ?? 0) >= maxPerOwner) return false;
+          if (!(yield* hasRoom(tx, lock, connectors, connectors.owner_id, row.owner_id, maxPerOwner))) return false;
           yield tx.insert(connectors).values(row);
           yield tx.insert(events).values(eventOf("connector.created", row, row.created_at));
           return true;

@@ -6,6 +6,7 @@ import {
   connectorsPg,
   connector_events as sqliteEvents,
 } from "../connectors/table";
+import { hasRoom } from "../db/caps";
 import { newestFirstPage, type PageCursor } from "../db/pages";
 import type { Store } from "../db/store";
 import {
@@ -105,12 +106,7 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
   return {
     async insert(row, rows, maxPerOwner) {
       const refused: WriteRefused | undefined = await store.transaction(function* (tx, lock) {
-        yield lock(`virtual_servers:${row.owner_id}`);
-        const [owned] = yield tx
-          .select({ n: sql<number>`count(*)`.mapWith(Number) })
-          .from(servers)
-          .where(eq(servers.owner_id, row.owner_id));
-        if ((owned?.n ?? 0) >= maxPerOwner) return "limit";
+        if (!(yield* hasRoom(tx, lock, servers, servers.owner_id, row.owner_id, maxPerOwner))) return "limit";
         if (!(yield* allOwned(tx, row.owner_id, rows))) return "members";
         yield tx.insert(servers).values(row);
         if (rows.length > 0) yield tx.insert(members).values(rows);
