@@ -112,7 +112,19 @@ export function createServices(deps: Deps) {
   const { connectorRows, metrics, cors, upstreamFetch, tracing } = base;
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
-  const { oauth, transitions, deployments, authorization, connectors, connections, sealed } = createConnectorParts(deps, base);
+  // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
+  const virtualServers = createVirtualServerService({
+    repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
+    clock,
+    newId,
+    publicUrl: deps.publicUrl,
+    maxPerUser: config.virtual.maxPerUser,
+  });
+  const { oauth, transitions, deployments, authorization, connectors, connections, sealed } = createConnectorParts(
+    deps,
+    base,
+    virtualServers.removeConnector,
+  );
   const forwardSettings = {
     fetch: upstreamFetch,
     headersTimeoutMs: config.proxy.upstreamTimeoutMs,
@@ -165,14 +177,6 @@ export function createServices(deps: Deps) {
     refreshAfterMs: config.a2a.cardRefreshMs,
   });
   const webhooks = createWebhooksIfAny(deps, base);
-  // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
-  const virtualServers = createVirtualServerService({
-    repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
-    clock,
-    newId,
-    publicUrl: deps.publicUrl,
-    maxPerUser: config.virtual.maxPerUser,
-  });
   return {
     users: createUserService({
       users: base.users,
@@ -318,8 +322,8 @@ function createAccess(deps: Deps, base: Base) {
   return { authServerClients, authServer, sessions, authentication, accessWatch };
 }
 
-/** A connector's connection: the OAuth client, the state machine, managed deployments, connect and delete. */
-function createConnectorParts(deps: Deps, base: Base) {
+/** A connector's connection: the OAuth client, the state machine, managed deployments, connect and delete (`leaving`: what lets go of a connector before it is deleted). */
+function createConnectorParts(deps: Deps, base: Base, leaving: (connectorId: string) => Promise<void>) {
   const { config, sealer, clock, log } = deps;
   const { connectorRows, upstreamFetch, tracing } = base;
   const sealed = createSealedColumns(sealer);
@@ -380,6 +384,7 @@ function createConnectorParts(deps: Deps, base: Base) {
     publicUrl: deps.publicUrl,
     allowedRedirectOrigins: config.oauth.allowedRedirectOrigins,
     ...(tracing && { tracing }),
+    leaving,
   });
   return { sealed, oauth, transitions, deployments, authorization, connectors, connections };
 }

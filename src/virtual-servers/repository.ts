@@ -52,6 +52,11 @@ export type VirtualServerRepository = {
   ): Promise<VirtualServerRow | WriteRefused | undefined>;
   /** False when there was no such virtual server. */
   delete(id: string, at: number): Promise<boolean>;
+  /**
+   * Takes a connector out of every virtual server, each with its `virtual_server.updated`; how many it left. (Its
+   * deletion's cascade would take it out too, silently: this runs first so that listeners hear of it.)
+   */
+  removeConnector(connectorId: string, at: number): Promise<number>;
 };
 
 /**
@@ -96,6 +101,23 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
         ),
       );
     return (found?.n ?? 0) === rows.length;
+  }
+
+  /** The event of a change, naming the members the virtual server has at this point of the transaction. */
+  function* announce(tx: Tx, type: VirtualServerEventType, row: VirtualServerRow, at: number): Generator<unknown, void, any> {
+    const now: MemberRow[] = yield tx
+      .select()
+      .from(members)
+      .where(eq(members.virtual_server_id, row.id))
+      .orderBy(asc(members.position));
+    yield tx.insert(events).values(
+      eventOf(
+        type,
+        row,
+        now.map((m) => m.connector_id),
+        at,
+      ),
+    );
   }
 
   const committed = <T>(result: T, wrote: boolean) => {
@@ -170,43 +192,37 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
           yield tx.delete(members).where(eq(members.virtual_server_id, id));
           if (rows.length > 0) yield tx.insert(members).values(rows);
         }
-        const now: MemberRow[] = yield tx
-          .select()
-          .from(members)
-          .where(eq(members.virtual_server_id, id))
-          .orderBy(asc(members.position));
-        yield tx.insert(events).values(
-          eventOf(
-            "virtual_server.updated",
-            written,
-            now.map((m) => m.connector_id),
-            at,
-          ),
-        );
+        yield* announce(tx, "virtual_server.updated", written, at);
         return written;
       });
       return committed(result, typeof result === "object");
     },
     async delete(id, at) {
       const deleted = await store.transaction(function* (tx) {
-        const gone: MemberRow[] = yield tx
-          .select()
-          .from(members)
-          .where(eq(members.virtual_server_id, id))
-          .orderBy(asc(members.position));
-        const [row]: VirtualServerRow[] = yield tx.delete(servers).where(eq(servers.id, id)).returning();
-        if (row)
-          yield tx.insert(events).values(
-            eventOf(
-              "virtual_server.deleted",
-              { ...row, updated_at: at },
-              gone.map((m) => m.connector_id),
-              at,
-            ),
-          );
-        return row !== undefined;
+        const [row]: VirtualServerRow[] = yield tx.select().from(servers).where(eq(servers.id, id));
+        if (!row) return false;
+        // Announced before the delete, with the members it had (the delete's cascade takes them).
+        yield* announce(tx, "virtual_server.deleted", { ...row, updated_at: at }, at);
+        yield tx.delete(servers).where(eq(servers.id, id));
+        return true;
       });
       return committed(deleted, deleted);
+    },
+    async removeConnector(connectorId, at) {
+      const left = await store.transaction(function* (tx) {
+        const memberships: MemberRow[] = yield tx.select().from(members).where(eq(members.connector_id, connectorId));
+        yield tx.delete(members).where(eq(members.connector_id, connectorId));
+        for (const { virtual_server_id } of memberships) {
+          const [written]: VirtualServerRow[] = yield tx
+            .update(servers)
+            .set({ updated_at: at })
+            .where(eq(servers.id, virtual_server_id))
+            .returning();
+          if (written) yield* announce(tx, "virtual_server.updated", written, at);
+        }
+        return memberships.length;
+      });
+      return committed(left, left > 0);
     },
   };
 }

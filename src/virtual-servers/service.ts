@@ -185,6 +185,9 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       if (!(await rows.delete(id, clock()))) throw new NotFound(`No virtual server ${id}`);
     },
 
+    /** A connector about to be deleted leaves every virtual server, each with its event (docs/interface.md §9.1). */
+    removeConnector: async (connectorId: string): Promise<void> => void (await rows.removeConnector(connectorId, clock())),
+
     /** A deleted user's virtual servers go one by one, each with its event (the users row's cascade would say nothing). */
     async deleteAllOf(ownerId: string): Promise<void> {
       for (let page = await rows.page(ownerId, 50, undefined); page.length > 0; page = await rows.page(ownerId, 50, undefined))

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createConnectorRepository } from "../../src/connectors/repository";
 import { scriptedServer } from "../peers/scripted-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { expectProblem, type Api } from "../support/api";
@@ -304,6 +305,13 @@ describe("cascades", () => {
       body: { members: [{ connector_id: stays, prefix: "" }] },
     });
     expect(again.status).toBe(200);
+  });
+
+  test("a connector deleted by any other path leaves too (the foreign key's cascade)", async () => {
+    const c = await connector(alice.api, "Cascaded");
+    const id = (await create(alice.api, { name: "x", members: [{ connector_id: c }] })).body.id;
+    expect(await createConnectorRepository(t.deps.store).delete(c)).toBe(true);
+    expect((await alice.api("GET", `/api/v1/virtual-servers/${id}`)).body.members).toEqual([]);
   });
 
   test("deleting a user deletes their virtual servers", async () => {

@@ -97,6 +97,42 @@ describe("virtual server events", () => {
     expect(hooks.every((d) => d.verified)).toBe(true);
   });
 
+  test("a deleted connector leaves each of its virtual servers with an updated event, before its own deleted event", async () => {
+    const dave = await t.user("dave");
+    const stream = await open(dave.token);
+    const make = async (name: string) =>
+      (await dave.api("POST", "/api/v1/connectors", { body: { url: "https://mcp.example/mcp", metadata: { name } } })).body.id;
+    const [gone, stays] = [await make("Gone"), await make("Stays")];
+    const one = (
+      await dave.api("POST", "/api/v1/virtual-servers", {
+        body: { name: "1", members: [{ connector_id: gone }, { connector_id: stays }] },
+      })
+    ).body.id;
+    const two = (await dave.api("POST", "/api/v1/virtual-servers", { body: { name: "2", members: [{ connector_id: gone }] } }))
+      .body.id;
+    const other = (await dave.api("POST", "/api/v1/virtual-servers", { body: { name: "3", members: [{ connector_id: stays }] } }))
+      .body.id;
+    for (let i = 0; i < 5; i++) await next(stream);
+    expect((await dave.api("DELETE", `/api/v1/connectors/${gone}`)).status).toBe(204);
+    const seen = [await next(stream), await next(stream), await next(stream)];
+    expect(
+      seen
+        .map((e) => [e.type, e.data.id])
+        .slice(0, 2)
+        .sort(),
+    ).toEqual(
+      [
+        ["virtual_server.updated", one],
+        ["virtual_server.updated", two],
+      ].sort(),
+    );
+    expect(seen.find((e) => e.data.id === one)!.data.members).toEqual([stays]);
+    expect(seen.find((e) => e.data.id === two)!.data.members).toEqual([]);
+    expect(seen[2]).toMatchObject({ type: "connector.deleted", data: { id: gone } });
+    expect(seen.map((e) => e.data.id)).not.toContain(other);
+    stream.close();
+  });
+
   test("a deleted user's virtual servers each get their deleted event", async () => {
     const carol = await t.user("carol");
     const stream = await open(t.admin.token);
