@@ -63,11 +63,12 @@ export const MemberInput = t.Object(
 );
 export type MemberInput = typeof MemberInput.static;
 
-const Members = t.Array(MemberInput, {
+const MEMBERS_DOC = {
   maxItems: MAX_MEMBERS,
   description: `At most ${MAX_MEMBERS} of the owner's connectors, each once. Without a prefix, a new member gets its connector's name lower-cased to a-z 0-9 - (24 characters at most; the id's first 8 characters if nothing is left), and a member already there keeps its prefix. Prefixes are unique within the virtual server, "" too`,
   examples: [[{ connector_id: EXAMPLE_CONNECTOR, prefix: "github" }]],
-});
+};
+const Members = t.Array(MemberInput, MEMBERS_DOC);
 
 export const CreateVirtualServerBody = t.Object(
   {
@@ -95,7 +96,9 @@ export const UpdateVirtualServerBody = t.Object(
   {
     name: t.Optional(Name),
     description: t.Optional(t.Union([Description, t.Null()], { description: "null removes it" })),
-    members: t.Optional(t.Array(MemberInput, { ...Members, description: `Replaces the members. ${Members.description}` })),
+    members: t.Optional(
+      t.Array(MemberInput, { ...MEMBERS_DOC, description: `Replaces the members. ${MEMBERS_DOC.description}` }),
+    ),
     failure_mode: t.Optional(FailureModeField),
     tool_mode: t.Optional(ToolModeField),
   },
