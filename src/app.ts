@@ -75,6 +75,9 @@ import { createUserService, findPrincipal } from "./users/service";
 import { sessionRoutes } from "./users/session-routes";
 import { createSessions } from "./users/sessions";
 import { VERSION } from "./version";
+import { createVirtualServerRepository } from "./virtual-servers/repository";
+import { virtualServerRoutes } from "./virtual-servers/routes";
+import { createVirtualServerService } from "./virtual-servers/service";
 
 /** Everything the services take from outside: replaced in tests by an in-memory database, a stepped clock, a fake fetch. */
 export type Deps = {
@@ -109,7 +112,19 @@ export function createServices(deps: Deps) {
   const { connectorRows, metrics, cors, upstreamFetch, tracing } = base;
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
-  const { oauth, transitions, deployments, authorization, connectors, connections, sealed } = createConnectorParts(deps, base);
+  // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
+  const virtualServers = createVirtualServerService({
+    repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
+    clock,
+    newId,
+    publicUrl: deps.publicUrl,
+    maxPerUser: config.virtual.maxPerUser,
+  });
+  const { oauth, transitions, deployments, authorization, connectors, connections, sealed } = createConnectorParts(
+    deps,
+    base,
+    virtualServers.removeConnector,
+  );
   const forwardSettings = {
     fetch: upstreamFetch,
     headersTimeoutMs: config.proxy.upstreamTimeoutMs,
@@ -168,7 +183,11 @@ export function createServices(deps: Deps) {
       clock,
       newId,
       maxTokensPerUser: config.auth.maxTokensPerUser,
-      beforeDelete: connections.deleteAllOf,
+      // A deleted user's virtual servers go first, each with its event; then their connectors as DELETE takes them.
+      beforeDelete: async (userId) => {
+        await virtualServers.deleteAllOf(userId);
+        await connections.deleteAllOf(userId);
+      },
       grants: { of: authServer.grantsOf, revoke: authServer.revokeGrant },
     }),
     authentication,
@@ -182,6 +201,7 @@ export function createServices(deps: Deps) {
     sessions,
     connectors,
     connections,
+    virtualServers,
     authorization,
     callback: createCallback({
       authorization,
@@ -302,8 +322,8 @@ function createAccess(deps: Deps, base: Base) {
   return { authServerClients, authServer, sessions, authentication, accessWatch };
 }
 
-/** A connector's connection: the OAuth client, the state machine, managed deployments, connect and delete. */
-function createConnectorParts(deps: Deps, base: Base) {
+/** A connector's connection: the OAuth client, the state machine, managed deployments, connect and delete (`leaving`: what lets go of a connector before it is deleted). */
+function createConnectorParts(deps: Deps, base: Base, leaving: (connectorId: string) => Promise<void>) {
   const { config, sealer, clock, log } = deps;
   const { connectorRows, upstreamFetch, tracing } = base;
   const sealed = createSealedColumns(sealer);
@@ -364,6 +384,7 @@ function createConnectorParts(deps: Deps, base: Base) {
     publicUrl: deps.publicUrl,
     allowedRedirectOrigins: config.oauth.allowedRedirectOrigins,
     ...(tracing && { tracing }),
+    leaving,
   });
   return { sealed, oauth, transitions, deployments, authorization, connectors, connections };
 }
@@ -417,6 +438,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(auditRoutes(services.audit, auth))
     .use(connectorRoutes(services.connectors, services.connections, auth, apiBody))
     .use(proxyRoutes(services.proxyEntry))
+    .use(virtualServerRoutes(services.virtualServers, auth, apiBody))
     .use(authServerRoutes(services.authServer, auth))
     .use(providerRoutes(services.providers, auth, apiBody))
     .use(a2aRoutes(services.providers, authenticate, auth, services.a2aForward, services.accessWatch));

@@ -34,6 +34,7 @@ import {
 } from "../oauth-client/table";
 import { job_leases, job_leasesPg } from "../scheduler/table";
 import { api_tokens, api_tokensPg, sessions, sessionsPg, users, usersPg } from "../users/table";
+import { virtual_server_members, virtual_server_membersPg, virtual_servers, virtual_serversPg } from "../virtual-servers/table";
 
 export type Row = Record<string, unknown>;
 
@@ -94,6 +95,16 @@ export const TABLES: readonly StoredTable[] = [
     key: ["connector_id", "name"],
     copied: true,
     why: "tool pins: the approved definitions, so a changed tool is still caught",
+  }),
+  stored(virtual_servers, virtual_serversPg, {
+    key: ["id"],
+    copied: true,
+    why: "the virtual servers: their MCP URLs keep serving the same members",
+  }),
+  stored(virtual_server_members, virtual_server_membersPg, {
+    key: ["virtual_server_id", "connector_id"],
+    copied: true,
+    why: "each virtual server's members and their prefixes, so the names clients use stay the same",
   }),
   stored(connector_events, connector_eventsPg, {
     key: ["id"],

@@ -34,6 +34,8 @@ export type Config = {
     maxTokensPerUser: number;
   };
   connector: { maxPerUser: number };
+  /** Virtual servers (docs/interface.md §9): how many one user may have. */
+  virtual: { maxPerUser: number };
   presets: readonly Preset[];
   /** Managed stdio servers: where they run; the local driver's sandbox (undefined: bwrap where it runs) and process caps. */
   runtime: {
@@ -265,6 +267,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       maxTokensPerUser: raw.auth.max_tokens_per_user,
     },
     connector: { maxPerUser: raw.connector.max_per_user },
+    virtual: { maxPerUser: raw.virtual.max_per_user },
     presets,
     runtime: {
       driver: raw.runtime.driver,

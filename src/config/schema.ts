@@ -60,6 +60,9 @@ export const ConfigSchema = t.Object({
     presets: t.Optional(t.String({ description: "a JSON array of presets" })),
     max_per_user: t.Integer({ minimum: 1, maximum: 1_000_000, default: 1000, description: "an integer from 1 to 1000000" }),
   }),
+  virtual: t.Object({
+    max_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 100, description: "an integer from 1 to 100000" }),
+  }),
   runtime: t.Object({
     driver: t.Union([t.Literal("local"), t.Literal("kubernetes")], { default: "local", description: "local or kubernetes" }),
     // Unset: bwrap where it runs, else none with a warning (runtime/sandbox.ts).

@@ -31,6 +31,8 @@ export type ConnectionServiceDeps = {
   allowedRedirectOrigins: readonly string[];
   /** OpenTelemetry, when on: a span per connect. */
   tracing?: Tracing;
+  /** Before a connector is deleted: what refers to it lets go, and says so (virtual servers it is a member of). */
+  leaving?: (connectorId: string) => Promise<void>;
 };
 
 /**
@@ -114,6 +116,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
   /** Delete: an OAuth grant is revoked at the authorization server first (RFC 7009), then the connector and everything it had go. */
   async function remove(row: ConnectorRow): Promise<void> {
     if (row.auth_method === "oauth") await oauth.revoke(row.id);
+    await deps.leaving?.(row.id);
     await transitions.deleted(row);
   }
 

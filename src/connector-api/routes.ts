@@ -5,13 +5,13 @@ import {
   Connector,
   ConnectorList,
   CreateConnectorBody,
-  ListQuery,
   UpdateConnectorBody,
 } from "../connectors/model";
 import type { ConnectorService } from "../connectors/service";
 import { OPTIONAL_BODY } from "../docs/plugin";
 import { Problem } from "../http-errors/model";
 import type { ApiBodyPlugin } from "../http/json-body";
+import { ListQuery } from "../http/pages";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "../users/auth-plugin";
 import type { ConnectionService } from "./connections";

@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import { NextCursor } from "../http/pages";
 import { Metadata } from "../presets/model";
 
 export const CONNECTOR_STATES = ["created", "auth_required", "connected", "disconnected"] as const;
@@ -10,8 +11,6 @@ export type AuthMethod = (typeof AUTH_METHODS)[number];
 export const MAX_URL_LENGTH = 2048;
 export const MAX_HEADERS = 50;
 export const MAX_HEADER_VALUE_LENGTH = 8192;
-export const MAX_PAGE_SIZE = 100;
-export const DEFAULT_PAGE_SIZE = 50;
 
 /** A tool name as a server may spell it (the policy names a server's tools by their own names). */
 const ServerToolName = t.String({ minLength: 1, maxLength: 256 });
@@ -95,6 +94,11 @@ export type Connector = typeof Connector.static;
 
 export const CONNECTOR_EVENT_TYPES = ["connector.created", "connector.updated", "connector.deleted"] as const;
 export type ConnectorEventType = (typeof CONNECTOR_EVENT_TYPES)[number];
+/** A virtual server's changes travel on the same feed (virtual-servers/repository.ts writes them). */
+export const VIRTUAL_SERVER_EVENT_TYPES = ["virtual_server.created", "virtual_server.updated", "virtual_server.deleted"] as const;
+export type VirtualServerEventType = (typeof VIRTUAL_SERVER_EVENT_TYPES)[number];
+/** Every type of the events feed (the stream and the webhooks). */
+export const EVENT_TYPES = [...CONNECTOR_EVENT_TYPES, ...VIRTUAL_SERVER_EVENT_TYPES] as const;
 
 /** What an event says of its connector: enough to update a list, never a credential. */
 export const ConnectorEventData = t.Object({
@@ -108,9 +112,19 @@ export const ConnectorEventData = t.Object({
 });
 export type ConnectorEventData = typeof ConnectorEventData.static;
 
+/** What an event says of its virtual server: enough to update a list. */
+export const VirtualServerEventData = t.Object({
+  id: t.String(),
+  owner_id: t.String(),
+  name: t.String(),
+  members: t.Array(t.String(), { description: "The member connectors' ids" }),
+  updated_at: t.String({ format: "date-time" }),
+});
+export type VirtualServerEventData = typeof VirtualServerEventData.static;
+
 export const ConnectorList = t.Object({
   items: t.Array(Connector),
-  next_cursor: t.Union([t.String(), t.Null()], { description: "Pass as `cursor` for the next page; null on the last" }),
+  next_cursor: NextCursor,
 });
 export type ConnectorList = typeof ConnectorList.static;
 
@@ -192,18 +206,3 @@ export const ApproveToolsBody = t.Object(
   },
   { additionalProperties: false, examples: [{ names: ["create_invoice"] }, {}] },
 );
-
-export const ListQuery = t.Object({
-  // A string of decimal digits, so that "0x10", "1e1" or " 5" are refused rather than read as numbers.
-  limit: t.Optional(
-    t.String({
-      pattern: `^(?:${MAX_PAGE_SIZE}|[1-9][0-9]?)$`,
-      error: `must be a whole number from 1 to ${MAX_PAGE_SIZE}`,
-      description: `Page size, 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`,
-      // Shown in OpenAPI as the integer it is (docs/plugin.ts); checked as digits, so "1e1" or "0x10" are refused.
-      "x-integer": { minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
-    }),
-  ),
-  cursor: t.Optional(t.String({ maxLength: 200, description: "next_cursor of the previous page" })),
-});
-export type ListQuery = typeof ListQuery.static;

@@ -1,4 +1,6 @@
-import { and, asc, desc, eq, gt, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, lt, sql } from "drizzle-orm";
+import { hasRoom } from "../db/caps";
+import { newestFirstPage, type PageCursor } from "../db/pages";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store, TransactionBody } from "../db/store";
 import type { ConnectorEventType, ConnectorState, ToolChange } from "./model";
@@ -28,7 +30,6 @@ export type ConnectionColumns = Pick<
   | "authorization_url"
   | "redirect_url"
 >;
-export type PageCursor = { created_at: number; id: string };
 
 /** Connectors, on either store. */
 export type ConnectorRepository = {
@@ -160,12 +161,7 @@ export function createConnectorRepository(
     insert: (row, maxPerOwner) =>
       store
         .transaction(function* (tx, lock) {
-          yield lock(`connectors:${row.owner_id}`);
-          const [owned] = yield tx
-            .select({ n: sql<number>`count(*)`.mapWith(Number) })
-            .from(connectors)
-            .where(eq(connectors.owner_id, row.owner_id));
-          if ((owned?.n ?? 0) >= maxPerOwner) return false;
+          if (!(yield* hasRoom(tx, lock, connectors, connectors.owner_id, row.owner_id, maxPerOwner))) return false;
           yield tx.insert(connectors).values(row);
           yield tx.insert(events).values(eventOf("connector.created", row, row.created_at));
           return true;
@@ -176,24 +172,7 @@ export function createConnectorRepository(
         }),
     findById: (id) => byId({ id }),
     findByIdCached: (id) => cache.readThrough(id, () => byId({ id })),
-    async page(ownerId, limit, after) {
-      const conditions: SQL[] = [];
-      if (ownerId !== undefined) conditions.push(eq(connectors.owner_id, ownerId));
-      if (after) {
-        conditions.push(
-          or(
-            lt(connectors.created_at, after.created_at),
-            and(eq(connectors.created_at, after.created_at), lt(connectors.id, after.id)),
-          )!,
-        );
-      }
-      return db
-        .select()
-        .from(connectors)
-        .where(and(...conditions))
-        .orderBy(desc(connectors.created_at), desc(connectors.id))
-        .limit(limit);
-    },
+    page: (ownerId, limit, after) => newestFirstPage(db, connectors, ownerId, limit, after),
     async writeConnection(id, columns, at, whenState) {
       const where = whenState === undefined ? eq(connectors.id, id) : and(eq(connectors.id, id), eq(connectors.state, whenState));
       const row = await store.transaction(function* (tx) {

@@ -7,15 +7,8 @@ import type { UrlGuard } from "../security/url-guard";
 import { parseConnectorUrl } from "../urls/server-url";
 import type { Principal } from "../users/model";
 import { sealContext } from "./sealing";
-import { decodeCursor, encodeCursor } from "./cursor";
-import {
-  DEFAULT_PAGE_SIZE,
-  type Connector,
-  type ConnectorList,
-  type CreateConnectorBody,
-  type ListQuery,
-  type ToolPolicy,
-} from "./model";
+import { readPage, type ListQuery } from "../http/pages";
+import { type Connector, type ConnectorList, type CreateConnectorBody, type ToolPolicy } from "./model";
 import { checkToolPolicy } from "./tool-policy";
 import type { ConnectorRepository, ConnectorRow } from "./repository";
 
@@ -156,15 +149,12 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       return connectorView(row);
     },
 
-    async list(caller: Principal, query: ListQuery): Promise<ConnectorList> {
-      const limit = query.limit === undefined ? DEFAULT_PAGE_SIZE : Number(query.limit);
-      const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-      if (query.cursor !== undefined && !after) throw invalidField("query.cursor", "is not a cursor from this API");
-      const found = await rows.page(caller.role === "admin" ? undefined : caller.id, limit + 1, after);
-      const page = found.slice(0, limit);
-      const last = page.at(-1);
-      return { items: page.map(connectorView), next_cursor: found.length > limit && last ? encodeCursor(last) : null };
-    },
+    list: (caller: Principal, query: ListQuery): Promise<ConnectorList> =>
+      readPage(
+        query,
+        (limit, after) => rows.page(caller.role === "admin" ? undefined : caller.id, limit, after),
+        (page) => page.map(connectorView),
+      ),
   };
 }
 export type ConnectorService = ReturnType<typeof createConnectorService>;

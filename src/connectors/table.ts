@@ -6,9 +6,10 @@ import type { Metadata } from "../presets/model";
 import { users, usersPg } from "../users/table";
 import {
   AUTH_METHODS,
-  CONNECTOR_EVENT_TYPES,
   CONNECTOR_STATES,
+  EVENT_TYPES,
   type ConnectorEventData,
+  type VirtualServerEventData,
   type ToolChange,
   type ToolPolicy,
 } from "./model";
@@ -90,7 +91,7 @@ export const connectorsPg = pgTable(
 );
 
 /**
- * What happened to connectors, in order: written in the same transaction as the change, so no change goes
+ * What happened to connectors (and virtual servers: `connector_id` is then the virtual server's id), in order: written in the same transaction as the change, so no change goes
  * unannounced and none is announced that did not happen. Read by the events stream and the webhooks; kept for a
  * bounded window (events/feed.ts). No foreign key: a deleted connector's last event outlives it.
  */
@@ -98,10 +99,10 @@ export const connector_events = sqliteTable(
   "connector_events",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    type: text("type", { enum: CONNECTOR_EVENT_TYPES }).notNull(),
+    type: text("type", { enum: EVENT_TYPES }).notNull(),
     connector_id: text("connector_id").notNull(),
     owner_id: text("owner_id").notNull(),
-    data: text("data", { mode: "json" }).$type<ConnectorEventData>().notNull(),
+    data: text("data", { mode: "json" }).$type<ConnectorEventData | VirtualServerEventData>().notNull(),
     created_at: integer("created_at").notNull(),
   },
   (table) => [index("connector_events_created_idx").on(table.created_at)],
@@ -111,10 +112,10 @@ export const connector_eventsPg = pgTable(
   "connector_events",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    type: pgText("type", { enum: CONNECTOR_EVENT_TYPES }).notNull(),
+    type: pgText("type", { enum: EVENT_TYPES }).notNull(),
     connector_id: pgText("connector_id").notNull(),
     owner_id: pgText("owner_id").notNull(),
-    data: jsonb("data").$type<ConnectorEventData>().notNull(),
+    data: jsonb("data").$type<ConnectorEventData | VirtualServerEventData>().notNull(),
     created_at: millis("created_at").notNull(),
   },
   (table) => [pgIndex("connector_events_created_idx").on(table.created_at)],

@@ -1,5 +1,6 @@
 import { and, asc, eq, lte, ne, sql } from "drizzle-orm";
 import { createTtlCache } from "../cache/ttl-cache";
+import { hasRoom } from "../db/caps";
 import type { Store } from "../db/store";
 import {
   api_tokens as sqliteTokens,
@@ -144,12 +145,7 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
       (await db.delete(sessions).where(lte(sessions.expires_at, now)).returning({ d: sessions.digest })).length,
     insertToken: (row, maxPerUser) =>
       store.transaction(function* (tx, lock) {
-        yield lock(`api_tokens:${row.user_id}`);
-        const [owned] = yield tx
-          .select({ n: sql<number>`count(*)`.mapWith(Number) })
-          .from(api_tokens)
-          .where(eq(api_tokens.user_id, row.user_id));
-        if ((owned?.n ?? 0) >= maxPerUser) return false;
+        if (!(yield* hasRoom(tx, lock, api_tokens, api_tokens.user_id, row.user_id, maxPerUser))) return false;
         yield tx.insert(api_tokens).values(row);
         return true;
       }),

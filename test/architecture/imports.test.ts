@@ -16,7 +16,7 @@ const LAYERS: string[][] = [
   ["users", "forward"],
   ["presets"],
   ["connectors", "runtime", "config"],
-  ["oauth-client", "deployments", "a2a", "oauth-server", "events", "audit"],
+  ["oauth-client", "deployments", "a2a", "oauth-server", "events", "audit", "virtual-servers"],
   ["connector-api", "proxy"],
   ["app"],
   ["cli"],

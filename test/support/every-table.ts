@@ -18,7 +18,7 @@ import { waitFor } from "./wait";
  * connector with sealed headers, client secret and access token, tool pins (one tool changed since) and a captured
  * tool call in the audit trail; a connector connected by OAuth (a registered client with a secret, a grant) and one
  * waiting for its authorization; an MCP client registered with the service's own authorization server, its grant,
- * tokens and one more authorization waiting for consent; connector events delivered to a webhook; an A2A provider;
+ * tokens and one more authorization waiting for consent; a virtual server with a member; connector events delivered to a webhook; an A2A provider;
  * the scheduler's job leases. Leaves the store closed, every write done. `key` is the sealing key (32 bytes).
  */
 export async function fillEveryTable(store: Store, key: Uint8Array): Promise<void> {
@@ -70,6 +70,11 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
       200,
     );
     must(await alice.api("PATCH", `/api/v1/connectors/${tooled}`, { body: { tool_policy: { pin: "record" } } }), 200);
+    // A virtual server with the connector as its member.
+    must(
+      await alice.api("POST", "/api/v1/virtual-servers", { body: { name: "Everything", members: [{ connector_id: tooled }] } }),
+      201,
+    );
     const mcp = new Client({ name: "every-table", version: "1.0.0" });
     const fetchAs = (input: string | URL | Request, init?: RequestInit) => {
       const request = new Request(input, init);

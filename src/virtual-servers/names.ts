@@ -1,0 +1,87 @@
+/**
+ * The names a virtual server exposes (docs/interface.md §9.2): a pure function of (member prefix, original name),
+ * never of which other members exist. Two members producing one name, or a name too long for clients, is left out and
+ * reported — never guessed, never routed to either member.
+ */
+
+/** What an explicit prefix may be: lower-case letters, digits and `-`, starting with a letter or digit; or "". */
+export const PREFIX_PATTERN = "^(?:[a-z0-9][a-z0-9-]{0,23})?$";
+export const MAX_PREFIX_LENGTH = 24;
+/**
+ * The longest exposed tool or prompt name. MCP 2025-11-25 (server/tools, "Tool names") allows 128 characters, but
+ * clients commonly check `^[a-zA-Z0-9_-]{1,64}$`; a longer name would make them refuse the whole listing.
+ */
+export const MAX_EXPOSED_NAME_LENGTH = 64;
+/** Between prefix and name: `_` twice cannot occur in a prefix, so the first `__` always ends it. */
+export const SEPARATOR = "__";
+
+/**
+ * The prefix a member gets when none is given: the connector's name lower-cased, every run of characters outside
+ * `[a-z0-9]` turned into one `-`, no `-` at either end, at most 24 characters; the id's first 8 characters when
+ * nothing is left.
+ */
+export function defaultPrefix(name: string | null | undefined, id: string): string {
+  const slug = (name ?? "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, MAX_PREFIX_LENGTH)
+    .replace(/-+$/, "");
+  return slug || id.slice(0, 8).toLowerCase();
+}
+
+/** A member's tool or prompt as clients see it; `prefix: ""` keeps the member's own name. */
+export const exposedName = (prefix: string, original: string): string => (prefix ? `${prefix}${SEPARATOR}${original}` : original);
+
+export type NameKind = "tool" | "prompt" | "resource" | "resource_template";
+/** A name left out of a virtual server's listings, and the members that offered it. */
+export type NameConflict = { kind: NameKind; name: string; members: string[] };
+/** Where an admitted name goes: the member (its connector id) and the member's own name (or URI). */
+export type Route = { member: string; original: string };
+/** One member's offer: its connector id, its prefix, and its own names (URIs for resources and templates). */
+export type MemberNames = { member: string; prefix: string; names: readonly string[] };
+/** What a listing shows and a call may reach: names in code-unit order (the order of merged pages), and what was left out. */
+export type Admission = { routes: ReadonlyMap<string, Route>; conflicts: NameConflict[] };
+
+/** Resources and templates keep their URIs (so `ui://` and `_meta` references stay valid); tools and prompts are prefixed. */
+const keepsItsName = (kind: NameKind) => kind === "resource" || kind === "resource_template";
+
+/**
+ * Admits each member's names as exposed names. Left out and reported: a tool or prompt name longer than
+ * MAX_EXPOSED_NAME_LENGTH, and a name (or URI) two or more members produce. A member listing a name twice offers it once.
+ */
+export function admitNames(kind: NameKind, members: readonly MemberNames[]): Admission {
+  const offers = new Map<string, Route[]>();
+  const tooLong = new Map<string, string>();
+  for (const { member, prefix, names } of members) {
+    for (const original of new Set(names)) {
+      const name = keepsItsName(kind) ? original : exposedName(prefix, original);
+      if (!keepsItsName(kind) && name.length > MAX_EXPOSED_NAME_LENGTH) {
+        tooLong.set(`${member}\n${name}`, name);
+        continue;
+      }
+      const routes = offers.get(name);
+      if (routes) routes.push({ member, original });
+      else offers.set(name, [{ member, original }]);
+    }
+  }
+  const conflicts: NameConflict[] = [];
+  const admitted: [string, Route][] = [];
+  for (const [name, routes] of offers) {
+    if (routes.length === 1) admitted.push([name, routes[0]!]);
+    else conflicts.push({ kind, name, members: routes.map((route) => route.member) });
+  }
+  for (const [key, name] of tooLong) conflicts.push({ kind, name, members: [key.slice(0, key.indexOf("\n"))] });
+  admitted.sort(([a], [b]) => compareNames(a, b));
+  conflicts.sort((a, b) => compareNames(a.name, b.name));
+  return { routes: new Map(admitted), conflicts };
+}
+
+/** Code-unit order: the same on every replica and in every locale, so a cursor's position means one place. */
+export const compareNames = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The member a client's name reaches, and the member's own name; undefined for a name that was not admitted — hidden,
+ * in conflict or unknown alike (one admission decision for listing and calling).
+ */
+export const resolveName = (admission: Admission, name: string): Route | undefined => admission.routes.get(name);
