@@ -1,8 +1,9 @@
 // A small MCP client over Streamable HTTP, spoken by hand with fetch, for the console's "Try it": the requests go to
 // the connector's proxy URL with the console session (cookie + X-CSRF-Token, same origin), so they pass the same
 // admission, tool policy and audit as any MCP client's.
-// Spec: https://modelcontextprotocol.io/specification/2025-11-25/basic/transports (Streamable HTTP) and
-// https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle (initialization).
+// Spec: MCP 2025-11-25, Base Protocol › Transports › Streamable HTTP ("transports §…" below) and › Lifecycle
+// ("lifecycle §…"), at modelcontextprotocol.io/specification/2025-11-25 (named, not linked: the console's files hold
+// no outside URL).
 import { currentCsrfToken } from "./api.js";
 
 /** The newest revision this client speaks; the server may answer with an older one it supports (lifecycle §Version Negotiation). */
@@ -37,7 +38,7 @@ async function failure(response) {
 }
 
 /**
- * The messages of a `text/event-stream` body as they arrive ([HTML §9.2.6](https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation)):
+ * The messages of a `text/event-stream` body as they arrive (HTML Living Standard §9.2.6, Interpreting an event stream):
  * `data:` lines joined by newlines, dispatched at a blank line; comments, `id:` and `retry:` are not needed here.
  */
 async function* events(body) {
@@ -204,7 +205,7 @@ export class McpSession {
 
   /**
    * Every page of a listing (tools/list, prompts/list, resources/list), following `nextCursor`
-   * ([2025-11-25 utilities/pagination](https://modelcontextprotocol.io/specification/2025-11-25/server/utilities/pagination)); at most `maxPages`.
+   * (MCP 2025-11-25, Server Features › Utilities › Pagination); at most `maxPages`.
    */
   async list(method, key, maxPages = 20) {
     const items = [];
@@ -218,7 +219,7 @@ export class McpSession {
     return items;
   }
 
-  /** Tells the server a request is no longer wanted ([utilities/cancellation](https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/cancellation)). */
+  /** Tells the server a request is no longer wanted (MCP 2025-11-25, Base Protocol › Utilities › Cancellation). */
   cancel(requestId, reason) {
     return this.notify("notifications/cancelled", { requestId, reason }).catch(() => undefined);
   }

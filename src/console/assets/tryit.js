@@ -113,7 +113,7 @@ function argumentsForm(tool) {
   };
 }
 
-/** One content block of a tool result, prompt or resource ([2025-11-25 server/tools §Tool Result](https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-result)). */
+/** One content block of a tool result, prompt or resource (MCP 2025-11-25, Server Features › Tools › Tool Result). */
 function contentBlock(block) {
   if (!block || typeof block !== "object") return h("pre", { class: "code" }, json(block));
   if (block.type === "text") return h("pre", { class: "code", "data-result-text": true }, block.text);
@@ -233,7 +233,8 @@ export function openTryIt(c, name, proxyPath, { onTools } = {}) {
     running = { controller, id: null };
     callButton.disabled = true;
     cancelButton.hidden = false;
-    // utilities/progress: the request names a token; the server's notifications/progress carry it back.
+    // MCP 2025-11-25, Base Protocol › Utilities › Progress: the request names a token in `_meta`; the server's
+    // notifications/progress carry it back (on the request's event stream).
     const progressToken = `console-${Date.now()}`;
     const send = () =>
       session.request(
