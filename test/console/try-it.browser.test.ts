@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { pagedToolsServer } from "../peers/paged-tools";
+import { scriptedOAuth } from "../peers/scripted-oauth";
 import { startTryItServer, type TryItServer } from "../peers/try-it-server";
 import { CHROMIUM, chromiumAvailable, launchChromium } from "../support/chromium";
 import { ADMIN, startTestService, type TestService } from "../support/service";
@@ -10,7 +12,8 @@ import { ADMIN, startTestService, type TestService } from "../support/service";
 // in this process on a loopback port): sign in, add a connector to a real MCP server (the SDK's McpServer over
 // Streamable HTTP), connect it without any popup, "Try it" (list tools, prompts, resources; call echo from the
 // generated form, a tool with progress, raw JSON arguments, an isError result), take the SDK configuration and run
-// it, and change the connector's URL from its card.
+// it, and change the connector's URL from its card. Then tools in cursor pages, axe over the new dialogs, the curl
+// session run as the dialog gives it, and a connector waiting for OAuth with its link on the card.
 const available = chromiumAvailable;
 if (!available) console.warn(`SKIPPED: the Try it browser test needs ${CHROMIUM} (Debian package "chromium")`);
 
@@ -18,6 +21,42 @@ let server: TryItServer;
 let service: TestService;
 let browser: Browser;
 let localUrl: string;
+const AXE = readFileSync(Bun.resolveSync("axe-core/axe.min.js", import.meta.dir), "utf8");
+
+/** axe-core over one part of the page (evaluated through DevTools: the CSP refuses a <script>): nothing serious. */
+async function expectAccessible(page: Page, what: string, include: string) {
+  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE);
+  const violations = await page.evaluate(async (context) => {
+    const axe = (
+      window as unknown as {
+        axe: {
+          run(c: unknown, o: unknown): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
+        };
+      }
+    ).axe;
+    const result = await axe.run({ include: [context] }, { resultTypes: ["violations"] });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5),
+    }));
+  }, include);
+  expect(
+    violations.filter((v) => v.impact === "serious" || v.impact === "critical"),
+    what,
+  ).toEqual([]);
+}
+
+/** A loopback server whose handler is given after its URL is known (the scripted OAuth peers name their own URLs). */
+function lateServer() {
+  let handler: (request: Request) => Response | Promise<Response> = () => new Response("not yet", { status: 503 });
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => handler(request) });
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    serve: (h: typeof handler) => void (handler = h),
+    stop: () => server.stop(true),
+  };
+}
 
 beforeAll(async () => {
   if (!available) return;
@@ -192,6 +231,79 @@ test.skipIf(!available)(
 
     expect(problems).toEqual([]);
     await context.close();
+  },
+  90_000,
+);
+
+test.skipIf(!available)(
+  "tools in cursor pages over event streams are all listed; the dialogs are accessible; the curl session runs as written; a connector waiting for OAuth shows its link, in one window",
+  async () => {
+    const { page, problems, popups, context } = await openAtLocalhost();
+    // A server whose tools come two to a page (nextCursor), answered as event streams.
+    const paged = pagedToolsServer(["t1", "t2", "t3", "t4", "t5"], 2, false);
+    const pagedServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: paged.handler });
+    const oauthAs = lateServer();
+    const oauthMcp = lateServer();
+    try {
+      const created = await service.api("POST", "/api/v1/connectors", {
+        body: { url: `http://127.0.0.1:${pagedServer.port}/mcp`, metadata: { name: "Paged" } },
+      });
+      const id = created.body.id as string;
+      expect((await service.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} })).body.state).toBe("connected");
+      await page.waitForSelector(`#connector-list li[data-id="${id}"][data-state="connected"]`);
+      await card(page, id).getByRole("button", { name: "Try it Paged" }).click();
+      const dialog = page.locator("dialog[open]");
+      await dialog.locator("[data-tryit-status]:has-text('5 tools')").waitFor();
+      expect(await dialog.locator("[data-tool-select] option").allTextContents()).toEqual(["t1", "t2", "t3", "t4", "t5"]);
+      await dialog.getByRole("button", { name: "Call tool" }).click();
+      await dialog.locator("[data-result=ok]").waitFor();
+      await expectAccessible(page, "the Try it dialog", "dialog[open]");
+      await dialog.locator("button[data-close]").click();
+
+      // The curl session, as the dialog gives it, with a real token: initialize, initialized, tools/list, tools/call, DELETE.
+      await card(page, id).getByRole("button", { name: "Use from a client Paged" }).click();
+      await expectAccessible(page, "the client configurations", "dialog[open]");
+      const curl = (await page.locator("dialog[open] pre[data-config=curl]").textContent())!;
+      await page.locator("dialog[open] button[data-close]").click();
+      const token = (await service.api("POST", "/api/v1/tokens", { body: { name: "curl snippet" } })).body.token as string;
+      const run = Bun.spawn(["bash", "-c", curl.replace("YOUR_API_TOKEN", token)], {
+        stdout: "pipe",
+        stderr: "pipe",
+        timeout: 30_000,
+      });
+      const [out, err, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
+      expect(code, err).toBe(0);
+      // tools/list answers its first page (with its cursor); the call is of the first tool Try it saw.
+      expect(out).toContain('"nextCursor":"2"');
+      expect(out).toContain('{"result":{"content":[{"type":"text","text":"called t1"}]},"jsonrpc":"2.0","id":3}');
+
+      // An OAuth server: connecting opens one window (the sign-in), and the card shows the link, prominently.
+      const oauth = scriptedOAuth({ as: oauthAs.url, mcp: oauthMcp.url });
+      oauthAs.serve(oauth.authorizationServer);
+      oauthMcp.serve(oauth.mcpServer);
+      const waiting = await service.api("POST", "/api/v1/connectors", {
+        body: { url: `${oauthMcp.url}/mcp`, metadata: { name: "Needs sign-in" } },
+      });
+      const oid = waiting.body.id as string;
+      await page.waitForSelector(`#connector-list li[data-id="${oid}"]`);
+      const before = popups.length;
+      await card(page, oid).getByRole("button", { name: "Connect Needs sign-in" }).click();
+      await page.click("dialog button[type=submit]");
+      await page.waitForSelector(`#connector-list li[data-id="${oid}"][data-state="auth_required"]`);
+      const link = card(page, oid).locator("a[data-auth-link]");
+      await link.waitFor();
+      expect(await link.getAttribute("href")).toStartWith(`${oauthAs.url}/authorize?`);
+      expect(await link.getAttribute("rel")).toBe("noopener noreferrer");
+      for (let i = 0; i < 50 && popups.length === before; i++) await Bun.sleep(20);
+      expect(popups.length).toBe(before + 1);
+      await expectAccessible(page, "a card waiting for a sign-in", `#connector-list li[data-id="${oid}"]`);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+      pagedServer.stop(true);
+      await oauthAs.stop();
+      await oauthMcp.stop();
+    }
   },
   90_000,
 );
