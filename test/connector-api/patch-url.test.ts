@@ -121,6 +121,26 @@ describe("PATCH url", () => {
     expect(await storedGrant(t, id)).toBeUndefined();
   });
 
+  test("an open server that starts asking for authorization: the proxy's 409 names the link too", async () => {
+    const turns = scriptedOAuth({ as: "https://as-turns.example", mcp: "https://turns.example" });
+    const open = scriptedServer().handler;
+    let current: (request: Request) => Response | Promise<Response> = open;
+    t.network.serve(turns.mcp, (request) => current(request));
+    t.network.serve(turns.as, turns.authorizationServer);
+    const id = await connectedConnector(alice.api, `${turns.mcp}/mcp`);
+    current = turns.mcpServer;
+    const answer = await proxyPost(id);
+    expect(answer.status).toBe(409);
+    const problem = (await answer.json()) as { detail: string };
+    const connector = await alice.api("GET", `/api/v1/connectors/${id}`);
+    expect(connector.body.state).toBe("auth_required");
+    expect(problem.detail).toContain(`authorization pending: open ${connector.body.auth_request.authorization_url}`);
+    // And so does every request after it, until the person approves.
+    expect(((await (await proxyPost(id)).json()) as { detail: string }).detail).toBe(
+      `authorization pending: open ${connector.body.auth_request.authorization_url}`,
+    );
+  });
+
   test("OpenAPI documents url on PATCH", async () => {
     const doc = (await (await t.handle(new Request(`${t.publicUrl}/openapi.json`))).json()) as any;
     const operation = doc.paths["/api/v1/connectors/{id}"].patch;
