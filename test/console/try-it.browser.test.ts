@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { pagedToolsServer } from "../peers/paged-tools";
@@ -21,6 +22,11 @@ let server: TryItServer;
 let service: TestService;
 let browser: Browser;
 let localUrl: string;
+/** Screenshots of the steps: TEST_ARTIFACTS_DIR, else a fresh folder under the OS temp dir (printed). */
+const ARTIFACTS = process.env.TEST_ARTIFACTS_DIR
+  ? join(process.env.TEST_ARTIFACTS_DIR, "console-try-it")
+  : mkdtempSync(join(tmpdir(), "cs-try-it-screens-"));
+const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 const AXE = readFileSync(Bun.resolveSync("axe-core/axe.min.js", import.meta.dir), "utf8");
 
 /** axe-core over one part of the page (evaluated through DevTools: the CSP refuses a <script>): nothing serious. */
@@ -60,6 +66,8 @@ function lateServer() {
 
 beforeAll(async () => {
   if (!available) return;
+  mkdirSync(ARTIFACTS, { recursive: true });
+  console.log(`Try it screenshots: ${ARTIFACTS}`);
   server = await startTryItServer();
   service = await startTestService();
   localUrl = service.url.replace("127.0.0.1", "localhost");
@@ -164,6 +172,8 @@ test.skipIf(!available)(
     await dialog.getByRole("button", { name: "Call tool" }).click();
     await dialog.locator("[data-progress-text]:has-text('step')").waitFor();
     await dialog.locator("[data-result-text]:has-text('counted to 4')").waitFor();
+    expect(await dialog.locator("[data-last-progress]").textContent()).toBe("Progress: 4 of 4 — step 4");
+    await shot(page, "01-try-it-progress");
 
     // A tool that reports an error (isError).
     await dialog.locator("[data-tool-select]").selectOption({ label: "fail" });
@@ -190,6 +200,7 @@ test.skipIf(!available)(
     // The SDK configuration, as copied, with a real token: it lists the tools and calls the first one Try it saw.
     await card(page, id).getByRole("button", { name: "Use from a client Try server" }).click();
     const sdk = (await page.locator("dialog[open] pre[data-config=sdk]").textContent())!;
+    await shot(page, "02-client-configurations");
     for (const kind of ["vscode", "desktop", "cursor", "curl"])
       expect(await page.locator(`dialog[open] pre[data-config=${kind}]`).textContent()).toContain(proxyUrl);
     expect(sdk).toContain(proxyUrl);
@@ -223,6 +234,7 @@ test.skipIf(!available)(
     await page.waitForSelector(`#connector-list li[data-id="${id}"][data-state="disconnected"]`);
     expect(await card(page, id).locator("[data-reason]").textContent()).toContain(`to ${server.url}/moved`);
     expect(await card(page, id).locator("p.url").textContent()).toBe(`${server.url}/moved`);
+    await shot(page, "03-url-changed");
     await card(page, id).getByRole("button", { name: "Re-authorize Try server" }).click();
     await page.click("dialog button[type=submit]");
     await page.waitForSelector(`#connector-list li[data-id="${id}"][data-state="connected"]`);
@@ -297,6 +309,7 @@ test.skipIf(!available)(
       for (let i = 0; i < 50 && popups.length === before; i++) await Bun.sleep(20);
       expect(popups.length).toBe(before + 1);
       await expectAccessible(page, "a card waiting for a sign-in", `#connector-list li[data-id="${oid}"]`);
+      await shot(page, "04-waiting-for-sign-in");
       expect(problems).toEqual([]);
     } finally {
       await context.close();

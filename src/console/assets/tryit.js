@@ -262,7 +262,9 @@ export function openTryIt(c, name, proxyPath, { onTools } = {}) {
         await session.open();
         result = await send();
       }
-      output.replaceChildren(resultView(result));
+      output.replaceChildren(
+        resultView(result, progressText.textContent.startsWith("Progress") ? progressText.textContent : null),
+      );
       announce(result.isError ? `${tool.name} reported an error.` : `${tool.name} answered.`);
     } catch (e) {
       output.replaceChildren(errorView(e));
@@ -280,12 +282,14 @@ export function openTryIt(c, name, proxyPath, { onTools } = {}) {
     running.controller.abort();
   });
 
-  function resultView(result) {
+  /** A tool's result; `lastProgress`, the last progress it reported, stays under the heading. */
+  function resultView(result, lastProgress) {
     const blocks = Array.isArray(result.content) ? result.content : [];
     return h(
       "div",
       { class: `result${result.isError ? " bad" : ""}`, "data-result": result.isError ? "tool-error" : "ok" },
       h("h3", {}, result.isError ? "The tool reported an error" : "Result"),
+      lastProgress ? h("p", { class: "muted small", "data-last-progress": true }, lastProgress) : null,
       blocks.map(contentBlock),
       result.structuredContent !== undefined
         ? [
