@@ -4,6 +4,7 @@ import { scriptedOAuth } from "../peers/scripted-oauth";
 import { scriptedServer } from "../peers/scripted-server";
 import { expectProblem } from "../support/api";
 import { createTestApp, type TestApp } from "../support/app";
+import { finishCallback } from "../support/callback";
 import { storedGrant } from "../support/oauth";
 import { connectedConnector } from "../support/mcp";
 
@@ -72,6 +73,20 @@ describe("PATCH url", () => {
     expect(same.body).toMatchObject({ state: "connected", disconnect_reason: null });
   });
 
+  test("OAuth client credentials stay only while the origin stays (a client secret never goes to another server)", async () => {
+    const created = await alice.api("POST", "/api/v1/connectors", {
+      body: { url: "https://keyed.example/mcp", client_id: "my-client", client_secret: "my-secret" },
+    });
+    const id = created.body.id as string;
+    const row = () => t.services.connectors.owned(alice.principal, id);
+    await patch(id, { url: "https://keyed.example/v2/mcp" });
+    expect((await row()).client_id).toBe("my-client");
+    expect((await row()).client_secret).not.toBeNull();
+    await patch(id, { url: "https://open.example/mcp" });
+    expect((await row()).client_id).toBeNull();
+    expect((await row()).client_secret).toBeNull();
+  });
+
   test("the URL rules of a creation hold: 422 problems, nothing changed", async () => {
     const id = await connectedConnector(alice.api, "https://open.example/mcp");
     for (const url of [
@@ -95,7 +110,7 @@ describe("PATCH url", () => {
     expectProblem(await bob.api("PATCH", `/api/v1/connectors/${id}`, { body: { url: "https://keyed.example/mcp" } }), 404);
   });
 
-  test("an OAuth connector: its grant is revoked and forgotten; a pending authorization is dropped; the 409 names the link", async () => {
+  test("an OAuth connector waiting for approval: the proxy's 409 names the link; moving drops the pending authorization", async () => {
     const created = await alice.api("POST", "/api/v1/connectors", { body: { url: `${oauth.mcp}/mcp` } });
     const id = created.body.id as string;
     const pending = await alice.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
@@ -118,6 +133,20 @@ describe("PATCH url", () => {
     );
     expect(await callback.text()).toContain("already used or has expired");
     expect((await alice.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("disconnected");
+    expect(await storedGrant(t, id)).toBeUndefined();
+  });
+
+  test("a connected OAuth connector moves: its grant is revoked at the authorization server and forgotten", async () => {
+    const created = await alice.api("POST", "/api/v1/connectors", { body: { url: `${oauth.mcp}/mcp` } });
+    const id = created.body.id as string;
+    const pending = await alice.api("POST", `/api/v1/connectors/${id}/connect`, { body: {} });
+    const back = oauth.approve(pending.body.auth_request.authorization_url);
+    expect((await finishCallback(t, back, alice.basic)).status).toBe(200);
+    expect((await alice.api("GET", `/api/v1/connectors/${id}`)).body.state).toBe("connected");
+    const grant = (await storedGrant(t, id))!;
+    const moved = await patch(id, { url: "https://open.example/mcp" });
+    expect(moved.body).toMatchObject({ state: "disconnected", url: "https://open.example/mcp" });
+    expect(oauth.seen.revoked).toContain(grant.refresh_token!);
     expect(await storedGrant(t, id)).toBeUndefined();
   });
 
