@@ -427,7 +427,12 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(userRoutes(services.users, auth, apiBody, services.authentication.brakeFor))
     .use(
       sessionRoutes(
-        { sessions: services.sessions, users: services.users, signIn: services.authentication.signIn },
+        {
+          sessions: services.sessions,
+          users: services.users,
+          signIn: services.authentication.signIn,
+          publicUrl: deps.publicUrl,
+        },
         auth,
         apiBodyPlugin({ maxBytes: deps.config.api.maxBodyBytes, authenticate: null }),
       ),

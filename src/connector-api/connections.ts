@@ -124,13 +124,27 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     connect: tracedConnect,
 
     /**
-     * PATCH: new metadata and tool policy (connectors/service.ts), and new headers for a connector connected with
-     * headers — proven by a handshake first, as connect does, so refused headers leave the old ones working.
+     * PATCH: a new URL (the connector then needs a new connect), new metadata and tool policy (connectors/service.ts),
+     * and new headers for a connector connected with headers — proven by a handshake first, as connect does, so
+     * refused headers leave the old ones working.
      */
     async update(caller: Principal, id: string, body: UpdateConnectorBody): Promise<Connector> {
-      if (body.metadata === undefined && body.headers === undefined && body.tool_policy === undefined)
-        throw invalidField("body", "must change metadata, tool_policy or headers");
-      const row = await connectors.owned(caller, id);
+      if (body.metadata === undefined && body.headers === undefined && body.tool_policy === undefined && body.url === undefined)
+        throw invalidField("body", "must change url, metadata, tool_policy or headers");
+      if (body.url !== undefined && body.headers !== undefined)
+        throw invalidField("body.headers", "cannot come with a new url: connect the connector at its new URL with headers");
+      let row = await connectors.owned(caller, id);
+      if (body.url !== undefined) {
+        const move = await connectors.planMove(caller, id, body.url);
+        if (move) {
+          // The old server's grant is revoked there first, as a disconnect does (RFC 7009); a pending authorization
+          // is forgotten, so finishing it later cannot hand the old server's token to the new URL.
+          if (row.auth_method === "oauth" && row.state === "connected") await oauth.revoke(row.id);
+          await oauth.abandon(row.id);
+          const reason = `The URL changed from ${row.url} to ${move.target.url}: connect it again`;
+          row = await transitions.moved(move.row, move.target, reason);
+        }
+      }
       if (body.headers !== undefined) {
         if (row.state !== "connected" || row.auth_method !== "headers") {
           throw new Conflict("Only a connector connected with headers has headers to replace: connect it with headers instead");

@@ -175,6 +175,14 @@ export type ConnectBody = typeof ConnectBody.static;
 
 export const UpdateConnectorBody = t.Object(
   {
+    url: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: MAX_URL_LENGTH,
+        description:
+          "A new MCP server URL, checked as at creation. Another URL disconnects the connector (its credentials and OAuth grant are forgotten): connect it again.",
+      }),
+    ),
     metadata: t.Optional(Metadata),
     tool_policy: t.Optional(
       t.Union([ToolPolicy, t.Null()], { description: "The tool policy (replaces the stored one); null removes it" }),

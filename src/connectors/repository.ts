@@ -30,6 +30,8 @@ export type ConnectionColumns = Pick<
   | "authorization_url"
   | "redirect_url"
 >;
+/** Where a connection goes: written with the connection that ends when the connector moves to another server (PATCH url). */
+export type TargetColumns = Pick<ConnectorRow, "url" | "preset_url" | "client_id" | "client_secret">;
 
 /** Connectors, on either store. */
 export type ConnectorRepository = {
@@ -43,7 +45,7 @@ export type ConnectorRepository = {
   /** Writes a connection; with `whenState`, only while the row is still in that state. Undefined: nothing written. */
   writeConnection(
     id: string,
-    columns: ConnectionColumns,
+    columns: ConnectionColumns & Partial<TargetColumns>,
     at: number,
     whenState?: ConnectorState,
   ): Promise<ConnectorRow | undefined>;

@@ -2,6 +2,7 @@ import type { Metadata } from "../presets/model";
 import { Conflict, NotFound, invalidField } from "../http-errors/errors";
 import { UnsafeUrl } from "../http/fetch";
 import type { PresetCatalog } from "../presets/catalog";
+import type { Preset } from "../presets/model";
 import type { Sealer } from "../secrets/sealer";
 import type { UrlGuard } from "../security/url-guard";
 import { parseConnectorUrl } from "../urls/server-url";
@@ -10,7 +11,7 @@ import { sealContext } from "./sealing";
 import { readPage, type ListQuery } from "../http/pages";
 import { type Connector, type ConnectorList, type CreateConnectorBody, type ToolPolicy } from "./model";
 import { checkToolPolicy } from "./tool-policy";
-import type { ConnectorRepository, ConnectorRow } from "./repository";
+import type { ConnectorRepository, ConnectorRow, TargetColumns } from "./repository";
 
 export type ConnectorServiceDeps = {
   connectorRows: ConnectorRepository;
@@ -64,6 +65,25 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
     return row;
   }
 
+  /** A connector URL as creation checks it (docs/interface.md §4.2), and the preset it matches (when `matchPreset`). */
+  function checkUrl(raw: string, matchPreset: boolean): { url: URL; preset: Preset | undefined } {
+    const parsed = parseConnectorUrl(raw);
+    if (!parsed.ok) throw invalidField("body.url", `"${raw}" ${parsed.reason}`);
+    if (parsed.url.protocol !== "mcp+stdio:") {
+      try {
+        deps.urlGuard.checkLiteral(parsed.url);
+      } catch (e) {
+        if (e instanceof UnsafeUrl) throw invalidField("body.url", e.message);
+        throw e;
+      }
+    }
+    const preset = matchPreset ? presets.match(parsed.url) : undefined;
+    if (parsed.url.protocol === "mcp+stdio:" && !preset?.stdio) {
+      throw invalidField("body.url", "an mcp+stdio:// URL must match a preset with a stdio configuration");
+    }
+    return { url: parsed.url, preset };
+  }
+
   return {
     owned,
     get: async (caller: Principal, id: string): Promise<Connector> => connectorView(await owned(caller, id)),
@@ -98,22 +118,42 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       return connectorView(written);
     },
 
+    /**
+     * PATCH `url` (docs/interface.md §4.2): the new URL passes the rules of a creation, and where the connection will
+     * go. The preset is matched again. The connector's OAuth client credentials stay only while the server keeps its
+     * origin: a client secret is never sent to another server's authorization server; a preset of the new URL supplies
+     * its own, as at creation. Undefined when the URL is the one stored (nothing moves).
+     */
+    async planMove(
+      caller: Principal,
+      id: string,
+      raw: string,
+    ): Promise<{ row: ConnectorRow; target: TargetColumns } | undefined> {
+      const row = await owned(caller, id);
+      const { url, preset } = checkUrl(raw, true);
+      if (url.href === row.url) return undefined;
+      const sameOrigin = URL.canParse(row.url) && new URL(row.url).origin === url.origin && url.origin !== "null";
+      const usePreset = preset?.client_id !== undefined;
+      return {
+        row,
+        target: {
+          url: url.href,
+          preset_url: preset?.url ?? null,
+          client_id: usePreset ? preset!.client_id! : sameOrigin ? row.client_id : null,
+          client_secret: usePreset
+            ? preset!.client_secret === undefined
+              ? null
+              : sealer.seal(preset!.client_secret, sealContext(id, "client_secret"))
+            : sameOrigin
+              ? row.client_secret
+              : null,
+        },
+      };
+    },
+
     async create(caller: Principal, body: CreateConnectorBody): Promise<Connector> {
-      const parsed = parseConnectorUrl(body.url);
-      if (!parsed.ok) throw invalidField("body.url", `"${body.url}" ${parsed.reason}`);
-      if (parsed.url.protocol !== "mcp+stdio:") {
-        try {
-          deps.urlGuard.checkLiteral(parsed.url);
-        } catch (e) {
-          if (e instanceof UnsafeUrl) throw invalidField("body.url", e.message);
-          throw e;
-        }
-      }
       // docs/interface.md §4.2: a matching preset fills in credentials and metadata only where the caller gave none.
-      const preset = body.match_preset === false ? undefined : presets.match(parsed.url);
-      if (parsed.url.protocol === "mcp+stdio:" && !preset?.stdio) {
-        throw invalidField("body.url", "an mcp+stdio:// URL must match a preset with a stdio configuration");
-      }
+      const { url, preset } = checkUrl(body.url, body.match_preset !== false);
       const useClient = body.client_id === undefined && preset?.client_id !== undefined;
       const clientId = useClient ? preset!.client_id! : body.client_id;
       const clientSecret = useClient ? preset!.client_secret : body.client_secret;
@@ -122,7 +162,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       const row: ConnectorRow = {
         id,
         owner_id: caller.id,
-        url: parsed.url.href,
+        url: url.href,
         state: "created",
         auth_method: "none",
         disconnect_reason: null,

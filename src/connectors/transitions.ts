@@ -2,7 +2,7 @@ import { NotFound } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { Sealer } from "../secrets/sealer";
 import { sealContext } from "./sealing";
-import type { ConnectionColumns, ConnectorRepository, ConnectorRow } from "./repository";
+import type { ConnectionColumns, ConnectorRepository, ConnectorRow, TargetColumns } from "./repository";
 
 export type TransitionDeps = {
   connectorRows: ConnectorRepository;
@@ -55,7 +55,7 @@ export function createTransitions(deps: TransitionDeps) {
       );
   }
 
-  async function write(row: ConnectorRow, columns: ConnectionColumns): Promise<ConnectorRow> {
+  async function write(row: ConnectorRow, columns: ConnectionColumns & Partial<TargetColumns>): Promise<ConnectorRow> {
     const written = await rows.writeConnection(row.id, columns, clock());
     if (!written) throw new NotFound(`No connector ${row.id}`);
     logged(row, written);
@@ -116,6 +116,23 @@ export function createTransitions(deps: TransitionDeps) {
     /** Disconnected, with the reason the user will read in `disconnect_reason` (docs/interface.md §4.3). */
     async disconnected(row: ConnectorRow, reason: string): Promise<ConnectorRow> {
       const written = await write(row, disconnectedColumns(reason, row.redirect_url));
+      await deps.ended(row);
+      return written;
+    },
+
+    /**
+     * The connector now points at another server (PATCH `url`): the new target and the end of the connection in one
+     * write, so no request is ever sent to the new URL with the old server's credentials. A connector never connected
+     * stays `created`; any other is `disconnected` with `reason` and needs a new connect (docs/interface.md §4.3).
+     */
+    async moved(row: ConnectorRow, target: TargetColumns, reason: string): Promise<ConnectorRow> {
+      const columns = disconnectedColumns(reason, row.redirect_url);
+      const written = await write(
+        row,
+        row.state === "created"
+          ? { ...columns, ...target, state: "created", disconnect_reason: null }
+          : { ...columns, ...target },
+      );
       await deps.ended(row);
       return written;
     },

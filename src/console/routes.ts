@@ -8,9 +8,12 @@ import accountJs from "./assets/account.js" with { type: "text" };
 import agentsJs from "./assets/agents.js" with { type: "text" };
 import apiJs from "./assets/api.js" with { type: "text" };
 import appJs from "./assets/app.js" with { type: "text" };
+import clientsJs from "./assets/clients.js" with { type: "text" };
 import connectorsJs from "./assets/connectors.js" with { type: "text" };
 import domJs from "./assets/dom.js" with { type: "text" };
+import mcpJs from "./assets/mcp.js" with { type: "text" };
 import tokensJs from "./assets/tokens.js" with { type: "text" };
+import tryitJs from "./assets/tryit.js" with { type: "text" };
 import usersJs from "./assets/users.js" with { type: "text" };
 
 /** Where the console's files are served from; the page itself is at `/`. */
@@ -26,6 +29,9 @@ const FILES: [path: string, body: string, type: string][] = [
   [`${CONSOLE_ASSETS}/api.js`, apiJs, JS],
   [`${CONSOLE_ASSETS}/dom.js`, domJs, JS],
   [`${CONSOLE_ASSETS}/connectors.js`, connectorsJs, JS],
+  [`${CONSOLE_ASSETS}/mcp.js`, mcpJs, JS],
+  [`${CONSOLE_ASSETS}/tryit.js`, tryitJs, JS],
+  [`${CONSOLE_ASSETS}/clients.js`, clientsJs, JS],
   [`${CONSOLE_ASSETS}/tokens.js`, tokensJs, JS],
   [`${CONSOLE_ASSETS}/agents.js`, agentsJs, JS],
   [`${CONSOLE_ASSETS}/users.js`, usersJs, JS],
@@ -34,7 +40,7 @@ const FILES: [path: string, body: string, type: string][] = [
 
 /**
  * Nothing but this origin's own files: no inline script or style, no outside host, no framing, no form posted
- * elsewhere. `connect-src 'self'` covers the API and its event stream.
+ * elsewhere. `connect-src 'self'` covers the API, its event stream and the proxy URLs "Try it" speaks MCP to.
  */
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

@@ -30,7 +30,7 @@ export function routeKind(pathname: string): RouteKind {
 }
 
 /** The origin a request was sent to (scheme, Host): a page served by this service at whatever name the browser used. */
-const ownOriginOf = (request: Request) => {
+export const ownOriginOf = (request: Request) => {
   const url = new URL(request.url);
   const host = request.headers.get("host");
   return `${url.protocol}//${host ?? url.host}`;

@@ -138,10 +138,11 @@ export function createAuthorization(deps: AuthorizationDeps) {
       },
     } satisfies Job,
 
-    /** A connector connected without credentials whose server now answers 401: start the OAuth flow. */
-    async afterChallenge(row: ConnectorRow, challenge: Response): Promise<void> {
-      // Started by a proxied request, not by a person: the connector's owner finishes it.
-      await begin(row, challenge, row.redirect_url, row.owner_id).catch(() => undefined);
+    /** A connector connected without credentials whose server now answers 401: start the OAuth flow; its link, or null. */
+    async afterChallenge(row: ConnectorRow, challenge: Response): Promise<string | null> {
+      // Started by a proxied request, not by a person: the connector's owner finishes it. The link to open, if it started.
+      const written = await begin(row, challenge, row.redirect_url, row.owner_id).catch(() => undefined);
+      return written?.authorization_url ?? null;
     },
 
     /**

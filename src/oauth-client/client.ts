@@ -426,6 +426,8 @@ export function createOAuthClient(deps: OAuthClientDeps) {
       return (await repository.findGrant(connectorId))?.context.scope ?? null;
     },
     forget: (connectorId: string) => repository.deleteGrant(connectorId),
+    /** Forgets a pending authorization: its callback, should the person still finish it, is then refused as unknown. */
+    abandon: (connectorId: string) => repository.deleteStatesOf(connectorId),
 
     /**
      * RFC 7009: tells the authorization server the grant is no longer wanted (refresh token, then access token),

@@ -26,6 +26,8 @@ export type OAuthRepository = {
   takeState(digest: string): Promise<OAuthStateRow | undefined>;
   /** Removes the states expired at `now`; answers how many. */
   deleteExpiredStates(now: number): Promise<number>;
+  /** Forgets a connector's pending authorization, if any. */
+  deleteStatesOf(connectorId: string): Promise<void>;
   findGrant(connectorId: string): Promise<OAuthGrantRow | undefined>;
   saveGrant(row: OAuthGrantRow): Promise<void>;
   updateGrant(connectorId: string, patch: GrantPatch): Promise<void>;
@@ -69,6 +71,9 @@ export function createOAuthRepository(store: Store): OAuthRepository {
     deleteExpiredStates: async (now) =>
       (await db.delete(oauth_states).where(lte(oauth_states.expires_at, now)).returning({ d: oauth_states.state_digest })).length,
 
+    async deleteStatesOf(connectorId) {
+      await db.delete(oauth_states).where(eq(oauth_states.connector_id, connectorId));
+    },
     findGrant: async (connectorId) =>
       (await db.select().from(oauth_grants).where(eq(oauth_grants.connector_id, connectorId)).limit(1))[0],
     async saveGrant(row) {

@@ -1,6 +1,6 @@
 import type { ConnectorRow } from "../connectors/repository";
-import type { ConnectorService } from "../connectors/service";
-import { Conflict, InvalidToken } from "../http-errors/errors";
+import { connectorView, type ConnectorService } from "../connectors/service";
+import { Conflict, InvalidToken, OAuthAuthorizationRequired } from "../http-errors/errors";
 import type { Principal } from "../users/model";
 import type { StreamLimits } from "./stream-limits";
 
@@ -25,6 +25,11 @@ export function createAdmission({ connectors, limits }: { connectors: ConnectorS
     let row = await connectors.owned(caller, id, true);
     // The cached row may be up to a second behind a connect on another replica: a refusal is checked in the store.
     if (row.state !== "connected") row = await connectors.owned(caller, id);
+    if (row.state === "auth_required") {
+      // The person connected it and must now approve at the server: the link to open, not "connect it" again.
+      const link = connectorView(row).auth_request?.authorization_url;
+      if (link) throw new OAuthAuthorizationRequired(`authorization pending: open ${link}`);
+    }
     if (row.state !== "connected") {
       const why = row.disconnect_reason ? ` (${row.disconnect_reason})` : "";
       throw new Conflict(`The connector is ${row.state}${why}: connect it before sending MCP requests`);

@@ -72,9 +72,11 @@ export function createSender({ targets, transitions, authorization, credentialCh
       // An open server that now wants authorization (e.g. only for tools, initialize staying open — so no handshake
       // could tell): the OAuth flow, as at connect.
       await first.upstream.body?.cancel();
-      await authorization.afterChallenge(row, first.upstream);
+      const link = await authorization.afterChallenge(row, first.upstream);
       throw new OAuthAuthorizationRequired(
-        "The MCP server now requires authorization: the connector is auth_required; open its auth_request.authorization_url, then retry",
+        link
+          ? `The MCP server now requires authorization: authorization pending: open ${link}, then retry`
+          : "The MCP server now requires authorization, which could not start: the connector's disconnect_reason says why; connect it again",
       );
     }
     let forwarded = first;

@@ -13,7 +13,7 @@ export type AuthenticationDeps = {
   failureLimit: FailureLimit;
   /** The address a request came from, for the brake. */
   clientAddress: (request: Request) => string | undefined;
-  sessions: Pick<Sessions, "principal" | "personOf">;
+  sessions: Pick<Sessions, "principal" | "personOf" | "fromConsolePage">;
   /** The access tokens of the service's own authorization server (oauth-server/): those that start with `prefix`. */
   accessTokens: { prefix: string; verify(token: string): Promise<(Principal & { connector: string }) | undefined> };
 };
@@ -22,7 +22,8 @@ export type AuthenticationDeps = {
  * Which credentials each way in accepts:
  * - the API: HTTP Basic, API tokens, and the console's session cookie — never an access token of the authorization
  *   server, which is good at one connector's MCP proxy only;
- * - the MCP proxy: HTTP Basic, API tokens and those access tokens — no cookie (MCP clients use none);
+ * - the MCP proxy: HTTP Basic, API tokens and those access tokens; the console's cookie only from the console's own
+ *   page with the session's CSRF token ("Try it", sessions.ts `fromConsolePage`) — MCP clients send none;
  * - the sign-in pages (the console, the authorization server's, the OAuth callback's): a user name and password;
  * - a long-lived stream, checked again while it is open: what it was opened with.
  * Every password is verified under the failure brake of the request's client, but a stream's, verified when it opened.
@@ -54,7 +55,7 @@ export function createAuthentication({ users, clock, failureLimit, clientAddress
       return principal;
     },
     /** The MCP proxy's. */
-    proxy: authenticateRequests(authenticator, brakeFor),
+    proxy: authenticateRequests(authenticator, brakeFor, (request) => sessions.fromConsolePage(request)),
     /** A user name and password typed into one of the service's pages: a Basic credential in all but name, under the same brake. */
     signIn: (request: Request, username: string, password: string) =>
       authenticator.password(username, password, brakeFor(request)),

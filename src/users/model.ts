@@ -96,6 +96,10 @@ export const SessionView = t.Object({
   user: UserView,
   csrf_token: t.String({ description: "Send it as X-CSRF-Token with every change made with this session" }),
   expires_at: t.String({ format: "date-time" }),
+  public_url: t.String({
+    description:
+      "SERVER__PUBLIC_URL: where MCP clients reach this service (proxy URLs start with it), whatever name the console was opened at",
+  }),
 });
 
 export const MAX_TOKEN_LIFETIME_DAYS = 3650;

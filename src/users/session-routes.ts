@@ -12,14 +12,21 @@ export type SessionRouteDeps = {
   users: UserService;
   /** Checks a user name and password under the failure brake (AUTH__MAX_FAILURES), as Basic would. */
   signIn(request: Request, username: string, password: string): Promise<Principal>;
+  /** SERVER__PUBLIC_URL: the console shows proxy URLs from it, whatever name it was opened at. */
+  publicUrl: () => string;
 };
 
 /** The web console's sign-in: a session cookie for the API (sessions.ts says how it is protected). */
-export function sessionRoutes({ sessions, users, signIn }: SessionRouteDeps, auth: AuthPlugin, anonymousBody: ApiBodyPlugin) {
+export function sessionRoutes(
+  { sessions, users, signIn, publicUrl }: SessionRouteDeps,
+  auth: AuthPlugin,
+  anonymousBody: ApiBodyPlugin,
+) {
   const view = async (principal: Principal, csrf_token: string, expires_at: number) => ({
     user: await users.me(principal),
     csrf_token,
     expires_at: new Date(expires_at).toISOString(),
+    public_url: publicUrl(),
   });
   return new Elysia({ prefix: "/api/v1/session", detail: { tags: ["Console session"] } })
     .use(auth)

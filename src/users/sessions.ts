@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { Forbidden, Unauthorized } from "../http-errors/errors";
+import { ownOriginOf } from "../http/cross-site";
 import type { Principal } from "./model";
 import type { UserRepository } from "./repository";
 import type { Job } from "../scheduler/scheduler";
@@ -76,6 +77,18 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
     return { id: row.id, username: row.username, role: row.role, credential: "session" };
   }
 
+  /**
+   * Whether a change's `Origin` is a page of this service: the public URL's origin, or — so that the console works at
+   * any name that reaches the service (opened at `localhost` while SERVER__PUBLIC_URL says 127.0.0.1) — the request's
+   * own origin (its scheme and Host) when the browser also says `Sec-Fetch-Site: same-origin` (a header no page can set,
+   * [Fetch Metadata §2.1](https://www.w3.org/TR/fetch-metadata/#sec-fetch-site-header)). Nothing ambient comes with
+   * that: the cookie is host-only (no Domain), so the one a browser sends to a name was set by the service at that
+   * name; a page that reached the service under a name of its own (DNS rebinding) holds no session of the person's.
+   */
+  const ownPage = (request: Request, origin: string) =>
+    origin === new URL(publicUrl()).origin ||
+    (request.headers.get("sec-fetch-site") === "same-origin" && origin === ownOriginOf(request));
+
   const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
   return {
@@ -100,7 +113,7 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
       const csrf = csrfOf(secret);
       if (UNSAFE.has(request.method)) {
         const origin = request.headers.get("origin");
-        if (origin !== null && origin !== new URL(publicUrl()).origin)
+        if (origin !== null && !ownPage(request, origin))
           throw new Forbidden(
             `A change with a console session must come from ${new URL(publicUrl()).origin}, not ${origin.slice(0, 200)}`,
           );
@@ -117,6 +130,25 @@ export function createSessions({ users, clock, publicUrl }: SessionsDeps) {
         session: row.digest,
         expires_at: row.expires_at,
       };
+    },
+
+    /**
+     * The console's own requests at a connector's proxy URL ("Try it"), so that they pass the same admission, policy
+     * and audit as any MCP client's. Only a request that proves it comes from the console's page: the browser says
+     * `Sec-Fetch-Site: same-origin` and it carries the session's CSRF token — on every method, reads included, as no
+     * MCP client sends either. Anything else with the cookie is no session here (undefined: the Authorization header
+     * decides, and without one it is a 401), so a cookie is never an ambient credential at the proxy: not from another
+     * site (SameSite=Strict withholds it, Sec-Fetch-Site says so), not from a form or a link (no CSRF header).
+     */
+    async fromConsolePage(request: Request): Promise<Principal | undefined> {
+      if (request.headers.get("sec-fetch-site") !== "same-origin") return undefined;
+      const sent = request.headers.get(CSRF_HEADER);
+      const secret = secretOf(request);
+      if (sent === null || secret === undefined) return undefined;
+      const row = await signedIn(secret);
+      if (!same(sent, csrfOf(secret)))
+        throw new Forbidden(`A request with a console session needs the session's ${CSRF_HEADER} header`);
+      return { id: row.id, username: row.username, role: row.role, credential: "session" };
     },
 
     /**

@@ -8,6 +8,9 @@ export function setCsrfToken(token) {
   csrfToken = token;
 }
 
+/** The session's CSRF token: the console's MCP requests at a proxy URL carry it too (mcp.js). */
+export const currentCsrfToken = () => csrfToken;
+
 /** What to do when the API says the session is over (401): show the sign-in page. */
 export function whenSignedOut(callback) {
   onSignedOut = callback;

@@ -2,7 +2,7 @@
 import { api, setCsrfToken, whenSignedOut } from "./api.js";
 import { initAccount, resetAccount, showAccount } from "./account.js";
 import { initAgents, resetAgents, showAgents } from "./agents.js";
-import { initConnectors, resetConnectors, showConnectors } from "./connectors.js";
+import { initConnectors, resetConnectors, setPublicUrl, showConnectors } from "./connectors.js";
 import { announce, busy, showError } from "./dom.js";
 import { initTokens, resetTokens, showTokens } from "./tokens.js";
 import { initUsers, resetUsers, showUsers } from "./users.js";
@@ -51,6 +51,7 @@ async function route(moveFocus) {
 function signedIn(session, moveFocus) {
   user = session.user;
   setCsrfToken(session.csrf_token);
+  setPublicUrl(session.public_url);
   try {
     localStorage.setItem(HINT, session.expires_at);
   } catch {

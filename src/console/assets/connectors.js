@@ -1,6 +1,9 @@
-// Connectors: the list (kept current by the events stream), create, connect (OAuth in a window of its own, or
-// headers), re-authorize, disconnect, delete, and the proxy URL to copy.
+// Connectors: the list (kept current by the events stream), create, edit (URL and metadata), connect (OAuth in a
+// window of its own, or headers), re-authorize, disconnect, delete, the proxy URL to copy, "Try it" (tryit.js) and
+// client configurations (clients.js).
 import { api, page } from "./api.js";
+import { openClientConfigs } from "./clients.js";
+import { openTryIt } from "./tryit.js";
 import { announce, busy, confirmAction, copyField, facts, formDialog, h, hidden, replaceKeepingFocus, uid, when } from "./dom.js";
 
 const STATE_LABELS = {
@@ -32,7 +35,15 @@ function hostOf(url) {
     return url;
   }
 }
-const proxyUrlOf = (id) => `${location.origin}/api/v1/connectors/${encodeURIComponent(id)}/mcp`;
+/** SERVER__PUBLIC_URL (from the session): where MCP clients reach the service, whatever name the console was opened at. */
+let publicUrl = null;
+export function setPublicUrl(url) {
+  publicUrl = typeof url === "string" && url ? url.replace(/\/+$/, "") : null;
+}
+const proxyPathOf = (id) => `/api/v1/connectors/${encodeURIComponent(id)}/mcp`;
+const proxyUrlOf = (id) => `${publicUrl ?? location.origin}${proxyPathOf(id)}`;
+/** The tools "Try it" last listed, per connector: the client configurations call the first. */
+const knownTools = new Map();
 const newer = (a, b) => !b || !a || String(a.updated_at) >= String(b.updated_at);
 
 /** A connector's name, when the list has it (the grants list names connectors by id). */
@@ -243,6 +254,19 @@ function card(c) {
   const button = (key, label, onclick, cls = "button small") =>
     h("button", { type: "button", class: cls, "data-focus-key": key, onclick }, label, hidden(` ${name}`));
   const actions = [];
+  if (c.state === "connected") {
+    actions.push(
+      button(
+        "try",
+        "Try it",
+        () => openTryIt(c, name, proxyPathOf(c.id), { onTools: (names) => knownTools.set(c.id, names) }),
+        "button small primary",
+      ),
+    );
+    actions.push(
+      button("clients", "Use from a client", () => openClientConfigs(name, proxyUrlOf(c.id), (knownTools.get(c.id) ?? [])[0])),
+    );
+  }
   if (c.state === "created") actions.push(button("connect", "Connect", () => openConnect(c.id), "button small primary"));
   if (c.state === "auth_required") {
     if (c.auth_request)
@@ -253,6 +277,7 @@ function card(c) {
     actions.push(button("reauthorize", "Re-authorize", () => openConnect(c.id), "button small primary"));
   if (c.state === "connected" || c.state === "auth_required")
     actions.push(button("disconnect", "Disconnect", () => disconnect(c.id)));
+  actions.push(button("edit", "Edit", () => openEdit(c.id)));
   actions.push(button("delete", "Delete", () => deleteConnector(c.id), "button small danger"));
 
   let note = null;
@@ -260,10 +285,27 @@ function card(c) {
     note = h("p", { class: "reason", "data-reason": true }, h("strong", {}, "Reason: "), c.disconnect_reason);
   if (c.state === "auth_required")
     note = h(
-      "p",
-      { class: "reason waiting" },
-      c.disconnect_reason ||
-        "Waiting for you to sign in with the server, in the window that opened (or with “Open sign-in page”).",
+      "div",
+      { class: "reason waiting", "data-auth-pending": true },
+      h(
+        "p",
+        {},
+        c.disconnect_reason || "Waiting for you to approve at the server. MCP clients get “authorization pending” until then.",
+      ),
+      // The link itself, prominent: the window may have been blocked or closed, or the person may approve in another browser.
+      c.auth_request
+        ? h(
+            "p",
+            {},
+            h("strong", {}, "Sign-in link: "),
+            h(
+              "a",
+              { href: c.auth_request.authorization_url, target: "_blank", rel: "noopener noreferrer", "data-auth-link": true },
+              hostOf(c.auth_request.authorization_url),
+              hidden(` (sign in to ${name} there)`),
+            ),
+          )
+        : null,
     );
 
   return h(
@@ -398,7 +440,7 @@ function openAuthWindow() {
 
 function sendAuthWindow(id, w, url) {
   if (!w || w.closed) {
-    announce("The sign-in window was blocked or closed: use “Open sign-in page”.");
+    announce("The sign-in window was blocked: use the sign-in link on the connector's card.");
     return;
   }
   w.location.replace(url);
@@ -536,7 +578,6 @@ function openConnect(id) {
     ],
     submit: () => {
       let body = {};
-      let w = null;
       if (withHeaders.checked) {
         const headers = {};
         for (const row of rows.children) {
@@ -548,31 +589,101 @@ function openConnect(id) {
         }
         if (!Object.keys(headers).length) throw new Error("Enter at least one header, or choose the other way.");
         body = { headers };
-      } else {
-        // Now, in the click: a window opened after the API's answer could be taken for an unwanted popup.
-        w = openAuthWindow();
       }
       return async (close) => {
-        try {
-          const result = await api("POST", `/api/v1/connectors/${encodeURIComponent(id)}/connect`, body);
-          const known = connectors.get(id);
-          if (newer(result, known)) upsert(result);
-          if (result.state === "auth_required" && result.auth_request) {
-            sendAuthWindow(id, w, result.auth_request.authorization_url);
-            announce(`Sign in to ${nameOf(result)} in the new window. The connector turns connected when you are done.`);
-          } else {
-            if (w) w.close();
-            announce(`${nameOf(result)} is ${STATE_LABELS[result.state].toLowerCase()}.`);
-          }
-          close();
-        } catch (e) {
-          if (w) w.close();
-          throw e;
-        }
+        const result = await api("POST", `/api/v1/connectors/${encodeURIComponent(id)}/connect`, body);
+        const known = connectors.get(id);
+        if (newer(result, known)) upsert(result);
+        // A window only when the server wants a sign-in: an open server connects with no popup at all. Opened after
+        // the answer, still within the click's user activation (HTML §6.4.3, transient activation) in most browsers;
+        // when a blocker stops it, the card shows the link.
+        if (result.state === "auth_required" && result.auth_request) {
+          sendAuthWindow(id, openAuthWindow(), result.auth_request.authorization_url);
+          announce(
+            `Sign in to ${nameOf(result)} in the new window (or with the card's sign-in link). The connector turns connected when you are done.`,
+          );
+        } else announce(`${nameOf(result)} is ${STATE_LABELS[result.state].toLowerCase()}.`);
+        close();
       };
     },
   });
   return dialog;
+}
+
+// ---- Edit: URL and metadata ---------------------------------------------------------------------------------
+
+function openEdit(id) {
+  const c = connectors.get(id);
+  if (!c) return;
+  const ids = { url: uid("url"), urlHint: uid("url-hint"), name: uid("name"), description: uid("description") };
+  const url = h("input", {
+    id: ids.url,
+    name: "url",
+    type: "url",
+    required: true,
+    maxlength: "2048",
+    autocomplete: "off",
+    spellcheck: "false",
+    value: c.url,
+    "aria-describedby": ids.urlHint,
+  });
+  const name = h("input", {
+    id: ids.name,
+    name: "name",
+    maxlength: "200",
+    autocomplete: "off",
+    value: (c.metadata && c.metadata.name) || "",
+  });
+  const description = h("input", {
+    id: ids.description,
+    name: "description",
+    maxlength: "2000",
+    autocomplete: "off",
+    value: (c.metadata && c.metadata.description) || "",
+  });
+  const dialog = formDialog({
+    title: `Edit ${nameOf(c)}`,
+    fallbackFocus: () => list().querySelector(`li[data-id="${CSS.escape(id)}"] h2`),
+    submitLabel: "Save",
+    fields: [
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: ids.url }, "MCP server URL"),
+        url,
+        h(
+          "p",
+          { class: "hint", id: ids.urlHint },
+          c.state === "created"
+            ? "Fix the URL before you connect."
+            : "A new URL disconnects the connector and forgets its credentials: connect it again afterwards.",
+        ),
+      ),
+      h("div", { class: "field" }, h("label", { for: ids.name }, "Name"), name),
+      h("div", { class: "field" }, h("label", { for: ids.description }, "Description"), description),
+    ],
+    submit: () => {
+      const body = {};
+      const newUrl = url.value.trim();
+      if (!newUrl) throw new Error("Enter the MCP server's URL.");
+      if (newUrl !== c.url) body.url = newUrl;
+      const metadata = {};
+      if (name.value.trim() !== ((c.metadata && c.metadata.name) || "")) metadata.name = name.value.trim();
+      if (description.value.trim() !== ((c.metadata && c.metadata.description) || ""))
+        metadata.description = description.value.trim();
+      if (Object.keys(metadata).length) body.metadata = metadata;
+      return async (close) => {
+        if (!Object.keys(body).length) return close();
+        const result = await api("PATCH", `/api/v1/connectors/${encodeURIComponent(id)}`, body);
+        const row = upsert(result);
+        if (body.url && result.state !== "connected") {
+          announce(`${nameOf(result)} now points at ${result.url}. Connect it to use it.`);
+          dialog.returnFocusTo = row.querySelector('[data-focus-key="connect"], [data-focus-key="reauthorize"]');
+        } else announce(`${nameOf(result)} was saved.`);
+        close();
+      };
+    },
+  });
 }
 
 // ---- Disconnect, delete ------------------------------------------------------------------------------------
