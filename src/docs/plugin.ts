@@ -58,6 +58,7 @@ export const TAGS = [
   { name: "MCP proxy", description: "A connector's proxy URL: MCP Streamable HTTP with the connector's stored credentials" },
   { name: "Connector events", description: "Your connectors' changes of state as they happen (Server-Sent Events)" },
   { name: "Presets", description: "The catalog of known MCP servers a connector can start from" },
+  { name: "Virtual servers", description: "One MCP URL for a chosen set of your connectors, their tools named by prefix" },
   { name: "OAuth", description: "Where an MCP server's sign-in comes back to finish a connector's authorization" },
   { name: "API tokens", description: "Bearer tokens for programs and agents, each shown once" },
   { name: "Grants", description: "The MCP clients you allowed through this service's own OAuth, and ending their access" },

@@ -80,7 +80,10 @@ export const CreateVirtualServerBody = t.Object(
   },
   {
     additionalProperties: false,
+    // The first example is what Swagger UI's "Try it out" sends untouched: it must be accepted as it stands, and no
+    // connector id can be known in advance (members is documented with one; add them here or with PATCH).
     examples: [
+      { name: "Engineering tools", description: "GitHub and Linear for the coding agent", members: [], failure_mode: "open" },
       {
         name: "Engineering tools",
         members: [{ connector_id: EXAMPLE_CONNECTOR, prefix: "github" }],
