@@ -103,7 +103,7 @@ export type Deps = {
 
 /**
  * The composition root: builds every service from `deps`, once, and hands each the others it calls. Wiring only: the
- * rules live in the features (README "Layout"). Nothing under src/ imports this file but the CLI (cli/serve.ts);
+ * rules live in the features (docs/development.md "Layout"). Nothing under src/ imports this file but the CLI (cli/serve.ts);
  * tests build apps with it.
  */
 export function createServices(deps: Deps) {

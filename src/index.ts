@@ -23,7 +23,7 @@ Usage:
   connector-service version          print the version
   connector-service --help           show this help
 
-Settings are environment variables such as SERVER__PORT and DATABASE__PATH; the README lists them all.
+Settings are environment variables such as SERVER__PORT and DATABASE__PATH; docs/configuration.md lists them all.
 `;
 
 async function main(argv: string[]): Promise<number> {

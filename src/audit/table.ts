@@ -3,7 +3,7 @@ import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, type SameRow } from "../db/columns";
 
 /**
- * One record per JSON-RPC message a client sent through the MCP proxy (README "Audit trail"): who, through which
+ * One record per JSON-RPC message a client sent through the MCP proxy (docs/behaviour.md "Audit trail"): who, through which
  * credential, to which connector, what (method and tool, resource or prompt), how it ended, how long and how big.
  * Never arguments or results, unless AUDIT__CAPTURE=arguments (then `captured`, sealed).
  */

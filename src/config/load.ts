@@ -53,7 +53,7 @@ export type Config = {
   cors: { allowedOrigins: string[] };
   /** OpenTelemetry traces, from the standard OTEL_* variables; undefined: off. */
   tracing: TracingSettings | undefined;
-  /** The proxy's audit trail (README "Audit trail"). */
+  /** The proxy's audit trail (docs/behaviour.md "Audit trail"). */
   audit: { enabled: boolean; capture: boolean; retentionMs: number; maxRecords: number };
   /** WEBHOOKS__URLS get every connector event, signed with WEBHOOKS__SECRET. */
   webhooks: { urls: string[]; secret: string | undefined };
@@ -99,7 +99,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const sections = Object.keys(ConfigSchema.properties).map((s) => `${s.toUpperCase()}__`);
   for (const name of Object.keys(env)) {
     if (sections.some((p) => name.startsWith(p)) && !known.has(name)) {
-      throw new ConfigError(name, "unknown setting (see the README for the list)");
+      throw new ConfigError(name, "unknown setting (see docs/configuration.md for the list)");
     }
   }
 

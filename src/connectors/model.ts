@@ -18,7 +18,7 @@ const ServerToolName = t.String({ minLength: 1, maxLength: 256 });
 const ExposedToolName = t.String({ pattern: "^[A-Za-z0-9_./-]{1,128}$", description: "1 to 128 of A-Z a-z 0-9 _ - . /" });
 
 /**
- * Which of a server's tools clients see, and as what (README "Tool policy"). The proxy applies it to both MCP eras:
+ * Which of a server's tools clients see, and as what (docs/behaviour.md "Tool policy"). The proxy applies it to both MCP eras:
  * listings filtered and rewritten, calls of hidden tools refused without reaching the server.
  */
 export const ToolPolicy = t.Object(

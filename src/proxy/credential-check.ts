@@ -4,7 +4,7 @@ import type { FetchLike } from "../http/fetch";
 import type { HandshakeOptions, HandshakeResult } from "../upstream/handshake";
 
 /**
- * Whether an upstream's 401 means the connector's credentials stopped working (README "MCP proxy"). A 401 to one
+ * Whether an upstream's 401 means the connector's credentials stopped working (docs/behaviour.md "MCP proxy"). A 401 to one
  * request proves little: a server may answer 401 to a request it could not have accepted anyway — a GET stream
  * opened before `initialize` (no session yet), a session it does not know — whatever the credentials. So the
  * proxy asks the server again, with a fresh MCP handshake carrying exactly the stored credentials; only a refusal of

@@ -21,7 +21,7 @@ export function declaredLength(request: Request): number | undefined {
 }
 
 /**
- * The request bodies the proxy holds in memory at once (README "Limits"): a message it must read to decide on
+ * The request bodies the proxy holds in memory at once (docs/configuration.md "Limits"): a message it must read to decide on
  * (tool policy, pinning, audit), or a small one it sends faster as bytes. Each is held to PROXY__MAX_MESSAGE_BYTES
  * (413), and all of them together to a budget per user and one for the process (429 while they are spent): without
  * one, 500 waiting requests of 16 MiB each were 16 GiB of one user's. Everything else streams.

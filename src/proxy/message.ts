@@ -1,7 +1,7 @@
 import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
 
 /**
- * The one reading of a client's JSON-RPC message that the proxy's decisions share (README "Tool policy", "Audit
+ * The one reading of a client's JSON-RPC message that the proxy's decisions share (docs/behaviour.md "Tool policy", "Audit
  * trail"): parsed once, fail-closed (strict-json.ts), checked against the 2026-07-28 routing headers, and sent on as
  * the value that was checked.
  */

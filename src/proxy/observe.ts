@@ -10,7 +10,7 @@ import type { RpcMessage } from "./message";
 
 /**
  * The last step of the hot path: one observer for what the proxy reports of its exchanges — the audit trail's record
- * (README "Audit trail"), the trace's spans (OpenTelemetry) and the count of answers by status — each from the same
+ * (docs/behaviour.md "Audit trail"), the trace's spans (OpenTelemetry) and the count of answers by status — each from the same
  * message, read once (read.ts), and the same outcome, read from the answer as it passes (answer-outcome.ts).
  */
 

@@ -10,7 +10,7 @@ export type PinStore = {
 };
 
 /**
- * The third step's rules (README "Tool policy", "Tool pinning"): a connector's policy as the proxy applies it on the
+ * The third step's rules (docs/behaviour.md "Tool policy", "Tool pinning"): a connector's policy as the proxy applies it on the
  * wire (tool-filter.ts). Connectors without one have none, and their bodies need not be read for it.
  */
 export function createToolViews(pins: PinStore) {

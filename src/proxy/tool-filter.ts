@@ -9,7 +9,7 @@ import { toolDigest, type Pinning } from "./tool-pins";
 export type ToolView = CompiledToolPolicy & { pinning?: Pinning };
 
 /**
- * A connector's tool policy on the wire (README "Tool policy"), on messages read once by message.ts. Requests:
+ * A connector's tool policy on the wire (docs/behaviour.md "Tool policy"), on messages read once by message.ts. Requests:
  * a call of a hidden tool is answered here ([MCP 2025-11-25 tools §Error handling](https://modelcontextprotocol.io/specification/2025-11-25/server/tools#error-handling):
  * -32602 for an unknown tool), a renamed one goes on under the server's name. Responses to `tools/list`, JSON or
  * an event stream, are filtered and rewritten; everything else passes as it came. Connectors without a policy never

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { ConnectorRow, ToolPinRow } from "../connectors/repository";
 
 /**
- * Tool pinning (README "Tool pinning"): what a server says a tool is, as a digest, compared with what a person
+ * Tool pinning (docs/behaviour.md "Tool pinning"): what a server says a tool is, as a digest, compared with what a person
  * approved — against a server that changes a tool's definition after it was trusted (the "rug pull" of the
  * [MCP security best practices](https://modelcontextprotocol.io/specification/2025-11-25/basic/security_best_practices)).
  */

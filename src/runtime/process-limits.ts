@@ -12,7 +12,7 @@ export type Release = () => void;
 
 /**
  * How many managed server processes the local driver runs at once, per user (the owner of the connector, whoever
- * calls it) and in all. Each MCP session of a managed connector is one process (~66 MiB for a Node server, README
+ * calls it) and in all. Each MCP session of a managed connector is one process (~66 MiB for a Node server, docs/deployment.md
  * "Scale notes"), so without a cap one user's clients — or anyone's session-less POSTs — could start processes until
  * the machine gives out. Beyond a cap: 429, naming the setting.
  */

@@ -1,6 +1,6 @@
 import type { Logger } from "../observability/logger";
 
-/** Work the scheduler does on every tick; each feature defines its own (README "Layout": where a rule lives). */
+/** Work the scheduler does on every tick; each feature defines its own (docs/development.md "Layout": where a rule lives). */
 export type Job = {
   name: string;
   run(): Promise<void> | void;

@@ -4,7 +4,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 
 /**
- * The layers of src/, bottom first (README "Layout"). A folder (or top-level file) may import only from the folders
+ * The layers of src/, bottom first (docs/development.md "Layout"). A folder (or top-level file) may import only from the folders
  * of lower layers — never sideways, never up — so a rule can be changed where it lives without a cycle pulling
  * in the rest. Type-only imports count: they are dependencies too.
  */
@@ -75,7 +75,7 @@ describe("the import graph of src/", () => {
     const wrong: string[] = [];
     for (const [file, targets] of imports) {
       const from = layerOf(file);
-      if (from.rank < 0) wrong.push(`${file}: ${from.unit} is in no layer (add it to LAYERS and README "Layout")`);
+      if (from.rank < 0) wrong.push(`${file}: ${from.unit} is in no layer (add it to LAYERS and docs/development.md "Layout")`);
       for (const target of targets) {
         const to = layerOf(target);
         if (to.unit !== from.unit && !(to.rank >= 0 && to.rank < from.rank)) wrong.push(`${file} imports ${target}`);

@@ -12,7 +12,7 @@ import { queryRows } from "../support/store";
  * Property-based tests generated from the service's own OpenAPI document: every operation, with bodies of its schema's
  * shape and bent out of it, hostile strings, bad ids and query values, every kind of bad credential. Whatever comes
  * in: never a 5xx of the service's own, every refusal an RFC 9457 problem document, and afterwards the stored data is
- * exactly what the accepted requests made. A seeded short run here; a long one with FUZZ_RUNS (README "Tests").
+ * exactly what the accepted requests made. A seeded short run here; a long one with FUZZ_RUNS (docs/development.md "Layout").
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);

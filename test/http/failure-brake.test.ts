@@ -8,8 +8,8 @@ import { NGINX_AVAILABLE } from "../support/replicas";
 import { ADMIN, startTestService, type TestService } from "../support/service";
 
 // The brake on password guessing over real sockets: the client's address comes from the connection, or — from a
-// proxy in SERVER__TRUSTED_PROXIES — from the X-Forwarded-For it sets (here Debian's nginx, as in the README's
-// replica layout). A client that guessed AUTH__MAX_FAILURES times is refused even with the right password, before any
+// proxy in SERVER__TRUSTED_PROXIES — from the X-Forwarded-For it sets (here Debian's nginx, as in the
+// replica layout of docs/deployment.md). A client that guessed AUTH__MAX_FAILURES times is refused even with the right password, before any
 // password is checked; another address is not.
 
 /** GET /api/v1/users/me at `url` as the administrator with `password`, sent from `localAddress`: the status. */

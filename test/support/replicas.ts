@@ -34,7 +34,7 @@ export const NGINX_AVAILABLE = Bun.which("nginx") !== null;
 
 /**
  * `count` replicas of the compiled binary on one PostgreSQL database (the test process's throwaway server), behind
- * Debian's nginx round-robin on loopback — the two-replicas-behind-nginx layout of the README, with no sticky
+ * Debian's nginx round-robin on loopback — the two-replicas-behind-nginx layout of docs/deployment.md, with no sticky
  * sessions. Each replica gets the same settings: SECRETS__KEY, the administrator's password, the balancer's URL as
  * SERVER__PUBLIC_URL.
  */
@@ -51,7 +51,7 @@ export async function startCluster(count = 3, env: Record<string, string> = {}):
     SECRETS__KEY: randomBytes(32).toString("base64"),
     AUTH__ADMIN_PASSWORD: ADMIN.password,
     SERVER__PUBLIC_URL: url,
-    // As the README's layout: nginx's X-Forwarded-For names the client.
+    // As docs/deployment.md lays it out: nginx's X-Forwarded-For names the client.
     SERVER__TRUSTED_PROXIES: "127.0.0.1",
     SCHEDULER__INTERVAL_SECONDS: "1",
     LOG__LEVEL: "debug",
