@@ -25,14 +25,17 @@ export function registerCountdown(server: McpServer): void {
     },
     async ({ seconds }, extra) => {
       const progressToken = extra._meta?.progressToken;
-      for (let done = 1; done <= seconds; done++) {
-        await Bun.sleep(1_000);
-        if (extra.signal.aborted) break;
+      // Each step is announced as it starts, so the last notification comes a second before the result: one sent
+      // just before the result can be lost by the client, as the SDK's is (it handles a notification a microtask
+      // after reading it, and the result, read in the same chunk, has removed the progress handler by then).
+      for (let done = 0; done < seconds; done++) {
         if (progressToken !== undefined)
           await extra.sendNotification({
             method: "notifications/progress",
             params: { progressToken, progress: done, total: seconds, message: `${seconds - done} s left` },
           });
+        await Bun.sleep(1_000);
+        if (extra.signal.aborted) break;
       }
       return { content: text(`Counted down ${seconds} s.`) };
     },

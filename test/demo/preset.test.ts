@@ -79,7 +79,7 @@ describe("the mcp+stdio://demo preset", () => {
         onprogress: (p) => progress.push(p.progress),
       });
       expect(toolText(counted)).toBe("Counted down 2 s.");
-      expect(progress).toEqual([1, 2]);
+      expect(progress).toEqual([0, 1]);
       const asked = await client.callTool({ name: "ask", arguments: { question: "Ready?" } });
       expect(toolText(asked)).toBe('You answered: an answer to "Ready?"');
     } finally {

@@ -62,8 +62,8 @@ describe("connector-service demo-server", () => {
     });
     expect(text(result)).toBe("Counted down 2 s.");
     expect(seen).toEqual([
+      { progress: 0, total: 2 },
       { progress: 1, total: 2 },
-      { progress: 2, total: 2 },
     ]);
     const tooLong = await client.callTool({ name: "countdown", arguments: { seconds: 3600 } });
     expect(tooLong.isError).toBe(true);
