@@ -56,6 +56,7 @@ export const TAGS = [
       "Start here: add an MCP server by its URL, connect it (OAuth in a browser, or headers), then point any MCP client at its proxy URL",
   },
   { name: "MCP proxy", description: "A connector's proxy URL: MCP Streamable HTTP with the connector's stored credentials" },
+  { name: "Virtual servers", description: "One MCP URL over a chosen set of your connectors, their tools under prefixes" },
   { name: "Connector events", description: "Your connectors' changes of state as they happen (Server-Sent Events)" },
   { name: "Presets", description: "The catalog of known MCP servers a connector can start from" },
   { name: "OAuth", description: "Where an MCP server's sign-in comes back to finish a connector's authorization" },

@@ -130,6 +130,11 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
 
   return {
     owned,
+    /** The caller's virtual server and its members in their order (the MCP endpoint's view of it). */
+    async withMembers(caller: Principal, id: string): Promise<{ row: VirtualServerRow; members: MemberWithState[] }> {
+      const row = await owned(caller, id);
+      return { row, members: await rows.membersOf([id]) };
+    },
     get: async (caller: Principal, id: string): Promise<VirtualServer> => view(await owned(caller, id)),
 
     list: (caller: Principal, query: ListQuery): Promise<VirtualServerList> =>
