@@ -134,12 +134,20 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     const encoder = new TextEncoder();
     const stream = new ReadableStream<Uint8Array>({
       async start(controller) {
-        const send = (message: unknown) =>
-          controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`));
+        let open = true;
+        // A client that went away cancelled the stream: what is left of the call is not written anywhere.
+        const send = (message: unknown) => {
+          if (!open) return;
+          try {
+            controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`));
+          } catch {
+            open = false;
+          }
+        };
         const progress = (p: Progress) =>
           send({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } });
         send(await answer(run(progress)));
-        controller.close();
+        if (open) controller.close();
       },
     });
     return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
