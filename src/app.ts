@@ -76,6 +76,7 @@ import { sessionRoutes } from "./users/session-routes";
 import { createSessions } from "./users/sessions";
 import { VERSION } from "./version";
 import { createVirtualServerRepository } from "./virtual-servers/repository";
+import { createConflictNotes } from "./virtual-servers/conflicts";
 import { createVirtualEndpoint } from "./virtual-servers/endpoint";
 import { virtualEntry, virtualMcpRoutes } from "./virtual-servers/mcp-routes";
 import { virtualServerRoutes } from "./virtual-servers/routes";
@@ -116,7 +117,9 @@ export function createServices(deps: Deps) {
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
   // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
+  const conflictNotes = createConflictNotes();
   const virtualServers = createVirtualServerService({
+    conflicts: conflictNotes,
     repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
     clock,
     newId,
@@ -235,6 +238,7 @@ export function createServices(deps: Deps) {
       endpoint: createVirtualEndpoint({
         servers: virtualServers,
         sessions: createClientSessions({ exchange: (caller, id, request) => proxy.handle(caller, id, request), newId }),
+        conflicts: conflictNotes,
         sealer,
         memberTimeoutMs: config.virtual.memberTimeoutMs,
         maxMessageBytes: config.proxy.maxMessageBytes,

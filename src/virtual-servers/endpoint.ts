@@ -17,6 +17,7 @@ import {
   type JsonRpcMessage,
   type RequestId,
 } from "./jsonrpc";
+import type { ConflictNotes } from "./conflicts";
 import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
 import { LISTS, listMember, mergeLists, type Member } from "./merge";
 import { compareNames } from "./names";
@@ -36,6 +37,8 @@ const LIST_METHODS: Record<string, ListKind> = Object.fromEntries(
 export type VirtualEndpointDeps = {
   servers: Pick<VirtualServerService, "withMembers">;
   sessions: ClientSessions;
+  /** Where each listing's conflicts are noted for the resource (conflicts.ts). */
+  conflicts: ConflictNotes;
   sealer: Sealer;
   /** VIRTUAL__MEMBER_TIMEOUT_SECONDS, in ms. */
   memberTimeoutMs: number;
@@ -66,6 +69,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     const lists = await Promise.all(members.map((m) => listMember(session.member(m.connectorId), m, list, memberTimeoutMs)));
     const merged = mergeLists(list, lists);
     session.listings.set(list, { admission: merged.admission, failed: merged.failed } satisfies Listing);
+    deps.conflicts.note(session.serverId, list, merged.admission.conflicts);
     return merged;
   }
 

@@ -139,7 +139,7 @@ export const VirtualServer = t.Object(
     tool_mode: t.UnionEnum(TOOL_MODES, { examples: ["all"] }),
     conflicts: t.Array(NameConflict, {
       description:
-        "Names left out of the listings because two members offer them or they are too long (filled by the MCP endpoint)",
+        "Names left out of the listings because two members offer them or they are too long, as the MCP endpoint's last listing of each kind on this replica saw them ([] before any)",
     }),
     owner_id: t.String({ description: "The user it belongs to (administrators see everyone's)", examples: [EXAMPLE_USER] }),
     created_at: t.String({ format: "date-time", examples: ["2026-11-25T12:00:00.000Z"] }),

@@ -9,6 +9,7 @@ import type {
   VirtualServer,
   VirtualServerList,
 } from "./model";
+import type { ConflictNotes } from "./conflicts";
 import { defaultPrefix } from "./names";
 import type { MemberRow, MemberWithState, VirtualServerRepository, VirtualServerRow, WriteRefused } from "./repository";
 
@@ -19,6 +20,8 @@ export type VirtualServerServiceDeps = {
   publicUrl: () => string;
   /** VIRTUAL__MAX_PER_USER. */
   maxPerUser: number;
+  /** What the MCP endpoint's last listings left out (conflicts.ts). */
+  conflicts: ConflictNotes;
 };
 
 /** Where MCP clients reach a virtual server (the endpoint: docs/interface.md §9). */
@@ -68,8 +71,8 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
         .map((m) => ({ connector_id: m.connector_id, prefix: m.prefix, state: m.state, ...memberStatus(m) })),
       failure_mode: server.failure_mode,
       tool_mode: server.tool_mode,
-      // Filled by the MCP endpoint, which sees the members' names (names.ts admitNames).
-      conflicts: [],
+      // What the MCP endpoint's last listings left out (names.ts admitNames), as this process saw them.
+      conflicts: deps.conflicts.of(server.id),
       owner_id: server.owner_id,
       created_at: new Date(server.created_at).toISOString(),
       updated_at: new Date(server.updated_at).toISOString(),
@@ -182,12 +185,15 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       );
       if (written === undefined) throw new NotFound(`No virtual server ${id}`);
       if (typeof written === "string") throw refusal(written);
+      // Other members, other names: the next listing tells.
+      if (members) deps.conflicts.forget(id);
       return view(written);
     },
 
     async delete(caller: Principal, id: string): Promise<void> {
       await owned(caller, id);
       if (!(await rows.delete(id, clock()))) throw new NotFound(`No virtual server ${id}`);
+      deps.conflicts.forget(id);
     },
 
     /** A connector about to be deleted leaves every virtual server, each with its event (docs/interface.md §9.1). */

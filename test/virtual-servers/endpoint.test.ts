@@ -226,3 +226,40 @@ describe("sessions", () => {
     expect(res.headers.get("www-authenticate")).toContain("Basic");
   });
 });
+
+describe("conflicts", () => {
+  test("a URI two members offer and a name too long are left out, and the resource reports them after a listing", async () => {
+    const twinA = await startLabelledServer("twin");
+    const twinB = await startLabelledServer("twin");
+    const long = pagedToolsServer(["short", "a".repeat(63)], 10);
+    const longPeer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: long.handler });
+    try {
+      const idA = await connectedConnector(alice.api, twinA.url);
+      const idB = await connectedConnector(alice.api, twinB.url);
+      const idLong = await connectedConnector(alice.api, `http://127.0.0.1:${longPeer.port}/mcp`);
+      const server = await virtualServer([
+        { connector_id: idA, prefix: "a" },
+        { connector_id: idB, prefix: "b" },
+        { connector_id: idLong, prefix: "p" },
+      ]);
+      expect((await alice.api("GET", `/api/v1/virtual-servers/${server.id}`)).body.conflicts).toEqual([]);
+      const { mcp } = await client(server.mcp_url);
+      const tools = (await allTools(mcp)).names;
+      expect(tools).toContain("p__short");
+      expect(tools.filter((name) => name.startsWith("p__"))).toEqual(["p__short"]);
+      expect((await mcp.listResources()).resources).toEqual([]);
+      const unread = await mcp.readResource({ uri: "test://twin/readme" }).catch((e: Error) => e);
+      expect((unread as { code?: number }).code).toBe(-32602);
+      const conflicts = (await alice.api("GET", `/api/v1/virtual-servers/${server.id}`)).body.conflicts;
+      expect(conflicts).toEqual([
+        { kind: "tool", name: `p__${"a".repeat(63)}`, members: [idLong] },
+        { kind: "resource", name: "test://twin/readme", members: [idA, idB] },
+      ]);
+      await mcp.close();
+    } finally {
+      await twinA.stop();
+      await twinB.stop();
+      longPeer.stop(true);
+    }
+  });
+});
