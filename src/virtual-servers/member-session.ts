@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { ResultSchema, type Progress, type Result } from "@modelcontextprotocol/sdk/types.js";
+import { ResultSchema, type Progress, type Result, type ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../version";
 
 /**
@@ -88,6 +88,11 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string)
         void stale?.then(({ client }) => client.close()).catch(() => {});
         return send();
       }
+    },
+    /** What the member declared at initialize (its session opened first, within `timeout`). */
+    async capabilities(timeout: number): Promise<ServerCapabilities | undefined> {
+      const { client } = await open(timeout);
+      return client.getServerCapabilities();
     },
     /** Ends the upstream session (DELETE with its Mcp-Session-Id), if it was opened. */
     async close(): Promise<void> {

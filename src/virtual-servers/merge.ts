@@ -1,4 +1,4 @@
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { MemberFailed, type MemberSession } from "./member-session";
 import { admitNames, type Admission, type NameKind } from "./names";
 import type { ListKind } from "./list-cursor";
@@ -6,18 +6,22 @@ import type { ListKind } from "./list-cursor";
 /** A member as the endpoint sees it: its connector, its prefix. */
 export type Member = { connectorId: string; prefix: string };
 
-/** The lists a virtual server merges: the MCP method, the result's field, the field that names an item. */
+/** The lists a virtual server merges: the MCP method, the result's field, the field that names an item, the capability. */
 export const LISTS = {
-  tools: { method: "tools/list", field: "tools", key: "name", kind: "tool" },
-  prompts: { method: "prompts/list", field: "prompts", key: "name", kind: "prompt" },
-  resources: { method: "resources/list", field: "resources", key: "uri", kind: "resource" },
+  tools: { method: "tools/list", field: "tools", key: "name", kind: "tool", capability: "tools" },
+  prompts: { method: "prompts/list", field: "prompts", key: "name", kind: "prompt", capability: "prompts" },
+  resources: { method: "resources/list", field: "resources", key: "uri", kind: "resource", capability: "resources" },
   resource_templates: {
     method: "resources/templates/list",
     field: "resourceTemplates",
     key: "uriTemplate",
     kind: "resource_template",
+    capability: "resources",
   },
-} as const satisfies Record<ListKind, { method: string; field: string; key: string; kind: NameKind }>;
+} as const satisfies Record<
+  ListKind,
+  { method: string; field: string; key: string; kind: NameKind; capability: "tools" | "prompts" | "resources" }
+>;
 
 /** A member's pages followed to the end; more would be a member that never stops (a cursor loop). */
 const MAX_MEMBER_PAGES = 1000;
@@ -46,6 +50,10 @@ export async function listMember(session: MemberSession, member: Member, list: L
   const signal = AbortSignal.timeout(timeoutMs);
   const items: Item[] = [];
   try {
+    // basic/lifecycle "Capability Negotiation": a member that did not declare the capability has none of its items
+    // (and is not asked: it would answer -32601, which is not a failure either).
+    const capabilities = await session.capabilities(timeoutMs);
+    if (!capabilities?.[LISTS[list].capability]) return { member, items: [] };
     let cursor: string | undefined;
     for (let page = 0; page < MAX_MEMBER_PAGES; page++) {
       const result = await session.request(method, cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, signal });
@@ -57,6 +65,7 @@ export async function listMember(session: MemberSession, member: Member, list: L
     }
     return { member, failed: `it served more than ${MAX_MEMBER_PAGES} pages` };
   } catch (error) {
+    if (error instanceof McpError && error.code === ErrorCode.MethodNotFound) return { member, items: [] };
     return { member, failed: failureOf(error, timeoutMs) };
   }
 }

@@ -146,6 +146,19 @@ describe("pages", () => {
     expect(toolText(await mcp.callTool({ name: "paged__tool-100", arguments: {} }))).toBe("called tool-100");
     expect(paged.calls.get("tool-100")).toBe(1);
     await mcp.close();
+
+    // A member without prompts or resources has none of them: not a failure, even with failure_mode closed.
+    const closed = await virtualServer(
+      [
+        { connector_id: id, prefix: "paged" },
+        { connector_id: idOne, prefix: "one" },
+      ],
+      "closed",
+    );
+    const strict = await client(closed.mcp_url);
+    expect((await strict.mcp.listPrompts()).prompts.map((p) => p.name)).toEqual(["one__hello"]);
+    expect((await strict.mcp.listResources()).resources.map((r) => r.uri)).toEqual(["test://one/readme"]);
+    await strict.mcp.close();
   });
 });
 
