@@ -237,7 +237,7 @@ export function createServices(deps: Deps) {
     virtualEntry: virtualEntry({
       endpoint: createVirtualEndpoint({
         servers: virtualServers,
-        sessions: createClientSessions({ exchange: (caller, id, request) => proxy.handle(caller, id, request), newId }),
+        sessions: createClientSessions({ exchange: (caller, id, request) => proxy.handle(caller, id, request), newId, clock }),
         conflicts: conflictNotes,
         sealer,
         memberTimeoutMs: config.virtual.memberTimeoutMs,

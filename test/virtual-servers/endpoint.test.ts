@@ -5,6 +5,7 @@ import { startLabelledServer } from "../peers/labelled-server";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, toolText } from "../support/mcp";
+import { waitFor } from "../support/wait";
 
 // A virtual server's MCP endpoint (docs/interface.md §9.4) through app.handle with the SDK's own client, its members
 // real MCP servers on loopback reached through their connectors' proxy URLs.
@@ -218,6 +219,22 @@ describe("sessions", () => {
     // The client's session is gone: the next request is a 404 (MCP basic/transports "Session Management").
     const after = await mcp.listTools().catch((e: Error) => e);
     expect(after).toBeInstanceOf(Error);
+    await mcp.close();
+  });
+
+  test("a session unused for 30 minutes ends with its upstream sessions; the client gets 404", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const { mcp } = await client(server.mcp_url);
+    await mcp.callTool({ name: "one__echo", arguments: { message: "a" } });
+    const ended = one.sessions.ended;
+    t.clock.advance(31 * 60_000);
+    // Another session opening sweeps the idle ones.
+    const other = await client(server.mcp_url);
+    await waitFor("the idle session's upstream DELETE", () => one.sessions.ended === ended + 1, 5_000);
+    const after = await mcp.listTools().catch((e: Error) => e);
+    expect(after).toBeInstanceOf(Error);
+    expect((await other.mcp.listTools()).tools.map((tool) => tool.name)).toContain("one__echo");
+    await other.mcp.close();
     await mcp.close();
   });
 
