@@ -15,16 +15,6 @@ export type MemberExchange = (connectorId: string, request: Request) => Promise<
 /** Any URL: the exchange routes by connector id, never by URL. */
 const memberUrl = (connectorId: string) => new URL(`http://member.invalid/api/v1/connectors/${connectorId}/mcp`);
 
-/** What a member's failure says about it, for a listing left out or a call's JSON-RPC error. */
-export class MemberFailed extends Error {
-  constructor(
-    readonly member: string,
-    readonly why: string,
-  ) {
-    super(`Member ${member} failed: ${why}`);
-  }
-}
-
 /**
  * The one upstream session a client session holds with one member (issue 24 item 5): opened lazily, on the member's
  * first request, by the SDK client (MCP 2025-11-25 basic/lifecycle: initialize, then notifications/initialized) and

@@ -1,5 +1,5 @@
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { MemberFailed, type MemberSession } from "./member-session";
+import type { MemberSession } from "./member-session";
 import { admitNames, type Admission, type NameKind } from "./names";
 import type { ListKind } from "./list-cursor";
 
@@ -96,6 +96,3 @@ export function mergeLists(list: ListKind, lists: MemberList[]): Merged {
   });
   return { admission, items, failed };
 }
-
-/** A member's failure as the listing's error (failure_mode closed) or a routed call's. */
-export const memberFailure = (member: Member, why: string) => new MemberFailed(member.prefix || member.connectorId, why);
