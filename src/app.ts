@@ -78,6 +78,7 @@ import { VERSION } from "./version";
 import { createVirtualServerRepository } from "./virtual-servers/repository";
 import { createConflictNotes } from "./virtual-servers/conflicts";
 import { createVirtualEndpoint } from "./virtual-servers/endpoint";
+import { createMemberFailures } from "./virtual-servers/member-failures";
 import { virtualEntry, virtualMcpRoutes } from "./virtual-servers/mcp-routes";
 import { virtualServerRoutes } from "./virtual-servers/routes";
 import { createClientSessions } from "./virtual-servers/sessions";
@@ -118,8 +119,10 @@ export function createServices(deps: Deps) {
   const { authServer, authentication, sessions, accessWatch } = access;
   // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
   const conflictNotes = createConflictNotes();
+  const memberFailures = createMemberFailures();
   const virtualServers = createVirtualServerService({
     conflicts: conflictNotes,
+    failures: memberFailures,
     repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
     clock,
     newId,
@@ -239,6 +242,7 @@ export function createServices(deps: Deps) {
         servers: virtualServers,
         sessions: createClientSessions({ exchange: (caller, id, request) => proxy.handle(caller, id, request), newId, clock }),
         conflicts: conflictNotes,
+        failures: memberFailures,
         sealer,
         memberTimeoutMs: config.virtual.memberTimeoutMs,
         maxMessageBytes: config.proxy.maxMessageBytes,

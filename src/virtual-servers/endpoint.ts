@@ -18,6 +18,7 @@ import {
   type RequestId,
 } from "./jsonrpc";
 import type { ConflictNotes } from "./conflicts";
+import type { MemberFailures } from "./member-failures";
 import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
 import { LISTS, listMember, mergeLists, type Member } from "./merge";
 import { compareNames } from "./names";
@@ -39,6 +40,8 @@ export type VirtualEndpointDeps = {
   sessions: ClientSessions;
   /** Where each listing's conflicts are noted for the resource (conflicts.ts). */
   conflicts: ConflictNotes;
+  /** Where each listing's failed members are noted for the resource (member-failures.ts). */
+  failures: MemberFailures;
   sealer: Sealer;
   /** VIRTUAL__MEMBER_TIMEOUT_SECONDS, in ms. */
   memberTimeoutMs: number;
@@ -70,6 +73,9 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     const merged = mergeLists(list, lists);
     session.listings.set(list, { admission: merged.admission, failed: merged.failed } satisfies Listing);
     deps.conflicts.note(session.serverId, list, merged.admission.conflicts);
+    const failed = new Map(merged.failed.map((f) => [f.member.connectorId, f.why]));
+    const answered = members.map((m) => m.connectorId).filter((id) => !failed.has(id));
+    deps.failures.note(session.serverId, failed, answered);
     return merged;
   }
 

@@ -12,7 +12,7 @@ export const FAILURE_MODES = ["open", "closed"] as const;
 export const TOOL_MODES = ["all", "search"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
 export type ToolMode = (typeof TOOL_MODES)[number];
-/** ok: the member's connector is connected; unavailable: it is not (reason says why). */
+/** ok: the member's connector is connected and answered; unavailable: it is not, or it failed the last listing (reason says why). */
 export const MEMBER_STATUSES = ["ok", "unavailable"] as const;
 export type MemberStatus = (typeof MEMBER_STATUSES)[number];
 export const CONFLICT_KINDS = ["tool", "prompt", "resource", "resource_template"] as const;
@@ -111,11 +111,13 @@ export const Member = t.Object({
   prefix: t.String({ description: 'The member\'s prefix ("" : its names as they are)', examples: ["github"] }),
   state: t.UnionEnum(CONNECTOR_STATES, { description: "The member connector's state", examples: ["connected"] }),
   status: t.UnionEnum(MEMBER_STATUSES, {
-    description: "ok: its connector is connected; unavailable: it is not, and reason says why",
+    description:
+      "ok: its connector is connected and it answered the MCP endpoint's last listing (if any); unavailable: it is not, or it failed that listing, and reason says why",
     examples: ["ok"],
   }),
   reason: t.Union([t.String(), t.Null()], {
-    description: "Why the member is unavailable (the connector's disconnect_reason, or its state); null when ok",
+    description:
+      "Why the member is unavailable (the connector's disconnect_reason, its state, or why it failed the last listing); null when ok",
     examples: [null],
   }),
 });

@@ -10,6 +10,7 @@ import type {
   VirtualServerList,
 } from "./model";
 import type { ConflictNotes } from "./conflicts";
+import type { MemberFailures } from "./member-failures";
 import { defaultPrefix } from "./names";
 import type { MemberRow, MemberWithState, VirtualServerRepository, VirtualServerRow, WriteRefused } from "./repository";
 
@@ -22,20 +23,26 @@ export type VirtualServerServiceDeps = {
   maxPerUser: number;
   /** What the MCP endpoint's last listings left out (conflicts.ts). */
   conflicts: ConflictNotes;
+  /** Which members failed the endpoint's last listing (member-failures.ts). */
+  failures: MemberFailures;
 };
 
 /** Where MCP clients reach a virtual server (the endpoint: docs/interface.md §9). */
 export const mcpUrlOf = (publicUrl: string, id: string) => `${publicUrl}/api/v1/virtual-servers/${id}/mcp`;
 
 /**
- * A member's status (docs/interface.md §9.1): ok when its connector is connected; otherwise unavailable, with the
- * connector's own reason, or its state said in words. The endpoint will also mark a member that fails to answer.
+ * A member's status (docs/interface.md §9.1): ok when its connector is connected and it answered the endpoint's last
+ * listing (`failed`: why it did not); otherwise unavailable, with the connector's own reason, or its state said in
+ * words.
  */
-export function memberStatus(member: Pick<MemberWithState, "state" | "disconnect_reason">): {
+export function memberStatus(
+  member: Pick<MemberWithState, "state" | "disconnect_reason">,
+  failed?: string,
+): {
   status: MemberStatus;
   reason: string | null;
 } {
-  if (member.state === "connected") return { status: "ok", reason: null };
+  if (member.state === "connected") return failed ? { status: "unavailable", reason: failed } : { status: "ok", reason: null };
   const reason =
     member.disconnect_reason ??
     (member.state === "created"
@@ -68,7 +75,12 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       description: server.description,
       members: all
         .filter((m) => m.virtual_server_id === server.id)
-        .map((m) => ({ connector_id: m.connector_id, prefix: m.prefix, state: m.state, ...memberStatus(m) })),
+        .map((m) => ({
+          connector_id: m.connector_id,
+          prefix: m.prefix,
+          state: m.state,
+          ...memberStatus(m, deps.failures.of(server.id, m.connector_id)),
+        })),
       failure_mode: server.failure_mode,
       tool_mode: server.tool_mode,
       // What the MCP endpoint's last listings left out (names.ts admitNames), as this process saw them.
@@ -186,7 +198,10 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       if (written === undefined) throw new NotFound(`No virtual server ${id}`);
       if (typeof written === "string") throw refusal(written);
       // Other members, other names: the next listing tells.
-      if (members) deps.conflicts.forget(id);
+      if (members) {
+        deps.conflicts.forget(id);
+        deps.failures.forget(id);
+      }
       return view(written);
     },
 
@@ -194,6 +209,7 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       await owned(caller, id);
       if (!(await rows.delete(id, clock()))) throw new NotFound(`No virtual server ${id}`);
       deps.conflicts.forget(id);
+      deps.failures.forget(id);
     },
 
     /** A connector about to be deleted leaves every virtual server, each with its event (docs/interface.md §9.1). */

@@ -178,6 +178,11 @@ describe("a member that is down", () => {
     expect((call as { code?: number }).code).toBe(-32603);
     expect((call as Error).message).toContain(`Member "down" (connector ${idDown}) is unavailable`);
     await a.mcp.close();
+    // The resource shows it: connected, but unavailable, with why.
+    const shown = (await alice.api("GET", `/api/v1/virtual-servers/${open.id}`)).body.members;
+    expect(shown[0]).toMatchObject({ connector_id: idOne, status: "ok", reason: null });
+    expect(shown[1]).toMatchObject({ connector_id: idDown, state: "connected", status: "unavailable" });
+    expect(shown[1].reason).toBeString();
 
     const closed = await virtualServer(
       [
