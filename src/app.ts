@@ -76,7 +76,12 @@ import { sessionRoutes } from "./users/session-routes";
 import { createSessions } from "./users/sessions";
 import { VERSION } from "./version";
 import { createVirtualServerRepository } from "./virtual-servers/repository";
+import { createConflictNotes } from "./virtual-servers/conflicts";
+import { createVirtualEndpoint } from "./virtual-servers/endpoint";
+import { createMemberFailures } from "./virtual-servers/member-failures";
+import { virtualEntry, virtualMcpRoutes } from "./virtual-servers/mcp-routes";
 import { virtualServerRoutes } from "./virtual-servers/routes";
+import { createClientSessions } from "./virtual-servers/sessions";
 import { createVirtualServerService } from "./virtual-servers/service";
 
 /** Everything the services take from outside: replaced in tests by an in-memory database, a stepped clock, a fake fetch. */
@@ -113,7 +118,11 @@ export function createServices(deps: Deps) {
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
   // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
+  const conflictNotes = createConflictNotes();
+  const memberFailures = createMemberFailures();
   const virtualServers = createVirtualServerService({
+    conflicts: conflictNotes,
+    failures: memberFailures,
     repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
     clock,
     newId,
@@ -221,6 +230,23 @@ export function createServices(deps: Deps) {
     events: { feed: base.feed, webhooks },
     proxyEntry: proxyEntry({
       proxy,
+      authenticate: authentication.proxy,
+      publicUrl: deps.publicUrl,
+      log,
+      requestId: (request) => deps.requestIds.get(request),
+      cors,
+    }),
+    // A virtual server reaches each member through the proxy's own service, as the caller (virtual-servers/member-session.ts).
+    virtualEntry: virtualEntry({
+      endpoint: createVirtualEndpoint({
+        servers: virtualServers,
+        sessions: createClientSessions({ exchange: (caller, id, request) => proxy.handle(caller, id, request), newId, clock }),
+        conflicts: conflictNotes,
+        failures: memberFailures,
+        sealer,
+        memberTimeoutMs: config.virtual.memberTimeoutMs,
+        maxMessageBytes: config.proxy.maxMessageBytes,
+      }),
       authenticate: authentication.proxy,
       publicUrl: deps.publicUrl,
       log,
@@ -444,6 +470,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(connectorRoutes(services.connectors, services.connections, auth, apiBody))
     .use(proxyRoutes(services.proxyEntry))
     .use(virtualServerRoutes(services.virtualServers, auth, apiBody))
+    .use(virtualMcpRoutes(services.virtualEntry))
     .use(authServerRoutes(services.authServer, auth))
     .use(providerRoutes(services.providers, auth, apiBody))
     .use(a2aRoutes(services.providers, authenticate, auth, services.a2aForward, services.accessWatch));

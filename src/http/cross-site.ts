@@ -23,7 +23,8 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
 /** What kind of route a path is, for the rules above. */
 export function routeKind(pathname: string): RouteKind {
-  if (/^\/api\/v1\/connectors\/[^/]+\/mcp$/.test(pathname) || /^\/api\/v1\/a2a\/[^/]+$/.test(pathname)) return "cross-origin";
+  if (/^\/api\/v1\/(?:connectors|virtual-servers)\/[^/]+\/mcp$/.test(pathname) || /^\/api\/v1\/a2a\/[^/]+$/.test(pathname))
+    return "cross-origin";
   if (/^\/oauth\/(?:token|register|revoke)$/.test(pathname)) return "cross-origin";
   if (pathname === "/oauth/authorize" || pathname === "/api/v1/connectors/oauth/callback") return "form";
   return "api";

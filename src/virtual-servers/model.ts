@@ -12,7 +12,7 @@ export const FAILURE_MODES = ["open", "closed"] as const;
 export const TOOL_MODES = ["all", "search"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
 export type ToolMode = (typeof TOOL_MODES)[number];
-/** ok: the member's connector is connected; unavailable: it is not (reason says why). */
+/** ok: the member's connector is connected and answered; unavailable: it is not, or it failed the last listing (reason says why). */
 export const MEMBER_STATUSES = ["ok", "unavailable"] as const;
 export type MemberStatus = (typeof MEMBER_STATUSES)[number];
 export const CONFLICT_KINDS = ["tool", "prompt", "resource", "resource_template"] as const;
@@ -114,11 +114,13 @@ export const Member = t.Object({
   prefix: t.String({ description: 'The member\'s prefix ("" : its names as they are)', examples: ["github"] }),
   state: t.UnionEnum(CONNECTOR_STATES, { description: "The member connector's state", examples: ["connected"] }),
   status: t.UnionEnum(MEMBER_STATUSES, {
-    description: "ok: its connector is connected; unavailable: it is not, and reason says why",
+    description:
+      "ok: its connector is connected and it answered the MCP endpoint's last listing (if any); unavailable: it is not, or it failed that listing, and reason says why",
     examples: ["ok"],
   }),
   reason: t.Union([t.String(), t.Null()], {
-    description: "Why the member is unavailable (the connector's disconnect_reason, or its state); null when ok",
+    description:
+      "Why the member is unavailable (the connector's disconnect_reason, its state, or why it failed the last listing); null when ok",
     examples: [null],
   }),
 });
@@ -142,7 +144,7 @@ export const VirtualServer = t.Object(
     tool_mode: t.UnionEnum(TOOL_MODES, { examples: ["all"] }),
     conflicts: t.Array(NameConflict, {
       description:
-        "Names left out of the listings because two members offer them or they are too long (filled by the MCP endpoint)",
+        "Names left out of the listings because two members offer them or they are too long, as the MCP endpoint's last listing of each kind on this replica saw them ([] before any)",
     }),
     owner_id: t.String({ description: "The user it belongs to (administrators see everyone's)", examples: [EXAMPLE_USER] }),
     created_at: t.String({ format: "date-time", examples: ["2026-11-25T12:00:00.000Z"] }),

@@ -9,6 +9,8 @@ import type {
   VirtualServer,
   VirtualServerList,
 } from "./model";
+import type { ConflictNotes } from "./conflicts";
+import type { MemberFailures } from "./member-failures";
 import { defaultPrefix } from "./names";
 import type { MemberRow, MemberWithState, VirtualServerRepository, VirtualServerRow, WriteRefused } from "./repository";
 
@@ -19,20 +21,28 @@ export type VirtualServerServiceDeps = {
   publicUrl: () => string;
   /** VIRTUAL__MAX_PER_USER. */
   maxPerUser: number;
+  /** What the MCP endpoint's last listings left out (conflicts.ts). */
+  conflicts: ConflictNotes;
+  /** Which members failed the endpoint's last listing (member-failures.ts). */
+  failures: MemberFailures;
 };
 
 /** Where MCP clients reach a virtual server (the endpoint: docs/interface.md §9). */
 export const mcpUrlOf = (publicUrl: string, id: string) => `${publicUrl}/api/v1/virtual-servers/${id}/mcp`;
 
 /**
- * A member's status (docs/interface.md §9.1): ok when its connector is connected; otherwise unavailable, with the
- * connector's own reason, or its state said in words. The endpoint will also mark a member that fails to answer.
+ * A member's status (docs/interface.md §9.1): ok when its connector is connected and it answered the endpoint's last
+ * listing (`failed`: why it did not); otherwise unavailable, with the connector's own reason, or its state said in
+ * words.
  */
-export function memberStatus(member: Pick<MemberWithState, "state" | "disconnect_reason">): {
+export function memberStatus(
+  member: Pick<MemberWithState, "state" | "disconnect_reason">,
+  failed?: string,
+): {
   status: MemberStatus;
   reason: string | null;
 } {
-  if (member.state === "connected") return { status: "ok", reason: null };
+  if (member.state === "connected") return failed ? { status: "unavailable", reason: failed } : { status: "ok", reason: null };
   const reason =
     member.disconnect_reason ??
     (member.state === "created"
@@ -65,11 +75,16 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       description: server.description,
       members: all
         .filter((m) => m.virtual_server_id === server.id)
-        .map((m) => ({ connector_id: m.connector_id, prefix: m.prefix, state: m.state, ...memberStatus(m) })),
+        .map((m) => ({
+          connector_id: m.connector_id,
+          prefix: m.prefix,
+          state: m.state,
+          ...memberStatus(m, deps.failures.of(server.id, m.connector_id)),
+        })),
       failure_mode: server.failure_mode,
       tool_mode: server.tool_mode,
-      // Filled by the MCP endpoint, which sees the members' names (names.ts admitNames).
-      conflicts: [],
+      // What the MCP endpoint's last listings left out (names.ts admitNames), as this process saw them.
+      conflicts: deps.conflicts.of(server.id),
       owner_id: server.owner_id,
       created_at: new Date(server.created_at).toISOString(),
       updated_at: new Date(server.updated_at).toISOString(),
@@ -130,6 +145,11 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
 
   return {
     owned,
+    /** The caller's virtual server and its members in their order (the MCP endpoint's view of it). */
+    async withMembers(caller: Principal, id: string): Promise<{ row: VirtualServerRow; members: MemberWithState[] }> {
+      const row = await owned(caller, id);
+      return { row, members: await rows.membersOf([id]) };
+    },
     get: async (caller: Principal, id: string): Promise<VirtualServer> => view(await owned(caller, id)),
 
     list: (caller: Principal, query: ListQuery): Promise<VirtualServerList> =>
@@ -177,12 +197,19 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       );
       if (written === undefined) throw new NotFound(`No virtual server ${id}`);
       if (typeof written === "string") throw refusal(written);
+      // Other members, other names: the next listing tells.
+      if (members) {
+        deps.conflicts.forget(id);
+        deps.failures.forget(id);
+      }
       return view(written);
     },
 
     async delete(caller: Principal, id: string): Promise<void> {
       await owned(caller, id);
       if (!(await rows.delete(id, clock()))) throw new NotFound(`No virtual server ${id}`);
+      deps.conflicts.forget(id);
+      deps.failures.forget(id);
     },
 
     /** A connector about to be deleted leaves every virtual server, each with its event (docs/interface.md §9.1). */

@@ -130,8 +130,11 @@ test("paths have no trailing slash; a page size is one integer; error pages are 
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) < 400) continue;
         const types = Object.keys(response.content ?? {});
-        // The MCP proxy refuses a body it cannot read as MCP does: a JSON-RPC error (-32700, -32600), HTTP 400.
+        // The MCP proxy refuses a body it cannot read as MCP does: a JSON-RPC error (-32700, -32600), HTTP 400; a
+        // virtual server's endpoint likewise, and answers an unknown session's 404 as a JSON-RPC error too.
         if (path === "/api/v1/connectors/{id}/mcp" && status === "400") expect(types).toEqual(["application/json"]);
+        else if (path === "/api/v1/virtual-servers/{id}/mcp" && (status === "400" || status === "404"))
+          expect(types).toEqual(["application/json"]);
         else if (own.test(path))
           expect({ path, method, status, ok: types.every((t) => t === "text/html" || t === "application/json") }).toEqual({
             path,

@@ -1,0 +1,247 @@
+import type { Progress } from "@modelcontextprotocol/sdk/types.js";
+import { InvalidToken, PayloadTooLarge } from "../http-errors/errors";
+import type { Sealer } from "../secrets/sealer";
+import type { Principal } from "../users/model";
+import { VERSION } from "../version";
+import {
+  errorOf,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  isRequestId,
+  jsonAnswer,
+  METHOD_NOT_FOUND,
+  PARSE_ERROR,
+  resultOf,
+  RpcError,
+  type JsonRpcMessage,
+  type RequestId,
+} from "./jsonrpc";
+import type { ConflictNotes } from "./conflicts";
+import type { MemberFailures } from "./member-failures";
+import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
+import { LISTS, listMember, mergeLists, type Member } from "./merge";
+import { compareNames } from "./names";
+import type { VirtualServerRow } from "./repository";
+import { ROUTED, routeRequest, type RoutedMethod } from "./route";
+import type { VirtualServerService } from "./service";
+import type { ClientSession, ClientSessions, Listing } from "./sessions";
+
+/** MCP 2025-11-25 basic/lifecycle "Version Negotiation": the session eras served here, the latest first. */
+export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const;
+/** Items per page of a merged list (MCP 2025-11-25 basic/utilities/pagination: the page size is the server's). */
+export const PAGE_SIZE = 100;
+const LIST_METHODS: Record<string, ListKind> = Object.fromEntries(
+  (Object.keys(LISTS) as ListKind[]).map((list) => [LISTS[list].method, list]),
+);
+
+export type VirtualEndpointDeps = {
+  servers: Pick<VirtualServerService, "withMembers">;
+  sessions: ClientSessions;
+  /** Where each listing's conflicts are noted for the resource (conflicts.ts). */
+  conflicts: ConflictNotes;
+  /** Where each listing's failed members are noted for the resource (member-failures.ts). */
+  failures: MemberFailures;
+  sealer: Sealer;
+  /** VIRTUAL__MEMBER_TIMEOUT_SECONDS, in ms. */
+  memberTimeoutMs: number;
+  /** The largest message accepted (PROXY__MAX_MESSAGE_BYTES). */
+  maxMessageBytes: number;
+};
+
+const SESSION_HEADER = "mcp-session-id";
+
+/**
+ * A virtual server's MCP endpoint (docs/interface.md §9.4), Streamable HTTP for the 2025-06-18 and 2025-11-25
+ * eras (MCP 2025-11-25 basic/transports): the virtual server answers `initialize` itself, with its own session, and
+ * sends every other request on to its members through their proxy URLs (member-session.ts).
+ */
+export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
+  const { sealer, sessions, memberTimeoutMs } = deps;
+
+  async function serverOf(caller: Principal, id: string) {
+    // RFC 8707 §2: this service's access tokens are each bound to one connector's proxy URL, not to a virtual server.
+    if (caller.connector !== undefined)
+      throw new InvalidToken("This access token was issued for a connector's MCP proxy URL, not for a virtual server");
+    const { row, members } = await deps.servers.withMembers(caller, id);
+    return { row, members: members.map((m): Member => ({ connectorId: m.connector_id, prefix: m.prefix })) };
+  }
+
+  /** Every member's whole list, asked concurrently, merged (merge.ts); remembered for the calls that follow. */
+  async function merge(session: ClientSession, members: readonly Member[], list: ListKind) {
+    const lists = await Promise.all(members.map((m) => listMember(session.member(m.connectorId), m, list, memberTimeoutMs)));
+    const merged = mergeLists(list, lists);
+    session.listings.set(list, { admission: merged.admission, failed: merged.failed } satisfies Listing);
+    deps.conflicts.note(session.serverId, list, merged.admission.conflicts);
+    const failed = new Map(merged.failed.map((f) => [f.member.connectorId, f.why]));
+    const answered = members.map((m) => m.connectorId).filter((id) => !failed.has(id));
+    deps.failures.note(session.serverId, failed, answered);
+    return merged;
+  }
+
+  /** One page of a merged list, after the cursor's position (list-cursor.ts); a cursor not ours is -32602. */
+  async function listPage(
+    session: ClientSession,
+    server: VirtualServerRow,
+    members: readonly Member[],
+    list: ListKind,
+    params: Record<string, unknown>,
+  ) {
+    let after: string | undefined;
+    if (params.cursor !== undefined) {
+      const position = decodeListCursor(sealer, server.id, list, params.cursor);
+      // MCP 2025-11-25 basic/utilities/pagination "Error Handling": an invalid cursor is -32602.
+      if (!position) throw new RpcError(INVALID_PARAMS, "Invalid cursor");
+      after = position.after;
+    }
+    const merged = await merge(session, members, list);
+    if (server.failure_mode === "closed" && merged.failed.length > 0) {
+      const why = merged.failed.map((f) => `member "${f.member.prefix}" (connector ${f.member.connectorId}): ${f.why}`);
+      throw new RpcError(INTERNAL_ERROR, `The listing failed (failure_mode closed): ${why.join("; ")}`, {
+        failed: merged.failed.map((f) => ({ member: f.member.connectorId, prefix: f.member.prefix, reason: f.why })),
+      });
+    }
+    let start = after === undefined ? 0 : merged.items.findIndex((i) => compareNames(i.name, after) > 0);
+    if (start < 0) start = merged.items.length;
+    const page = merged.items.slice(start, start + PAGE_SIZE);
+    const more = start + PAGE_SIZE < merged.items.length;
+    return {
+      [LISTS[list].field]: page.map((i) => i.item),
+      ...(more && { nextCursor: encodeListCursor(sealer, server.id, list, { after: page.at(-1)!.name }) }),
+    };
+  }
+
+  function initialize(id: RequestId, caller: Principal, server: VirtualServerRow, params: Record<string, unknown>) {
+    const asked = params.protocolVersion;
+    // basic/lifecycle: the version asked for if supported, else the latest this server supports.
+    const version = PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0];
+    const session = sessions.open(server.id, caller, version);
+    const result = {
+      protocolVersion: version,
+      capabilities: { tools: {}, prompts: {}, resources: {} },
+      serverInfo: { name: "connector-service-virtual-server", title: server.name, version: VERSION },
+      ...(server.description && { instructions: server.description }),
+    };
+    return jsonAnswer(resultOf(id, result), 200, { "mcp-session-id": session.id });
+  }
+
+  /** A routed request, answered as an event stream when it asked for progress and the client takes one. */
+  function routed(
+    id: RequestId,
+    request: Request,
+    run: (onprogress?: (p: Progress) => void) => Promise<unknown>,
+    token: unknown,
+  ) {
+    const answer = (promise: Promise<unknown>) =>
+      promise.then(
+        (result) => resultOf(id, result),
+        (error: unknown) => errorOf(id, error instanceof RpcError ? error : new RpcError(INTERNAL_ERROR, String(error))),
+      );
+    const streams = (request.headers.get("accept") ?? "").includes("text/event-stream");
+    if (token === undefined || !streams) return answer(run()).then((body) => jsonAnswer(body));
+    // basic/transports "Sending Messages to the Server": notifications related to the request, then its response,
+    // on one event stream; basic/utilities/progress: with the progressToken the client gave.
+    const encoder = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        let open = true;
+        // A client that went away cancelled the stream: what is left of the call is not written anywhere.
+        const send = (message: unknown) => {
+          if (!open) return;
+          try {
+            controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`));
+          } catch {
+            open = false;
+          }
+        };
+        const progress = (p: Progress) =>
+          send({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } });
+        send(await answer(run(progress)));
+        if (open) controller.close();
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+  }
+
+  async function post(caller: Principal, serverId: string, request: Request): Promise<Response> {
+    const length = Number(request.headers.get("content-length") ?? 0);
+    if (length > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+    const text = await request.text();
+    if (text.length > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+    let message: JsonRpcMessage;
+    try {
+      message = JSON.parse(text) as JsonRpcMessage;
+    } catch {
+      return jsonAnswer(errorOf(null, new RpcError(PARSE_ERROR, "Parse error")), 400);
+    }
+    // 2025-06-18 removed batches; a message is one JSON-RPC object.
+    if (typeof message !== "object" || message === null || Array.isArray(message) || message.jsonrpc !== "2.0")
+      return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Not a JSON-RPC 2.0 message (batches are not served)")), 400);
+    const { row: server, members } = await serverOf(caller, serverId);
+    const method = typeof message.method === "string" ? message.method : undefined;
+    const id = isRequestId(message.id) ? message.id : undefined;
+    const params = (typeof message.params === "object" && message.params !== null ? message.params : {}) as Record<
+      string,
+      unknown
+    >;
+    if (method === "initialize" && id !== undefined) return initialize(id, caller, server, params);
+
+    // basic/transports "Session Management": a request without the session's id is a 400, an unknown id a 404.
+    const sessionId = request.headers.get(SESSION_HEADER);
+    if (!sessionId)
+      return jsonAnswer(
+        errorOf(id ?? null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required: send initialize first")),
+        400,
+      );
+    const session = sessions.find(sessionId, server.id, caller);
+    if (!session) return jsonAnswer(errorOf(id ?? null, new RpcError(-32001, "Session not found: initialize a new one")), 404);
+    const version = request.headers.get("mcp-protocol-version");
+    // basic/transports "Protocol Version Header": an unsupported version is a 400.
+    if (version !== null && !PROTOCOL_VERSIONS.some((v) => v === version)) {
+      const why = `MCP-Protocol-Version ${version} is not supported: ${PROTOCOL_VERSIONS.join(", ")}`;
+      return jsonAnswer(errorOf(id ?? null, new RpcError(INVALID_REQUEST, why)), 400);
+    }
+
+    // Notifications and responses: accepted (nothing is relayed to members yet: issue 24 item 8).
+    if (id === undefined || method === undefined) return new Response(null, { status: 202 });
+    try {
+      if (method === "ping") return jsonAnswer(resultOf(id, {}));
+      const list = LIST_METHODS[method];
+      if (list) return jsonAnswer(resultOf(id, await listPage(session, server, members, list, params)));
+      if (method in ROUTED) {
+        const token = (params._meta as Record<string, unknown> | undefined)?.progressToken;
+        const listing = (kind: ListKind) => merge(session, members, kind);
+        return await routed(
+          id,
+          request,
+          (onprogress) => routeRequest(session, members, method as RoutedMethod, params, listing, onprogress),
+          token,
+        );
+      }
+      throw new RpcError(METHOD_NOT_FOUND, `Method not found: ${method}`);
+    } catch (error) {
+      if (error instanceof RpcError) return jsonAnswer(errorOf(id, error));
+      throw error;
+    }
+  }
+
+  return {
+    /** One HTTP request at `/api/v1/virtual-servers/{id}/mcp` of an authenticated caller. */
+    async handle(caller: Principal, serverId: string, request: Request): Promise<Response> {
+      if (request.method === "POST") return post(caller, serverId, request);
+      if (request.method === "DELETE") {
+        await serverOf(caller, serverId);
+        const sessionId = request.headers.get(SESSION_HEADER);
+        if (!sessionId) return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required")), 400);
+        const session = sessions.find(sessionId, serverId, caller);
+        if (!session) return jsonAnswer(errorOf(null, new RpcError(-32001, "Session not found")), 404);
+        // basic/transports "Session Management": the client ends its session; the upstream sessions end with it.
+        await sessions.end(session.id);
+        return new Response(null, { status: 204 });
+      }
+      // basic/transports "Listening for Messages from the Server": a server without a GET stream answers 405.
+      return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
+    },
+  };
+}
+export type VirtualEndpoint = ReturnType<typeof createVirtualEndpoint>;

@@ -1,0 +1,33 @@
+/** JSON-RPC 2.0 as the virtual server endpoint answers it (MCP 2025-11-25 basic: messages are JSON-RPC 2.0). */
+export type RequestId = string | number;
+export type JsonRpcMessage = { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown };
+
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+
+/** An answer the endpoint gives as a JSON-RPC error (never a problem document: the client speaks JSON-RPC here). */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export const isRequestId = (id: unknown): id is RequestId =>
+  (typeof id === "string" && id.length > 0) || (typeof id === "number" && Number.isFinite(id));
+
+export const resultOf = (id: RequestId, result: unknown) => ({ jsonrpc: "2.0", id, result });
+export const errorOf = (id: RequestId | null, error: RpcError) => ({
+  jsonrpc: "2.0",
+  id,
+  error: { code: error.code, message: error.message, ...(error.data !== undefined && { data: error.data }) },
+});
+
+export const jsonAnswer = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  Response.json(body, { status, headers });

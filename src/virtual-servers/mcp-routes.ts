@@ -1,0 +1,128 @@
+import { Elysia, t } from "elysia";
+import { OWN_BODY } from "../docs/plugin";
+import { AppError } from "../http-errors/errors";
+import { Problem } from "../http-errors/model";
+import { errorResponse } from "../http-errors/problem";
+import type { Cors } from "../http/cors";
+import { crossSiteRefusal, fromBrowser } from "../http/cross-site";
+import { RELAYED_JSON_BODY } from "../http/json-body";
+import { IdParams } from "../http/params";
+import type { Logger } from "../observability/logger";
+import type { RequestAuthenticator } from "../users/authenticate";
+import type { VirtualEndpoint } from "./endpoint";
+
+export type VirtualEntryDeps = {
+  endpoint: VirtualEndpoint;
+  /** The proxy's way in (users/authentication.ts): Basic and API tokens; access tokens are each for one connector. */
+  authenticate: RequestAuthenticator;
+  publicUrl: () => string;
+  log: Logger;
+  requestId: (request: Request) => string | undefined;
+  cors: Cors;
+};
+
+const METHODS = "POST, GET, DELETE";
+
+/**
+ * One request at a virtual server's MCP URL: authenticated like a connector's proxy URL (proxy/entry.ts), then
+ * answered by the endpoint, or a problem. A 401 challenges for HTTP Basic (programs only) and a Bearer API token;
+ * OAuth by URL alone (RFC 9728 metadata for this URL) is not served yet.
+ */
+export function virtualEntry(deps: VirtualEntryDeps) {
+  const answer = async (request: Request, id: string): Promise<Response> => {
+    try {
+      const refusal = crossSiteRefusal(request, new URL(deps.publicUrl()).origin, "cross-origin");
+      if (refusal) throw refusal;
+      return await deps.endpoint.handle(await deps.authenticate(request), id, request);
+    } catch (error) {
+      const response = errorResponse(error, deps.log, deps.requestId(request));
+      if (response.status === 401) {
+        const invalid = error instanceof AppError && error.type === "invalid-token" ? ' error="invalid_token",' : "";
+        const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
+        response.headers.set("www-authenticate", `Bearer${invalid} realm="connector-service"${basic}`);
+      }
+      return response;
+    }
+  };
+  return {
+    handle: async (request: Request, id: string) => deps.cors.decorate(request, await answer(request, id)),
+    preflight: (request: Request) => deps.cors.preflight(request, METHODS),
+  };
+}
+export type VirtualEntry = ReturnType<typeof virtualEntry>;
+
+const detail = (summary: string, description: string) => ({
+  summary,
+  description: `${description} Authenticated like a connector's proxy URL (HTTP Basic, API tokens); OAuth by URL alone is not served here yet. Each member is reached through its own proxy URL as the caller, so its state, credentials, tool policy and audit apply. See docs/interface.md §9.4.`,
+  tags: ["Virtual servers"],
+  security: [{ basic: [] as string[] }, { bearer: [] as string[] }] as Record<string, string[]>[],
+  ...OWN_BODY,
+});
+
+const answers = {
+  400: t.Any({
+    description:
+      "A JSON-RPC error with a null id (-32700, -32600), or a problem: no Mcp-Session-Id, an unsupported MCP-Protocol-Version",
+  }),
+  401: Problem,
+  404: t.Any({
+    description: "No such virtual server (a problem), or an unknown Mcp-Session-Id (a JSON-RPC error): initialize again",
+  }),
+  413: Problem,
+};
+
+/** `/api/v1/virtual-servers/{id}/mcp`: MCP Streamable HTTP (2025-06-18, 2025-11-25). */
+export function virtualMcpRoutes(entry: VirtualEntry) {
+  return (
+    new Elysia({ prefix: "/api/v1/virtual-servers" })
+      .post("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), {
+        params: IdParams,
+        // Declared for the docs, never parsed here: the endpoint reads the message itself.
+        parse: RELAYED_JSON_BODY,
+        body: t.Any({
+          description: "One JSON-RPC message (no batches)",
+          examples: [
+            {
+              jsonrpc: "2.0",
+              id: 1,
+              method: "initialize",
+              params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "swagger-ui", version: "1" } },
+            },
+          ],
+        }),
+        response: {
+          200: t.Any({
+            description:
+              "application/json, or a text/event-stream for a call that asked for progress (its notifications, then its answer). initialize answers with Mcp-Session-Id",
+          }),
+          202: t.Any({ description: "Accepted (a notification or a response)" }),
+          ...answers,
+        },
+        detail: detail(
+          "Virtual server MCP: send a JSON-RPC message",
+          "MCP Streamable HTTP POST. initialize opens a session of the virtual server (capabilities tools, prompts, resources); tools/list, prompts/list, resources/list and resources/templates/list merge the members' lists (each member's pages followed, ordered by name, in pages of 100 with this service's cursors: a foreign cursor is -32602); tools/call, prompts/get and resources/read go to the one member whose name it is (-32602 for a name not listed, hidden or unknown alike). GET answers 405 (Allow: POST, DELETE) until the server→client stream comes.",
+        ),
+      })
+      // Not in the document: GET answers 405 with Allow until the stream of server→client messages comes (issue 24
+      // item 8); the POST operation says so.
+      .get("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), { params: IdParams, detail: { hide: true } })
+      .delete("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), {
+        params: IdParams,
+        response: { 204: t.Void({ description: "The session and its members' sessions ended" }), ...answers },
+        detail: detail(
+          "Virtual server MCP: end the session",
+          "MCP Streamable HTTP DELETE with Mcp-Session-Id: each member's upstream session is ended too.",
+        ),
+      })
+      .options("/:id/mcp", ({ request }) => entry.preflight(request), {
+        params: IdParams,
+        response: { 204: t.Void({ description: "Allowed: the CORS headers say for how long" }), 403: Problem },
+        detail: {
+          summary: "CORS preflight of a virtual server's MCP URL",
+          description: "For browser-based MCP clients; allowed origins are CORS__ALLOWED_ORIGINS. No credentials.",
+          tags: ["Virtual servers"],
+          security: [],
+        },
+      })
+  );
+}

@@ -1,0 +1,98 @@
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { MemberSession } from "./member-session";
+import { admitNames, type Admission, type NameKind } from "./names";
+import type { ListKind } from "./list-cursor";
+
+/** A member as the endpoint sees it: its connector, its prefix. */
+export type Member = { connectorId: string; prefix: string };
+
+/** The lists a virtual server merges: the MCP method, the result's field, the field that names an item, the capability. */
+export const LISTS = {
+  tools: { method: "tools/list", field: "tools", key: "name", kind: "tool", capability: "tools" },
+  prompts: { method: "prompts/list", field: "prompts", key: "name", kind: "prompt", capability: "prompts" },
+  resources: { method: "resources/list", field: "resources", key: "uri", kind: "resource", capability: "resources" },
+  resource_templates: {
+    method: "resources/templates/list",
+    field: "resourceTemplates",
+    key: "uriTemplate",
+    kind: "resource_template",
+    capability: "resources",
+  },
+} as const satisfies Record<
+  ListKind,
+  { method: string; field: string; key: string; kind: NameKind; capability: "tools" | "prompts" | "resources" }
+>;
+
+/** A member's pages followed to the end; more would be a member that never stops (a cursor loop). */
+const MAX_MEMBER_PAGES = 1000;
+
+type Item = Record<string, unknown>;
+/** One member's whole list, or why it has none. */
+export type MemberList = { member: Member; items: Item[] } | { member: Member; failed: string };
+
+/** Why a member failed, in words for a JSON-RPC error or the member's status. */
+export function failureOf(error: unknown, timeoutMs: number): string {
+  const late = `it did not answer within ${timeoutMs / 1000} s (VIRTUAL__MEMBER_TIMEOUT_SECONDS)`;
+  // The SDK's own timeout (-32001 RequestTimeout), or the listing's signal.
+  if (error instanceof McpError && error.code === -32001) return late;
+  if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return late;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+/**
+ * One member's whole list (MCP 2025-11-25 basic/utilities/pagination: follow `nextCursor` until there is none),
+ * within `timeoutMs` for all its pages together (issue 24 item 6: a slow member must not hold up the listing).
+ */
+export async function listMember(session: MemberSession, member: Member, list: ListKind, timeoutMs: number): Promise<MemberList> {
+  const { method, field } = LISTS[list];
+  // One bound for the session's opening and every page (a real-time timer, like the SDK's own timeouts).
+  const signal = AbortSignal.timeout(timeoutMs);
+  const items: Item[] = [];
+  try {
+    // basic/lifecycle "Capability Negotiation": a member that did not declare the capability has none of its items
+    // (and is not asked: it would answer -32601, which is not a failure either).
+    const capabilities = await session.capabilities(timeoutMs);
+    if (!capabilities?.[LISTS[list].capability]) return { member, items: [] };
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_MEMBER_PAGES; page++) {
+      const result = await session.request(method, cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, signal });
+      const found = result[field];
+      if (Array.isArray(found)) items.push(...(found.filter((x) => typeof x === "object" && x !== null) as Item[]));
+      const next = result.nextCursor;
+      if (typeof next !== "string" || next === "") return { member, items };
+      cursor = next;
+    }
+    return { member, failed: `it served more than ${MAX_MEMBER_PAGES} pages` };
+  } catch (error) {
+    if (error instanceof McpError && error.code === ErrorCode.MethodNotFound) return { member, items: [] };
+    return { member, failed: failureOf(error, timeoutMs) };
+  }
+}
+
+/** A merged list: what is shown (in name order) with each item's route, and what was left out (names.ts). */
+export type Merged = { admission: Admission; items: { name: string; item: Item }[]; failed: { member: Member; why: string }[] };
+
+/** The members' lists as one (names.ts admitNames): exposed names, conflicts left out, in code-unit order. */
+export function mergeLists(list: ListKind, lists: MemberList[]): Merged {
+  const { kind, key } = LISTS[list];
+  const failed: Merged["failed"] = [];
+  const byMember = new Map<string, Map<string, Item>>();
+  const offers = [];
+  for (const entry of lists) {
+    if ("failed" in entry) {
+      failed.push({ member: entry.member, why: entry.failed });
+      continue;
+    }
+    const own = new Map<string, Item>();
+    for (const item of entry.items) if (typeof item[key] === "string" && !own.has(item[key])) own.set(item[key], item);
+    byMember.set(entry.member.connectorId, own);
+    offers.push({ member: entry.member.connectorId, prefix: entry.member.prefix, names: [...own.keys()] });
+  }
+  const admission = admitNames(kind, offers);
+  const items = [...admission.routes].map(([name, route]) => {
+    const item = byMember.get(route.member)!.get(route.original)!;
+    return { name, item: key === "name" ? { ...item, name } : item };
+  });
+  return { admission, items, failed };
+}

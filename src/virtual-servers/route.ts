@@ -1,0 +1,74 @@
+import { DEFAULT_REQUEST_TIMEOUT_MSEC } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { McpError, type Progress, type Result } from "@modelcontextprotocol/sdk/types.js";
+import { INTERNAL_ERROR, INVALID_PARAMS, RpcError } from "./jsonrpc";
+import type { ListKind } from "./list-cursor";
+import { failureOf, type Member } from "./merge";
+import { resolveName, SEPARATOR } from "./names";
+import type { ClientSession, Listing } from "./sessions";
+
+/** The requests that go to the one member owning a name: the list the name is admitted by, the parameter holding it. */
+export const ROUTED = {
+  "tools/call": { list: "tools", param: "name", unknown: "Unknown tool" },
+  "prompts/get": { list: "prompts", param: "name", unknown: "Unknown prompt" },
+  "resources/read": { list: "resources", param: "uri", unknown: "Unknown resource" },
+} as const satisfies Record<string, { list: ListKind; param: string; unknown: string }>;
+export type RoutedMethod = keyof typeof ROUTED;
+
+/**
+ * How long a routed request may take: the SDK's default (60 s), renewed by each progress notification — tools may
+ * run long, unlike listings, which VIRTUAL__MEMBER_TIMEOUT_SECONDS bounds.
+ */
+const CALL_TIMEOUT_MS = DEFAULT_REQUEST_TIMEOUT_MSEC;
+
+/** A member's own JSON-RPC error, as the member gave it (the SDK prefixes its message with "MCP error <code>: "). */
+const ownError = (error: McpError) => new RpcError(error.code, error.message.replace(/^MCP error -?\d+: /, ""), error.data);
+
+/**
+ * A request routed to the one member that owns its name (issue 24 item 4: one admission decision). The name resolves
+ * through the session's last listing of its kind — made now if there is none — so what is not listed cannot be
+ * called, and a hidden tool and one that does not exist get the same -32602 (MCP 2025-11-25 server/tools "Error
+ * Handling": unknown tools are a protocol error). A call never reaches a member unless its name resolves.
+ */
+export async function routeRequest(
+  session: ClientSession,
+  members: readonly Member[],
+  method: RoutedMethod,
+  params: Record<string, unknown>,
+  listing: (list: ListKind) => Promise<Listing>,
+  onprogress?: (progress: Progress) => void,
+): Promise<Result> {
+  const { list, param, unknown } = ROUTED[method];
+  const name = params[param];
+  if (typeof name !== "string") throw new RpcError(INVALID_PARAMS, `params.${param} must be a string`);
+  const { admission, failed } = session.listings.get(list) ?? (await listing(list));
+  const route = resolveName(admission, name);
+  const member = route && members.find((m) => m.connectorId === route.member);
+  if (!route || !member) {
+    // A member left out of the last listing (failure_mode open) is named with why, rather than its tools denied.
+    const prefix = name.includes(SEPARATOR) ? name.slice(0, name.indexOf(SEPARATOR)) : undefined;
+    const down = failed.find((f) => prefix !== undefined && f.member.prefix === prefix);
+    if (down) throw unavailable(down.member, down.why);
+    throw new RpcError(INVALID_PARAMS, `${unknown}: ${name}`);
+  }
+  const { _meta, ...rest } = params;
+  // The SDK client sets its own progressToken when asked to pass progress on (onprogress), and maps it back.
+  const { progressToken: _token, ...meta } = (_meta ?? {}) as Record<string, unknown>;
+  const sent = { ...rest, [param]: route.original, ...(Object.keys(meta).length > 0 && { _meta: meta }) };
+  try {
+    return await session.member(member.connectorId).request(method, sent, {
+      timeout: CALL_TIMEOUT_MS,
+      ...(onprogress && { onprogress }),
+    });
+  } catch (error) {
+    if (error instanceof McpError && error.code !== -32001) throw ownError(error);
+    throw unavailable(member, failureOf(error, CALL_TIMEOUT_MS));
+  }
+}
+
+/** A member that could not answer, named with why (issue 24 item 6). */
+export const unavailable = (member: Member, why: string) =>
+  new RpcError(INTERNAL_ERROR, `Member "${member.prefix}" (connector ${member.connectorId}) is unavailable: ${why}`, {
+    member: member.connectorId,
+    prefix: member.prefix,
+    reason: why,
+  });

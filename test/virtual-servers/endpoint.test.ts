@@ -1,0 +1,300 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { startLabelledServer } from "../peers/labelled-server";
+import { pagedToolsServer } from "../peers/paged-tools";
+import { createTestApp, type TestApp } from "../support/app";
+import { connectedConnector, toolText } from "../support/mcp";
+import { waitFor } from "../support/wait";
+
+// A virtual server's MCP endpoint (docs/interface.md §9.4) through app.handle with the SDK's own client, its members
+// real MCP servers on loopback reached through their connectors' proxy URLs.
+let t: TestApp;
+let alice: Awaited<ReturnType<TestApp["user"]>>;
+const one = await startLabelledServer("one");
+const two = await startLabelledServer("two");
+const paged = pagedToolsServer(
+  Array.from({ length: 130 }, (_, i) => `tool-${String(i).padStart(3, "0")}`),
+  40,
+);
+const pagedPeer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: paged.handler });
+
+beforeAll(async () => {
+  t = await createTestApp({ realNetwork: true, env: { VIRTUAL__MEMBER_TIMEOUT_SECONDS: "2" } });
+  alice = await t.user("alice");
+});
+afterAll(async () => {
+  await t.close();
+  await one.stop();
+  await two.stop();
+  await pagedPeer.stop(true);
+});
+
+async function virtualServer(members: { connector_id: string; prefix?: string }[], failure_mode = "open") {
+  const res = await alice.api("POST", "/api/v1/virtual-servers", { body: { name: "Both", members, failure_mode } });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; mcp_url: string };
+}
+
+async function client(mcpUrl: string) {
+  const fetchFn = (input: string | URL | Request, init?: RequestInit) => {
+    const request = new Request(input, init);
+    request.headers.set("authorization", `Bearer ${alice.token}`);
+    return t.fetch(request);
+  };
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { fetch: fetchFn });
+  const mcp = new Client({ name: "virtual-test", version: "1.0.0" });
+  await mcp.connect(transport);
+  return { mcp, transport };
+}
+
+async function allTools(mcp: Client) {
+  const names: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await mcp.listTools(cursor ? { cursor } : {});
+    names.push(...page.tools.map((tool) => tool.name));
+    cursor = page.nextCursor;
+    pages++;
+  } while (cursor);
+  return { names, pages };
+}
+
+let idOne: string;
+let idTwo: string;
+beforeAll(async () => {
+  idOne = await connectedConnector(alice.api, one.url);
+  idTwo = await connectedConnector(alice.api, two.url);
+  // Member two's own policy hides its "secret" tool.
+  const patched = await alice.api("PATCH", `/api/v1/connectors/${idTwo}`, { body: { tool_policy: { deny: ["secret"] } } });
+  expect(patched.status).toBe(200);
+});
+
+describe("two members with the same tool names", () => {
+  test("both prefixed sets listed; a call reaches its own member; a hidden tool is neither listed nor callable", async () => {
+    const server = await virtualServer([
+      { connector_id: idOne, prefix: "one" },
+      { connector_id: idTwo, prefix: "two" },
+    ]);
+    const { mcp } = await client(server.mcp_url);
+    expect(mcp.getServerCapabilities()).toMatchObject({ tools: {}, prompts: {}, resources: {} });
+    const { names } = await allTools(mcp);
+    expect(names).toEqual(["one__echo", "one__secret", "one__slow", "two__echo", "two__slow"]);
+
+    const before = { one: one.calls.get("echo") ?? 0, two: two.calls.get("echo") ?? 0 };
+    expect(toolText(await mcp.callTool({ name: "two__echo", arguments: { message: "hi" } }))).toBe("two: hi");
+    expect(two.calls.get("echo")).toBe(before.two + 1);
+    expect(one.calls.get("echo") ?? 0).toBe(before.one);
+    expect(toolText(await mcp.callTool({ name: "one__echo", arguments: { message: "yo" } }))).toBe("one: yo");
+
+    // Hidden by member two's policy, and a name that exists nowhere: the same error, and member two never sees it.
+    const hidden = await mcp.callTool({ name: "two__secret", arguments: {} }).catch((e: Error) => e);
+    const unknown = await mcp.callTool({ name: "two__nothing", arguments: {} }).catch((e: Error) => e);
+    expect(hidden).toBeInstanceOf(Error);
+    expect((hidden as { code?: number }).code).toBe(-32602);
+    expect((unknown as { code?: number }).code).toBe(-32602);
+    expect((hidden as Error).message).toBe((unknown as Error).message.replace("two__nothing", "two__secret"));
+    expect((hidden as Error).message).toContain("Unknown tool");
+    expect(two.calls.get("secret") ?? 0).toBe(0);
+
+    // Prompts and resources merged and routed too.
+    const prompts = await mcp.listPrompts();
+    expect(prompts.prompts.map((p) => p.name)).toEqual(["one__hello", "two__hello"]);
+    const prompt = await mcp.getPrompt({ name: "two__hello", arguments: { name: "bob" } });
+    expect(prompt.messages[0]!.content).toEqual({ type: "text", text: "two says hello to bob" });
+    const resources = await mcp.listResources();
+    expect(resources.resources.map((r) => r.uri)).toEqual(["test://one/readme", "test://two/readme"]);
+    const read = await mcp.readResource({ uri: "test://one/readme" });
+    expect(read.contents[0]).toMatchObject({ text: "one's readme" });
+    await mcp.close();
+  });
+
+  test("progress from the member's event stream reaches the client with its own token", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const { mcp } = await client(server.mcp_url);
+    const seen: number[] = [];
+    const result = await mcp.callTool({ name: "one__slow", arguments: {} }, undefined, {
+      onprogress: (p) => seen.push(p.progress),
+    });
+    expect(toolText(result)).toBe("one: slow done");
+    expect(seen).toEqual([1, 2]);
+    await mcp.close();
+  });
+
+  test("a foreign cursor is -32602", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const { mcp } = await client(server.mcp_url);
+    const refused = await mcp.listTools({ cursor: "40" }).catch((e: Error) => e);
+    expect((refused as { code?: number }).code).toBe(-32602);
+    await mcp.close();
+  });
+});
+
+describe("pages", () => {
+  test("a member with more tools than one page is listed whole, in this endpoint's own pages", async () => {
+    const id = await connectedConnector(alice.api, `http://127.0.0.1:${pagedPeer.port}/mcp`);
+    const server = await virtualServer([
+      { connector_id: id, prefix: "paged" },
+      { connector_id: idOne, prefix: "one" },
+    ]);
+    const { mcp } = await client(server.mcp_url);
+    const { names, pages } = await allTools(mcp);
+    expect(names).toHaveLength(133);
+    expect(names.slice(0, 3)).toEqual(["one__echo", "one__secret", "one__slow"]);
+    expect(names.at(-1)).toBe("paged__tool-129");
+    expect(pages).toBe(2);
+    expect(toolText(await mcp.callTool({ name: "paged__tool-100", arguments: {} }))).toBe("called tool-100");
+    expect(paged.calls.get("tool-100")).toBe(1);
+    await mcp.close();
+
+    // A member without prompts or resources has none of them: not a failure, even with failure_mode closed.
+    const closed = await virtualServer(
+      [
+        { connector_id: id, prefix: "paged" },
+        { connector_id: idOne, prefix: "one" },
+      ],
+      "closed",
+    );
+    const strict = await client(closed.mcp_url);
+    expect((await strict.mcp.listPrompts()).prompts.map((p) => p.name)).toEqual(["one__hello"]);
+    expect((await strict.mcp.listResources()).resources.map((r) => r.uri)).toEqual(["test://one/readme"]);
+    await strict.mcp.close();
+  });
+});
+
+describe("a member that is down", () => {
+  test("failure_mode open: left out of the listing, its tools' calls name it; closed: the listing fails", async () => {
+    const down = await startLabelledServer("down");
+    const idDown = await connectedConnector(alice.api, down.url);
+    await down.stop();
+    const open = await virtualServer([
+      { connector_id: idOne, prefix: "one" },
+      { connector_id: idDown, prefix: "down" },
+    ]);
+    const a = await client(open.mcp_url);
+    expect((await allTools(a.mcp)).names).toEqual(["one__echo", "one__secret", "one__slow"]);
+    const call = await a.mcp.callTool({ name: "down__echo", arguments: { message: "x" } }).catch((e: Error) => e);
+    expect((call as { code?: number }).code).toBe(-32603);
+    expect((call as Error).message).toContain(`Member "down" (connector ${idDown}) is unavailable`);
+    await a.mcp.close();
+    // The resource shows it: connected, but unavailable, with why.
+    const shown = (await alice.api("GET", `/api/v1/virtual-servers/${open.id}`)).body.members;
+    expect(shown[0]).toMatchObject({ connector_id: idOne, status: "ok", reason: null });
+    expect(shown[1]).toMatchObject({ connector_id: idDown, state: "connected", status: "unavailable" });
+    expect(shown[1].reason).toBeString();
+
+    const closed = await virtualServer(
+      [
+        { connector_id: idOne, prefix: "one" },
+        { connector_id: idDown, prefix: "down" },
+      ],
+      "closed",
+    );
+    const b = await client(closed.mcp_url);
+    const listing = await b.mcp.listTools().catch((e: Error) => e);
+    expect((listing as { code?: number }).code).toBe(-32603);
+    expect((listing as Error).message).toContain(`member "down" (connector ${idDown})`);
+    await b.mcp.close();
+  });
+});
+
+describe("sessions", () => {
+  test("one upstream session per member, reused; a member that forgot it is reopened once; DELETE ends them", async () => {
+    const server = await virtualServer([
+      { connector_id: idOne, prefix: "one" },
+      { connector_id: idTwo, prefix: "two" },
+    ]);
+    const started = { one: one.sessions.started, two: two.sessions.started };
+    const { mcp, transport } = await client(server.mcp_url);
+    await allTools(mcp);
+    await mcp.callTool({ name: "one__echo", arguments: { message: "a" } });
+    await mcp.callTool({ name: "two__echo", arguments: { message: "b" } });
+    expect(one.sessions.started).toBe(started.one + 1);
+    expect(two.sessions.started).toBe(started.two + 1);
+
+    await one.restart();
+    expect(toolText(await mcp.callTool({ name: "one__echo", arguments: { message: "again" } }))).toBe("one: again");
+    expect(one.sessions.started).toBe(started.one + 2);
+
+    const ended = { one: one.sessions.ended, two: two.sessions.ended };
+    await transport.terminateSession();
+    expect(one.sessions.ended).toBe(ended.one + 1);
+    expect(two.sessions.ended).toBe(ended.two + 1);
+    // The client's session is gone: the next request is a 404 (MCP basic/transports "Session Management").
+    const after = await mcp.listTools().catch((e: Error) => e);
+    expect(after).toBeInstanceOf(Error);
+    await mcp.close();
+  });
+
+  test("a session unused for 30 minutes ends with its upstream sessions; the client gets 404", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const { mcp } = await client(server.mcp_url);
+    await mcp.callTool({ name: "one__echo", arguments: { message: "a" } });
+    const ended = one.sessions.ended;
+    t.clock.advance(31 * 60_000);
+    // Another session opening sweeps the idle ones.
+    const other = await client(server.mcp_url);
+    await waitFor("the idle session's upstream DELETE", () => one.sessions.ended === ended + 1, 5_000);
+    const after = await mcp.listTools().catch((e: Error) => e);
+    expect(after).toBeInstanceOf(Error);
+    expect((await other.mcp.listTools()).tools.map((tool) => tool.name)).toContain("one__echo");
+    await other.mcp.close();
+    await mcp.close();
+  });
+
+  test("GET answers 405 with Allow for now", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const res = await t.fetch(
+      new Request(server.mcp_url, { headers: { authorization: `Bearer ${alice.token}`, accept: "text/event-stream" } }),
+    );
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST, DELETE");
+  });
+
+  test("no credentials: 401 with a challenge", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const res = await t.fetch(
+      new Request(server.mcp_url, { method: "POST", body: "{}", headers: { "content-type": "application/json" } }),
+    );
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain("Basic");
+  });
+});
+
+describe("conflicts", () => {
+  test("a URI two members offer and a name too long are left out, and the resource reports them after a listing", async () => {
+    const twinA = await startLabelledServer("twin");
+    const twinB = await startLabelledServer("twin");
+    const long = pagedToolsServer(["short", "a".repeat(63)], 10);
+    const longPeer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: long.handler });
+    try {
+      const idA = await connectedConnector(alice.api, twinA.url);
+      const idB = await connectedConnector(alice.api, twinB.url);
+      const idLong = await connectedConnector(alice.api, `http://127.0.0.1:${longPeer.port}/mcp`);
+      const server = await virtualServer([
+        { connector_id: idA, prefix: "a" },
+        { connector_id: idB, prefix: "b" },
+        { connector_id: idLong, prefix: "p" },
+      ]);
+      expect((await alice.api("GET", `/api/v1/virtual-servers/${server.id}`)).body.conflicts).toEqual([]);
+      const { mcp } = await client(server.mcp_url);
+      const tools = (await allTools(mcp)).names;
+      expect(tools).toContain("p__short");
+      expect(tools.filter((name) => name.startsWith("p__"))).toEqual(["p__short"]);
+      expect((await mcp.listResources()).resources).toEqual([]);
+      const unread = await mcp.readResource({ uri: "test://twin/readme" }).catch((e: Error) => e);
+      expect((unread as { code?: number }).code).toBe(-32602);
+      const conflicts = (await alice.api("GET", `/api/v1/virtual-servers/${server.id}`)).body.conflicts;
+      expect(conflicts).toEqual([
+        { kind: "tool", name: `p__${"a".repeat(63)}`, members: [idLong] },
+        { kind: "resource", name: "test://twin/readme", members: [idA, idB] },
+      ]);
+      await mcp.close();
+    } finally {
+      await twinA.stop();
+      await twinB.stop();
+      longPeer.stop(true);
+    }
+  });
+});
