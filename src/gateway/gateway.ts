@@ -2,7 +2,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { AppError } from "../http-errors/errors";
 import { problemResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
-import { IDLE_SESSION_MS, sweepIdleSessions } from "./idle";
+import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
 import { readPostBody } from "./json-answers";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
@@ -86,8 +86,7 @@ export function createGateway({
       const session = sessions.get(id);
       // [MCP 2025-11-25 transports §"Session Management"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management): an unknown session is a 404, so the client starts over.
       if (!session) return sessionNotFound();
-      session.lastActive = Date.now();
-      return session.handle(request);
+      return whileAnswering(session, () => session.handle(request));
     }
     if (request.method !== "POST") return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");
     // Read before any process starts: a POST that cannot start a session must not cost one.

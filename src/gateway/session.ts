@@ -13,8 +13,9 @@ export type GatewaySession = {
   /** One request of the started session; a POST that asks for no progress is answered as JSON (json-answers.ts). */
   handle(request: Request): Promise<Response>;
   pid(): number | null;
-  /** When a client last sent a request in this session (for the idle sweep). */
+  /** When a client last sent a request in this session, and how many are being answered (for the idle sweep). */
   lastActive: number;
+  answering: number;
   /** Why the process exited on its own before it answered anything (a server that cannot start), else undefined. */
   failedToStart(): string | undefined;
   /** True once the session is closing or closed (its process gone or going). */
@@ -81,6 +82,7 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
     transport,
     pid: () => child.pid,
     lastActive: Date.now(),
+    answering: 0,
     failedToStart: () => exitedUnanswered,
     ended: () => closing !== undefined,
     handle: (request) => answerInSession(request, transport, fromClient),

@@ -4,13 +4,13 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
 import type { Gateway } from "./gateway";
-import { IDLE_SESSION_MS, sweepIdleSessions } from "./idle";
+import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
 import { answerInSession, type ServerTransport } from "./json-answers";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
 
 type Id = string | number;
-type Session = { id: string; transport: ServerTransport; lastActive: number };
+type Session = { id: string; transport: ServerTransport; lastActive: number; answering: number };
 /** A request sent on to the server: whose it is, its own id, and the transport its answer goes back through (json-answers.ts). */
 type Route = { session: Session; id: Id; via: ServerTransport };
 type Message = JSONRPCMessage & { id?: Id; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown };
@@ -187,14 +187,16 @@ export function createSharedGateway({
     if (id) {
       const session = sessions.get(id);
       if (!session) return sessionNotFound();
-      session.lastActive = Date.now();
-      return answerInSession(request, session.transport, (message, via) => fromClient(session, message as Message, via));
+      return whileAnswering(session, () =>
+        answerInSession(request, session.transport, (message, via) => fromClient(session, message as Message, via)),
+      );
     }
     if (sessions.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
     const session: Session = {
       id: "",
       transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => crypto.randomUUID() }),
       lastActive: Date.now(),
+      answering: 0,
     };
     session.transport.onmessage = (message) => fromClient(session, message as Message);
     session.transport.onclose = () => {

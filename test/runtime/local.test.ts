@@ -195,14 +195,30 @@ describe("the local driver", () => {
   });
 });
 
+// Idle times of a second: shorter ones took a busy machine's pause between `initialize` and `notifications/initialized`
+// for idleness (the session was swept before the client had finished connecting).
 test("an idle session is closed with its process; the client then starts a new one", async () => {
   const log = createLogger({ level: "error", write: () => {} });
-  const gateway = createGateway({ stdio: { command: "node", args: [EVERYTHING, "stdio"], env: {} }, log, idleSessionMs: 300 });
+  const gateway = createGateway({ stdio: { command: "node", args: [EVERYTHING, "stdio"], env: {} }, log, idleSessionMs: 1_000 });
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: gateway.fetch });
   const { client } = await mcpClient(`http://127.0.0.1:${server.port}/mcp`, null);
   expect(gateway.sessionCount()).toBe(1);
   await waitFor("the idle sweep", () => gateway.sessionCount() === 0, 5_000);
   await expect(client.callTool({ name: "echo", arguments: { message: "late" } })).rejects.toThrow(/404|Session not found/);
+  await gateway.close();
+  await server.stop(true);
+});
+
+test("a session answering a call longer than the idle time is not swept in the middle of it", async () => {
+  const log = createLogger({ level: "error", write: () => {} });
+  const gateway = createGateway({ stdio: { command: "node", args: [EVERYTHING, "stdio"], env: {} }, log, idleSessionMs: 1_000 });
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: gateway.fetch });
+  const { client } = await mcpClient(`http://127.0.0.1:${server.port}/mcp`, null);
+  // Three times the idle time, a sweep every second meanwhile: the call ends with its answer, not a closed session.
+  const result = await client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 3, steps: 3 } });
+  expect(result.isError).toBeFalsy();
+  expect(gateway.sessionCount()).toBe(1);
+  await client.close();
   await gateway.close();
   await server.stop(true);
 });
