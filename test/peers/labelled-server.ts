@@ -1,7 +1,6 @@
-import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { z } from "zod";
+import { statefulMcp } from "./stateful-mcp";
 
 /**
  * A stateful MCP server (the SDK's McpServer over Streamable HTTP) on 127.0.0.1 whose answers carry its label, so a
@@ -10,7 +9,6 @@ import { z } from "zod";
  */
 export async function startLabelledServer(label: string) {
   const calls = new Map<string, number>();
-  const sessions = { started: 0, ended: 0 };
   const count = (tool: string) => calls.set(tool, (calls.get(tool) ?? 0) + 1);
   const mcp = () => {
     const server = new McpServer({ name: `labelled-${label}`, version: "1.0.0" });
@@ -46,30 +44,7 @@ export async function startLabelledServer(label: string) {
     return server;
   };
 
-  let transports = new Map<string, WebStandardStreamableHTTPServerTransport>();
-  const fetch = async (request: Request) => {
-    const id = request.headers.get("mcp-session-id");
-    if (id) {
-      const transport = transports.get(id);
-      if (!transport)
-        return Response.json(
-          { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } },
-          { status: 404 },
-        );
-      if (request.method === "DELETE") sessions.ended++;
-      return transport.handleRequest(request);
-    }
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (sid) => {
-        sessions.started++;
-        transports.set(sid, transport);
-      },
-      onsessionclosed: (sid) => void transports.delete(sid),
-    });
-    await mcp().connect(transport);
-    return transport.handleRequest(request);
-  };
+  const { fetch, sessions, forget } = statefulMcp(mcp);
   let server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 30, fetch });
   const port = server.port;
   return {
@@ -79,7 +54,7 @@ export async function startLabelledServer(label: string) {
     /** Stops and starts again on the same port, every session forgotten. */
     async restart() {
       await server.stop(true);
-      transports = new Map();
+      forget();
       server = Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 30, fetch });
     },
     stop: () => server.stop(true),

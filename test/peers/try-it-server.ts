@@ -1,7 +1,6 @@
-import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { z } from "zod";
+import { statefulMcp } from "./stateful-mcp";
 
 export type TryItServer = {
   url: string;
@@ -73,35 +72,7 @@ function serverFor(): McpServer {
  * can stand for two URLs.
  */
 export async function startTryItServer(): Promise<TryItServer> {
-  const transports = new Map<string, WebStandardStreamableHTTPServerTransport>();
-  const sessions = { started: 0, ended: 0 };
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 30,
-    async fetch(request) {
-      const id = request.headers.get("mcp-session-id");
-      if (id) {
-        const transport = transports.get(id);
-        if (!transport)
-          return Response.json(
-            { jsonrpc: "2.0", id: null, error: { code: -32001, message: "No such session" } },
-            { status: 404 },
-          );
-        if (request.method === "DELETE") sessions.ended++;
-        return transport.handleRequest(request);
-      }
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (sid) => {
-          sessions.started++;
-          transports.set(sid, transport);
-        },
-        onsessionclosed: (sid) => void transports.delete(sid),
-      });
-      await serverFor().connect(transport);
-      return transport.handleRequest(request);
-    },
-  });
+  const { fetch, sessions } = statefulMcp(serverFor);
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 30, fetch });
   return { url: `http://127.0.0.1:${server.port}`, sessions, stop: () => server.stop(true) };
 }
