@@ -337,6 +337,24 @@ function card(c) {
 
 // ---- Create ----------------------------------------------------------------------------------------------
 
+/** The URL, name and description fields of the add and edit dialogs, with the API's limits (connectors/model.ts). */
+function connectorInputs(ids, urlAttributes) {
+  return {
+    url: h("input", {
+      id: ids.url,
+      name: "url",
+      type: "url",
+      required: true,
+      maxlength: "2048",
+      autocomplete: "off",
+      spellcheck: "false",
+      ...urlAttributes,
+    }),
+    name: h("input", { id: ids.name, name: "name", maxlength: "200", autocomplete: "off" }),
+    description: h("input", { id: ids.description, name: "description", maxlength: "2000", autocomplete: "off" }),
+  };
+}
+
 async function openCreate() {
   if (!presets) {
     try {
@@ -360,18 +378,7 @@ async function openCreate() {
     presets.map((p, i) => h("option", { value: String(i) }, (p.metadata && p.metadata.name) || p.url)),
   );
   const hint = h("p", { class: "hint", id: ids.presetHint }, "Presets fill in the URL, a name and, for some, the OAuth client.");
-  const url = h("input", {
-    id: ids.url,
-    name: "url",
-    type: "url",
-    required: true,
-    maxlength: "2048",
-    autocomplete: "off",
-    spellcheck: "false",
-    placeholder: "https://mcp.example.com/mcp",
-  });
-  const name = h("input", { id: ids.name, name: "name", maxlength: "200", autocomplete: "off" });
-  const description = h("input", { id: ids.description, name: "description", maxlength: "2000", autocomplete: "off" });
+  const { url, name, description } = connectorInputs(ids, { placeholder: "https://mcp.example.com/mcp" });
   let chosen = null;
   select.addEventListener("change", () => {
     chosen = select.value === "" ? null : presets[Number(select.value)];
@@ -616,31 +623,10 @@ function openEdit(id) {
   const c = connectors.get(id);
   if (!c) return;
   const ids = { url: uid("url"), urlHint: uid("url-hint"), name: uid("name"), description: uid("description") };
-  const url = h("input", {
-    id: ids.url,
-    name: "url",
-    type: "url",
-    required: true,
-    maxlength: "2048",
-    autocomplete: "off",
-    spellcheck: "false",
-    value: c.url,
-    "aria-describedby": ids.urlHint,
-  });
-  const name = h("input", {
-    id: ids.name,
-    name: "name",
-    maxlength: "200",
-    autocomplete: "off",
-    value: (c.metadata && c.metadata.name) || "",
-  });
-  const description = h("input", {
-    id: ids.description,
-    name: "description",
-    maxlength: "2000",
-    autocomplete: "off",
-    value: (c.metadata && c.metadata.description) || "",
-  });
+  const { url, name, description } = connectorInputs(ids, { "aria-describedby": ids.urlHint });
+  url.value = c.url;
+  name.value = (c.metadata && c.metadata.name) || "";
+  description.value = (c.metadata && c.metadata.description) || "";
   const dialog = formDialog({
     title: `Edit ${nameOf(c)}`,
     fallbackFocus: () => list().querySelector(`li[data-id="${CSS.escape(id)}"] h2`),
