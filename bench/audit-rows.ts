@@ -12,6 +12,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AUDIT_COLUMNS } from "../src/audit/repository";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
@@ -19,22 +20,7 @@ const BATCHES = Number(args.get("batches") ?? 2000);
 const ROUNDS = Number(args.get("rounds") ?? 2);
 const ROWS = 100;
 
-const COLUMNS = [
-  "id",
-  "at",
-  "user_id",
-  "credential",
-  "connector_id",
-  "method",
-  "name",
-  "outcome",
-  "error_code",
-  "http_status",
-  "duration_ms",
-  "request_bytes",
-  "response_bytes",
-  "captured",
-];
+const COLUMNS = AUDIT_COLUMNS;
 const table = (suffix = "") =>
   `CREATE TABLE audit_records (id text PRIMARY KEY NOT NULL, at integer NOT NULL, user_id text NOT NULL, credential text,
    connector_id text NOT NULL, method text, name text, outcome text NOT NULL, error_code integer, http_status integer NOT NULL,

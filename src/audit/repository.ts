@@ -20,27 +20,29 @@ export type AuditRepository = {
 /** Binds a captured value's ciphertext to its record. */
 export const auditSealContext = (id: string) => `audit_records/${id}/captured`;
 
+/** The columns of an audit record, in the order the writer's multi-row insert binds them. */
+export const AUDIT_COLUMNS = [
+  "id",
+  "at",
+  "user_id",
+  "credential",
+  "connector_id",
+  "method",
+  "name",
+  "outcome",
+  "error_code",
+  "http_status",
+  "duration_ms",
+  "request_bytes",
+  "response_bytes",
+  "captured",
+] as const;
+
 export function createAuditRepository(store: Store): AuditRepository {
   const { db } = store;
   const audit = store.table(sqliteAudit, audit_recordsPg);
-  const columns = [
-    "id",
-    "at",
-    "user_id",
-    "credential",
-    "connector_id",
-    "method",
-    "name",
-    "outcome",
-    "error_code",
-    "http_status",
-    "duration_ms",
-    "request_bytes",
-    "response_bytes",
-    "captured",
-  ] as const;
   const insertRows = store.prepareRows("audit_insert", (count) =>
-    db.insert(audit).values(rowPlaceholders(columns, count)).onConflictDoNothing(),
+    db.insert(audit).values(rowPlaceholders(AUDIT_COLUMNS, count)).onConflictDoNothing(),
   );
   return {
     insertMany: (rows) => insertRows(rows),
