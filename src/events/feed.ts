@@ -24,14 +24,31 @@ export type EventFeedDeps = {
 export function createEventFeed({ repository, clock, log }: EventFeedDeps) {
   const listeners = new Set<EventListener>();
   let position: number | undefined;
+  /** The one query that finds where delivery starts: every caller of ready() waits for the same answer. */
+  let starting: Promise<number> | undefined;
   let gap: { at: number; since: number } | undefined;
   let polling: Promise<void> | undefined;
   let again = false;
   let timer: ReturnType<typeof setInterval> | undefined;
 
-  async function ready(): Promise<number> {
-    position ??= (await repository.eventBounds()).newest;
-    return position;
+  /**
+   * Where delivery starts. Asked at once by a stream and by a poll, two queries could answer differently (an event
+   * committed between them) and the later answer would move the position past an event nobody delivered: so there is
+   * one query, and everyone waits for it.
+   */
+  function ready(): Promise<number> {
+    if (position !== undefined) return Promise.resolve(position);
+    const query: Promise<number> = (starting ??= repository.eventBounds().then(
+      ({ newest }) => {
+        if (starting === query) position ??= newest;
+        return position ?? newest;
+      },
+      (e: unknown) => {
+        if (starting === query) starting = undefined;
+        throw e;
+      },
+    ));
+    return query;
   }
 
   async function readNew(): Promise<void> {
@@ -91,6 +108,7 @@ export function createEventFeed({ repository, clock, log }: EventFeedDeps) {
       // Nobody listened: what happened meanwhile is nobody's news (a stream that wants it replays it itself).
       if (listeners.size === 0) {
         position = undefined;
+        starting = undefined;
         gap = undefined;
       }
       listeners.add(listener);

@@ -38,7 +38,7 @@ export type EventStreamDeps = {
 export function createEventStreams({ feed, repository, watch, heartbeatMs = HEARTBEAT_MS }: EventStreamDeps) {
   const open = new Map<string, number>();
 
-  return function stream(caller: Principal, credential: StreamCredential, lastEventId: string | null): Response {
+  return async function stream(caller: Principal, credential: StreamCredential, lastEventId: string | null): Promise<Response> {
     const count = open.get(caller.id) ?? 0;
     if (count >= MAX_EVENT_STREAMS_PER_USER)
       throw new TooManyRequests(
@@ -63,6 +63,19 @@ export function createEventStreams({ feed, repository, watch, heartbeatMs = HEAR
       else open.delete(caller.id);
     };
 
+    // Listening starts, and where it starts is known, before the client is answered: an event written after the answer
+    // reaches this stream. Events arriving meanwhile (and while the past is replayed) wait, so that none is out of order.
+    let held: ConnectorEventRow[] | undefined = [];
+    let pass: (event: ConnectorEventRow) => void = () => {};
+    unsubscribe = feed.subscribe((event) => (held ? held.push(event) : pass(event)));
+    let live: number;
+    try {
+      live = await feed.ready();
+    } catch (e) {
+      close();
+      throw e;
+    }
+
     const body = new ReadableStream<Uint8Array>({
       async start(controller) {
         // The caller's access is checked again every second: a stream it lost access to ends (the client reconnects
@@ -84,18 +97,13 @@ export function createEventStreams({ feed, repository, watch, heartbeatMs = HEAR
           }
         };
         // Delivered in id order, each once: `after` is the last id passed (seen or not by this caller).
-        let after = 0;
-        const pass = (event: ConnectorEventRow) => {
+        let after = live;
+        pass = (event: ConnectorEventRow) => {
           if (event.id <= after) return;
           after = event.id;
           if (visible(event)) enqueue(frame(event));
         };
-        // Live events wait while the past is replayed, so that nothing arrives out of order.
-        let held: ConnectorEventRow[] | undefined = resumeFrom === undefined ? undefined : [];
-        unsubscribe = feed.subscribe((event) => (held ? held.push(event) : pass(event)));
         enqueue(encoder.encode("retry: 3000\n: connected\n\n"));
-        const live = await feed.ready();
-        after = live;
         if (resumeFrom !== undefined) {
           const { oldest } = await repository.eventBounds();
           if (resumeFrom < oldest - 1) {
@@ -117,10 +125,10 @@ export function createEventStreams({ feed, repository, watch, heartbeatMs = HEAR
             }
             after = Math.max(after, live);
           }
-          const waiting = held!;
-          held = undefined;
-          for (const event of waiting) pass(event);
         }
+        const waiting = held ?? [];
+        held = undefined;
+        for (const event of waiting) pass(event);
         heartbeat = setInterval(() => enqueue(encoder.encode(": heartbeat\n\n")), heartbeatMs);
       },
       cancel: close,

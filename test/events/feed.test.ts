@@ -81,12 +81,64 @@ describe("the event feed", () => {
   });
 });
 
+describe("where delivery starts", () => {
+  // The race: a stream asks where delivery starts while a poll asks the same; an event committed between the two
+  // queries made the poll's later answer jump past it, and the stream (which starts at the earlier answer) never got it.
+  test("a stream and a poll asking at once get one answer: an event committed between their questions is delivered", async () => {
+    const events = table();
+    const answers: (() => void)[] = [];
+    const slow = {
+      ...events.repository,
+      // Each question is answered from the table as it is when asked, but only when the test says so.
+      eventBounds: () => {
+        const bounds = events.repository.eventBounds();
+        return new Promise<{ newest: number; oldest: number }>((resolve) => answers.push(() => resolve(bounds)));
+      },
+    };
+    const feed = createEventFeed({ repository: slow, clock: Date.now, log });
+    const got: number[] = [];
+    const stop = feed.subscribe((e) => got.push(e.id));
+    const streamStart = feed.ready();
+    events.commit(1);
+    const polled = feed.poll();
+    for (const answer of answers.splice(0)) answer();
+    await Promise.resolve();
+    for (const answer of answers.splice(0)) answer();
+    expect(await streamStart).toBe(0);
+    await polled;
+    await feed.poll();
+    expect(got).toEqual([1]);
+    stop();
+  });
+
+  test("an event written right after the stream answered reaches it, however slow the store", async () => {
+    const events = table();
+    // A busy pool: the question runs a while after it is asked, and sees the table as it is then.
+    const slow = {
+      ...events.repository,
+      eventBounds: () => Bun.sleep(5).then(() => events.repository.eventBounds()),
+    };
+    const feed = createEventFeed({ repository: slow, clock: Date.now, log });
+    const watch = createAccessWatch({ recheck: async () => ({ id: "u", username: "u", role: "user" }) });
+    const response = await createEventStreams({ feed, repository: slow, watch })(
+      { id: "u", username: "u", role: "user" },
+      { authorization: null, cookie: null },
+      null,
+    );
+    events.commit(1);
+    feed.kick();
+    const reader = sseReader(response);
+    expect(Number((await reader.nextEvent()).id)).toBe(1);
+    await reader.close();
+  });
+});
+
 describe("an idle event stream", () => {
   test("sends a heartbeat comment so that proxies keep it open", async () => {
     const events = table();
     const feed = createEventFeed({ repository: events.repository, clock: Date.now, log });
     const watch = createAccessWatch({ recheck: async () => ({ id: "u", username: "u", role: "user" }) });
-    const stream = createEventStreams({ feed, repository: events.repository, watch, heartbeatMs: 20 })(
+    const stream = await createEventStreams({ feed, repository: events.repository, watch, heartbeatMs: 20 })(
       { id: "u", username: "u", role: "user" },
       { authorization: null, cookie: null },
       null,
