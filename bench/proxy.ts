@@ -53,7 +53,7 @@ const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
 const children: Bun.Subprocess[] = [];
 
 async function main() {
-  const [upstreamPort, nginxPort, barePort] = [await freePort(), await freePort(), await freePort()];
+  const [upstreamPort, nginxPort, barePort, heldPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   children.push(
     Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }),
   );
@@ -96,6 +96,12 @@ http {
   });
   children.push(bare);
   await waitFor(`http://127.0.0.1:${barePort}/mcp`);
+  const heldBare = Bun.spawn([process.execPath, join(ROOT, "bench/bare-proxy.ts"), upstream, String(heldPort), "held"], {
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  children.push(heldBare);
+  await waitFor(`http://127.0.0.1:${heldPort}/mcp`);
 
   const binary = join(ROOT, "dist/connector-service");
   const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
@@ -117,6 +123,7 @@ http {
     { name: "direct", url: upstream, auth: undefined, pid: undefined },
     { name: "nginx", url: `http://127.0.0.1:${nginxPort}/mcp`, auth: undefined, pid: nginx.pid },
     { name: "bare Bun proxy", url: `http://127.0.0.1:${barePort}/mcp`, auth: undefined, pid: bare.pid },
+    { name: "bare, held", url: `http://127.0.0.1:${heldPort}/mcp`, auth: undefined, pid: heldBare.pid },
     ...serviceTargets,
   ];
   type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
@@ -194,8 +201,15 @@ http {
   console.log(
     `bare Bun proxy (the runtime's floor): ${(floor.rps / s.direct!.rps).toFixed(3)}x direct, ${(floor.rps / s.nginx!.rps).toFixed(3)}x nginx, adds ${(floor.p50_ms_c1 - s.direct!.p50_ms_c1).toFixed(3)} ms`,
   );
+  const heldFloor = s["bare, held"]!;
+  console.log(
+    `bare, held (reads both bodies whole) / bare Bun proxy: ${(heldFloor.rps / floor.rps).toFixed(3)}x throughput, ${(heldFloor.cpu_us! / floor.cpu_us!).toFixed(2)}x CPU per request`,
+  );
   for (const t of serviceTargets) {
     const r = s[t.name]!;
+    console.log(
+      `${t.name} / bare, held: ${(r.rps / heldFloor.rps).toFixed(3)}x throughput, ${(r.cpu_us! / heldFloor.cpu_us!).toFixed(2)}x CPU per request`,
+    );
     console.log(
       `${t.name} / bare Bun proxy: ${(r.rps / floor.rps).toFixed(3)}x throughput (target >= 0.9), ${r.p50_ms_c1 - floor.p50_ms_c1 >= 0 ? "+" : ""}${(r.p50_ms_c1 - floor.p50_ms_c1).toFixed(3)} ms p50 at c=1 (target <= +0.05), ${(r.cpu_us! / floor.cpu_us!).toFixed(2)}x CPU per request`,
     );
