@@ -12,6 +12,9 @@ import { VERSION } from "../version";
  */
 export type MemberExchange = (connectorId: string, request: Request) => Promise<Response>;
 
+/** Any result, its members kept (built once: zod compiles a schema on first use, which cost more than the call). */
+const ANY_RESULT = ResultSchema.passthrough();
+
 /** Any URL: the exchange routes by connector id, never by URL. */
 const memberUrl = (connectorId: string) => new URL(`http://member.invalid/api/v1/connectors/${connectorId}/mcp`);
 
@@ -67,7 +70,7 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string)
           ...(options.signal && { signal: options.signal }),
           ...(options.onprogress && { onprogress: options.onprogress, resetTimeoutOnProgress: true }),
         };
-        return client.request({ method, ...(params && { params }) }, ResultSchema.passthrough(), requestOptions);
+        return client.request({ method, ...(params && { params }) }, ANY_RESULT, requestOptions);
       };
       try {
         return await send();
