@@ -85,7 +85,7 @@ test("the virtual server command makes one MCP URL of two connectors as written"
   }
   const { stdout, stderr, code } = await bash(block("sh", "## Virtual servers"), {
     CS: service.url,
-    PASSWORD: ADMIN.password,
+    ADMIN: `${ADMIN.username}:${ADMIN.password}`,
     GITHUB: ids[0]!,
     LINEAR: ids[1]!,
   });
