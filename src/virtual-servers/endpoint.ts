@@ -1,4 +1,4 @@
-import type { Progress } from "@modelcontextprotocol/sdk/types.js";
+import { SUPPORTED_PROTOCOL_VERSIONS, type Progress } from "@modelcontextprotocol/sdk/types.js";
 import { InvalidToken, PayloadTooLarge } from "../http-errors/errors";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
@@ -29,6 +29,12 @@ import type { ClientSession, ClientSessions, Listing } from "./sessions";
 
 /** MCP 2025-11-25 basic/lifecycle "Version Negotiation": the session eras served here, the latest first. */
 export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const;
+/**
+ * What the MCP-Protocol-Version header may say on a session's requests: every session-era version the SDK knows (its
+ * servers accept them too, and clients such as the conformance kit send 2025-03-26 on a session that agreed on a later
+ * one). Only PROTOCOL_VERSIONS are agreed at initialize.
+ */
+const HEADER_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
 /** Items per page of a merged list (MCP 2025-11-25 basic/utilities/pagination: the page size is the server's). */
 export const PAGE_SIZE = 100;
 const LIST_METHODS: Record<string, ListKind> = Object.fromEntries(
@@ -197,8 +203,8 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     if (!session) return jsonAnswer(errorOf(id ?? null, new RpcError(-32001, "Session not found: initialize a new one")), 404);
     const version = request.headers.get("mcp-protocol-version");
     // basic/transports "Protocol Version Header": an unsupported version is a 400.
-    if (version !== null && !PROTOCOL_VERSIONS.some((v) => v === version)) {
-      const why = `MCP-Protocol-Version ${version} is not supported: ${PROTOCOL_VERSIONS.join(", ")}`;
+    if (version !== null && !HEADER_VERSIONS.has(version)) {
+      const why = `MCP-Protocol-Version ${version} is not supported: ${[...HEADER_VERSIONS].join(", ")}`;
       return jsonAnswer(errorOf(id ?? null, new RpcError(INVALID_REQUEST, why)), 400);
     }
 
