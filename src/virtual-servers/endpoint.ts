@@ -175,13 +175,15 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     if (typeof message !== "object" || message === null || Array.isArray(message) || message.jsonrpc !== "2.0")
       return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Not a JSON-RPC 2.0 message (batches are not served)")), 400);
     const { row: server, members } = await serverOf(caller, serverId);
+    // Member calls are the caller's, marked as through this virtual server for their audit records and metrics.
+    const through: Principal = { ...caller, virtualServer: server.id };
     const method = typeof message.method === "string" ? message.method : undefined;
     const id = isRequestId(message.id) ? message.id : undefined;
     const params = (typeof message.params === "object" && message.params !== null ? message.params : {}) as Record<
       string,
       unknown
     >;
-    if (method === "initialize" && id !== undefined) return initialize(id, caller, server, params);
+    if (method === "initialize" && id !== undefined) return initialize(id, through, server, params);
 
     // basic/transports "Session Management": a request without the session's id is a 400, an unknown id a 404.
     const sessionId = request.headers.get(SESSION_HEADER);
@@ -190,7 +192,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         errorOf(id ?? null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required: send initialize first")),
         400,
       );
-    const session = sessions.find(sessionId, server.id, caller);
+    const session = sessions.find(sessionId, server.id, through);
     if (!session) return jsonAnswer(errorOf(id ?? null, new RpcError(-32001, "Session not found: initialize a new one")), 404);
     const version = request.headers.get("mcp-protocol-version");
     // basic/transports "Protocol Version Header": an unsupported version is a 400.
