@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createRegistry } from "../../src/metrics/registry";
+import { createVirtualServerMetrics, MAX_VIRTUAL_SERVER_SERIES } from "../../src/virtual-servers/metrics";
+import { scrape } from "../metrics/scrape";
 import { startLabelledServer } from "../peers/labelled-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, mcpClient, toolText } from "../support/mcp";
@@ -69,5 +72,53 @@ describe("audit", () => {
 
     const byMember = await audit(`connector_id=${idTwo}&method=tools/call`);
     expect(byMember.map((r) => r.virtual_server_id).sort()).toEqual([null, server.id].sort());
+  });
+});
+
+describe("metrics", () => {
+  const series = async (serverId: string) =>
+    Object.fromEntries([...(await scrape(t)).samples].filter(([name]) => name.includes(`virtual_server="${serverId}"`)));
+
+  test("each member message counts under its virtual server, method and outcome, with its duration", async () => {
+    const server = await virtualServer("Counted");
+    expect(await series(server.id)).toEqual({});
+    const { client } = await mcpClient(server.mcp_url, { token: alice.token }, t.fetch);
+    await client.callTool({ name: "one__echo", arguments: { message: "a" } });
+    await client.callTool({ name: "two__echo", arguments: { message: "b" } });
+    // The member's own JSON-RPC error (a prompt argument missing): outcome error.
+    expect(await client.getPrompt({ name: "two__hello", arguments: {} }).catch((e: Error) => e)).toBeInstanceOf(Error);
+    // A name not admitted never reaches a member: nothing counted for it.
+    await client.callTool({ name: "two__nothing", arguments: {} }).catch(() => undefined);
+    await client.close();
+
+    const counted = await series(server.id);
+    const requests = (method: string, outcome: string) =>
+      counted[`virtual_server_member_requests_total{virtual_server="${server.id}",method="${method}",outcome="${outcome}"}`];
+    expect(requests("tools/call", "result")).toBe(2);
+    expect(requests("prompts/get", "error")).toBe(1);
+    // One session per member: initialize and its notification each twice; the tools listing once per member.
+    expect(requests("initialize", "result")).toBe(2);
+    expect(requests("tools/list", "result")).toBe(2);
+    const total = Object.entries(counted)
+      .filter(([name]) => name.startsWith("virtual_server_member_requests_total"))
+      .reduce((sum, [, value]) => sum + value, 0);
+    expect(counted[`virtual_server_member_request_duration_seconds_count{virtual_server="${server.id}"}`]).toBe(total);
+    expect(counted[`virtual_server_member_request_duration_seconds_bucket{virtual_server="${server.id}",le="+Inf"}`]).toBe(total);
+    expect(counted[`virtual_server_member_request_duration_seconds_sum{virtual_server="${server.id}"}`]).toBeGreaterThan(0);
+  });
+
+  test("past MAX_VIRTUAL_SERVER_SERIES virtual servers, the rest count together as other; methods outside the set too", async () => {
+    const registry = createRegistry();
+    const metrics = createVirtualServerMetrics(registry);
+    for (let i = 0; i <= MAX_VIRTUAL_SERVER_SERIES; i++) metrics.observe(`vs-${i}`, "tools/call", "result", 0.01);
+    metrics.observe("vs-0", "made/up", "error", 0.01);
+    metrics.observe("vs-0", null, "http", 0.01);
+    const text = await registry.render();
+    expect(text).toContain('virtual_server_member_requests_total{virtual_server="vs-0",method="tools/call",outcome="result"} 1');
+    expect(text).toContain('virtual_server_member_requests_total{virtual_server="vs-0",method="other",outcome="error"} 1');
+    expect(text).toContain('virtual_server_member_requests_total{virtual_server="vs-0",method="other",outcome="http"} 1');
+    expect(text).not.toContain(`virtual_server="vs-${MAX_VIRTUAL_SERVER_SERIES}"`);
+    expect(text).toContain('virtual_server_member_requests_total{virtual_server="other",method="tools/call",outcome="result"} 1');
+    expect(text).toContain('virtual_server_member_request_duration_seconds_count{virtual_server="vs-0"} 3');
   });
 });
