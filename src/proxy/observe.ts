@@ -186,6 +186,7 @@ export function createObserver({ audit, tracing, responses, virtualServers, cloc
         "mcp.connector.id": row.id,
         "enduser.id": caller.id,
         "http.request.method": request.method,
+        ...(caller.virtualServer !== undefined && { "mcp.virtual_server.id": caller.virtualServer }),
       });
       const counted = virtualServers !== undefined && caller.virtualServer !== undefined;
       const reads = request.method === "POST" && (audit !== undefined || traced !== undefined || counted);
