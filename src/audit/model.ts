@@ -11,6 +11,10 @@ export const AuditQuery = t.Object({
     t.String({ maxLength: 100, description: "Only this user's records (administrators; others see only their own)" }),
   ),
   method: t.Optional(t.String({ maxLength: 100, description: "Only this JSON-RPC method, e.g. tools/call" })),
+  name: t.Optional(t.String({ maxLength: 2048, description: "Only this tool, prompt or resource URI, e.g. send_email" })),
+  outcome: t.Optional(
+    t.Union([t.Literal("result"), t.Literal("error"), t.Literal("http")], { description: "Only this outcome" }),
+  ),
   since: t.Optional(t.String({ format: "date-time", description: "From this time on (inclusive)" })),
   until: t.Optional(t.String({ format: "date-time", description: "Up to this time (inclusive)" })),
   limit: t.Optional(
@@ -22,6 +26,12 @@ export const AuditQuery = t.Object({
     }),
   ),
   cursor: t.Optional(t.String({ maxLength: 100, description: "next_cursor of the previous page" })),
+  format: t.Optional(
+    t.Union([t.Literal("json"), t.Literal("ndjson"), t.Literal("csv")], {
+      description:
+        "json (default): one page; ndjson or csv: every record the filters select, newest first, streamed as a download (limit does not apply)",
+    }),
+  ),
 });
 export type AuditQuery = typeof AuditQuery.static;
 

@@ -9,6 +9,9 @@ export type AuditFilter = {
   connectorId?: string;
   virtualServerId?: string;
   method?: string;
+  /** The tool, prompt or resource URI. */
+  name?: string;
+  outcome?: AuditRow["outcome"];
   since?: number;
   until?: number;
 };
@@ -60,6 +63,8 @@ export function createAuditRepository(store: Store): AuditRepository {
       if (filter.connectorId !== undefined) conditions.push(eq(audit.connector_id, filter.connectorId));
       if (filter.virtualServerId !== undefined) conditions.push(eq(audit.virtual_server_id, filter.virtualServerId));
       if (filter.method !== undefined) conditions.push(eq(audit.method, filter.method));
+      if (filter.name !== undefined) conditions.push(eq(audit.name, filter.name));
+      if (filter.outcome !== undefined) conditions.push(eq(audit.outcome, filter.outcome));
       if (filter.since !== undefined) conditions.push(gte(audit.at, filter.since));
       if (filter.until !== undefined) conditions.push(lte(audit.at, filter.until));
       if (beforeId !== undefined) conditions.push(lt(audit.id, beforeId));

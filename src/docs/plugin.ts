@@ -25,6 +25,11 @@ export const OWN_BODY = { "x-own-body": true } as const;
  * body under its own cap (400 when over), so none of the problem+json refusals common to API routes are added.
  */
 export const PROTOCOL_ERRORS = { "x-own-body": true, "x-protocol-errors": true } as const;
+/**
+ * An operation's 200 that may also come as other media types than its JSON schema says (a download, a stream): each
+ * is added to the 200's content as text, with what it holds.
+ */
+export const alsoAnswers = (types: Record<string, string>) => ({ "x-also-content": types }) as const;
 
 type Response = {
   description?: string;
@@ -41,6 +46,7 @@ type Operation = {
   "x-optional-body"?: boolean;
   "x-own-body"?: boolean;
   "x-protocol-errors"?: boolean;
+  "x-also-content"?: Record<string, string>;
 };
 type Document = { paths?: Record<string, Record<string, Operation>> };
 
@@ -127,6 +133,11 @@ function finishDocument(document: Document) {
         const [example] = media.schema?.examples ?? [];
         if (example !== undefined && media.example === undefined && media.examples === undefined) media.example = example;
       }
+      const also = operation["x-also-content"];
+      if (also && responses["200"])
+        for (const [type, description] of Object.entries(also))
+          (responses["200"].content ??= {})[type] = { schema: { type: "string", description } as { title?: string } };
+      delete operation["x-also-content"];
       delete operation["x-optional-body"];
       delete operation["x-own-body"];
       delete operation["x-protocol-errors"];
