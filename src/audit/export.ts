@@ -1,23 +1,8 @@
 import type { AuditRecord } from "./model";
+import { AUDIT_COLUMNS } from "./repository";
 
-/** The columns of an exported record, in order (the API's record; `captured` as its JSON text). */
-export const EXPORT_COLUMNS = [
-  "id",
-  "at",
-  "user_id",
-  "credential",
-  "connector_id",
-  "virtual_server_id",
-  "method",
-  "name",
-  "outcome",
-  "error_code",
-  "http_status",
-  "duration_ms",
-  "request_bytes",
-  "response_bytes",
-  "captured",
-] as const satisfies readonly (keyof AuditRecord)[];
+/** The columns of an exported record: the stored columns, in their order (`captured` as its JSON text). */
+export const EXPORT_COLUMNS = AUDIT_COLUMNS satisfies readonly (keyof AuditRecord)[];
 
 /**
  * One CSV field ([RFC 4180 §2](https://www.rfc-editor.org/rfc/rfc4180#section-2): quoted when it holds a comma,

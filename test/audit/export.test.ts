@@ -87,7 +87,7 @@ test("csv: a header line, RFC 4180 quoting, and a formula in a tool's name defus
   expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8; header=present");
   const lines = (await res.text()).split("\r\n");
   expect(lines[0]).toBe(
-    "id,at,user_id,credential,connector_id,virtual_server_id,method,name,outcome,error_code,http_status,duration_ms,request_bytes,response_bytes,captured",
+    "id,at,user_id,credential,connector_id,method,name,outcome,error_code,http_status,duration_ms,request_bytes,response_bytes,captured,virtual_server_id",
   );
   expect(lines).toHaveLength(3); // header, the record, and the empty string after the last CRLF
   expect(lines[1]).toContain(`,"'=HYPERLINK(""https://evil.example"",""click"")",`);
