@@ -7,7 +7,7 @@ import { pagedToolsServer } from "../peers/paged-tools";
 import { scriptedOAuth } from "../peers/scripted-oauth";
 import { readResponse } from "./api";
 import { createTestApp, steppedClock } from "./app";
-import { byHand, pkce, REDIRECT_URI } from "./oauth-by-hand";
+import { byHand, pkce } from "./oauth-by-hand";
 import { approveInForms } from "./oauth-client";
 import { finishCallback } from "./callback";
 import { waitFor } from "./wait";
@@ -124,15 +124,7 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     const resource = `${t.publicUrl}/api/v1/connectors/${tooled}/mcp`;
     const { verifier, challenge } = pkce();
     const { location } = await approveInForms(t.handle, as.authorizeUrl({ client_id, challenge, resource }), alice.basic);
-    const code = new URL(location).searchParams.get("code")!;
-    const tokens = await as.token({
-      grant_type: "authorization_code",
-      client_id,
-      code,
-      code_verifier: verifier,
-      redirect_uri: REDIRECT_URI,
-      resource,
-    });
+    const tokens = await as.exchange({ client_id, verifier, code: new URL(location).searchParams.get("code")! }, resource);
     if (tokens.status !== 200) throw new Error(`token: ${tokens.status} ${await tokens.text()}`);
     // A request is stored once the person signed in (the consent page waits for the answer).
     const waiting = as.authorizeUrl({ client_id, challenge: pkce().challenge, resource });

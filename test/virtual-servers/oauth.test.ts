@@ -6,7 +6,7 @@ import { ACCESS_TOKEN_TTL_MS } from "../../src/oauth-server/model";
 import { startLabelledServer } from "../peers/labelled-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
-import { byHand, pkce, REDIRECT_URI } from "../support/oauth-by-hand";
+import { byHand, pkce } from "../support/oauth-by-hand";
 import { approveInForms, memoryOAuthProvider } from "../support/oauth-client";
 
 // OAuth by URL alone at a virtual server's MCP URL (docs/interface.md §9.4): an MCP client that knows nothing but
@@ -60,13 +60,14 @@ const INITIALIZE = JSON.stringify({
   params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "by-hand", version: "1" } },
 });
 
-/** A POST of `body` at an MCP URL with a bearer token (or none): the response. */
-const post = (url: string, token: string | undefined, body = INITIALIZE) =>
+/** A POST of `body` at an MCP URL with a bearer token (or none), in a session or not: the response. */
+const post = (url: string, token: string | undefined, body = INITIALIZE, session?: string) =>
   t.handle(
     new Request(url, {
       method: "POST",
       headers: {
         ...(token && { authorization: `Bearer ${token}` }),
+        ...(session && { "mcp-session-id": session }),
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
       },
@@ -87,14 +88,7 @@ async function tokensFor(resource: string, who?: { username: string; password: s
   const { client_id, verifier, back } = await authorize(resource, who);
   const code = back.searchParams.get("code");
   if (!code) throw new Error(`no code: ${back.href}`);
-  const res = await oauth.token({
-    grant_type: "authorization_code",
-    client_id,
-    code,
-    code_verifier: verifier,
-    redirect_uri: REDIRECT_URI,
-    resource,
-  });
+  const res = await oauth.exchange({ client_id, verifier, code }, resource);
   expect(res.status).toBe(200);
   return { client_id, ...((await res.json()) as { access_token: string; refresh_token: string }) };
 }
@@ -231,19 +225,7 @@ describe("a token for one virtual server", () => {
     const opened = await post(server.mcp_url, mine.access_token);
     const session = opened.headers.get("mcp-session-id")!;
     expect(session).toBeTruthy();
-    const withSession = (token: string) =>
-      t.handle(
-        new Request(server.mcp_url, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${token}`,
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream",
-            "mcp-session-id": session,
-          },
-          body: LIST,
-        }),
-      );
+    const withSession = (token: string) => post(server.mcp_url, token, LIST, session);
     expect((await withSession(mine.access_token)).status).toBe(200);
     expect((await withSession(other.access_token)).status).toBe(401);
   });
@@ -251,14 +233,7 @@ describe("a token for one virtual server", () => {
   test("the token endpoint refuses a resource other than the granted one (RFC 8707 §2.2), for the code and for a refresh", async () => {
     const { client_id, verifier, back } = await authorize(server.mcp_url);
     const exchange = (resource: string) =>
-      oauth.token({
-        grant_type: "authorization_code",
-        client_id,
-        code: back.searchParams.get("code")!,
-        code_verifier: verifier,
-        redirect_uri: REDIRECT_URI,
-        resource,
-      });
+      oauth.exchange({ client_id, verifier, code: back.searchParams.get("code")! }, resource);
     for (const resource of [otherOfAlice.mcp_url, proxyUrl(idOne)]) {
       const refused = await exchange(resource);
       expect({ resource, status: refused.status, error: (await refused.json()).error }).toEqual({
@@ -308,18 +283,7 @@ describe("who may allow it", () => {
     const { access_token } = await tokensFor(server.mcp_url, t.admin.basic);
     const opened = await post(server.mcp_url, access_token);
     expect(opened.status).toBe(200);
-    const list = await t.handle(
-      new Request(server.mcp_url, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${access_token}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-session-id": opened.headers.get("mcp-session-id")!,
-        },
-        body: LIST,
-      }),
-    );
+    const list = await post(server.mcp_url, access_token, LIST, opened.headers.get("mcp-session-id")!);
     expect((await list.json()).result.tools.map((tool: { name: string }) => tool.name)).toContain("one__echo");
     // Still bound: not at the members' proxy URLs nor Bob's virtual server.
     expect((await post(proxyUrl(idOne), access_token)).status).toBe(401);
