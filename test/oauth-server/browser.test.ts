@@ -94,6 +94,18 @@ async function firstConnect({ provider, transport, client, url }: ReturnType<typ
   return authorizationUrl;
 }
 
+/** A ping at the connector's proxy URL over the socket with a bearer token: the response. */
+const pingWith = (token: string) =>
+  fetch(proxy, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+  });
+
 /** In the browser: the service's sign-in page, then its consent page (returned as text), answered with `button`. */
 async function signInAndAnswer(authorizationUrl: URL, button: "Allow" | "Deny", heading = "Allow access to an MCP connector?") {
   const context = await browser.newContext();
@@ -154,15 +166,7 @@ describe("an MCP client given only the proxy URL, with a person in a real browse
     const grant = grants.find((g) => g.client_id === mcp.provider.saved.client!.client_id);
     expect(grant).toMatchObject({ connector_id: connectorId });
     expect((await asAlice("DELETE", `/api/v1/grants/${grant!.id}`)).status).toBe(204);
-    const refused = await fetch(proxy, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${mcp.provider.saved.tokens!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
-    });
+    const refused = await pingWith(mcp.provider.saved.tokens!.access_token);
     expect(refused.status).toBe(401);
     // Its refresh token is refused (invalid_grant): it drops its tokens and must send the person to sign in again.
     const askedBefore = mcp.provider.saved.authorizationUrl;
@@ -218,15 +222,7 @@ describe("an MCP client given only a virtual server's URL, with a person in a re
     await mcp.client.close();
 
     // RFC 8707: bound to the virtual server; its member's own proxy URL refuses it.
-    const atMember = await fetch(proxy, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${mcp.provider.saved.tokens!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
-    });
+    const atMember = await pingWith(mcp.provider.saved.tokens!.access_token);
     expect(atMember.status).toBe(401);
     expect(atMember.headers.get("www-authenticate")).toContain('error="invalid_token"');
   });
