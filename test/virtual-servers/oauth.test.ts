@@ -219,15 +219,28 @@ describe("a token for one virtual server", () => {
     expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
   });
 
-  test("a session opened with the token goes on only with it: another virtual server's token cannot use it", async () => {
+  test("a session opened with the token goes on only with it (another virtual server's token cannot use it) and ends with it, its members' sessions too", async () => {
     const mine = await tokensFor(server.mcp_url);
     const other = await tokensFor(otherOfAlice.mcp_url);
     const opened = await post(server.mcp_url, mine.access_token);
     const session = opened.headers.get("mcp-session-id")!;
     expect(session).toBeTruthy();
-    const withSession = (token: string) => post(server.mcp_url, token, LIST, session);
+    const withSession = (token: string, method = "POST") =>
+      method === "POST"
+        ? post(server.mcp_url, token, LIST, session)
+        : t.handle(
+            new Request(server.mcp_url, {
+              method,
+              headers: { authorization: `Bearer ${token}`, "mcp-session-id": session },
+            }),
+          );
     expect((await withSession(mine.access_token)).status).toBe(200);
     expect((await withSession(other.access_token)).status).toBe(401);
+    expect((await withSession(other.access_token, "DELETE")).status).toBe(401);
+    // DELETE ends the members' upstream sessions too: reached as the person, not refused as the token's binding.
+    const ended = one.sessions.ended + two.sessions.ended;
+    expect((await withSession(mine.access_token, "DELETE")).status).toBe(204);
+    expect(one.sessions.ended + two.sessions.ended).toBe(ended + 2);
   });
 
   test("the token endpoint refuses a resource other than the granted one (RFC 8707 §2.2), for the code and for a refresh", async () => {
