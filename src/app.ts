@@ -118,13 +118,12 @@ export function createServices(deps: Deps) {
   const { connectorRows, metrics, cors, upstreamFetch, tracing } = base;
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
-  // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
   const conflictNotes = createConflictNotes();
   const memberFailures = createMemberFailures();
   const virtualServers = createVirtualServerService({
     conflicts: conflictNotes,
     failures: memberFailures,
-    repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
+    repository: base.virtualServerRows,
     clock,
     newId,
     publicUrl: deps.publicUrl,
@@ -295,6 +294,8 @@ function createBase(deps: Deps) {
   return {
     users: createUserRepository(deps.store, clock),
     connectorRows,
+    // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
+    virtualServerRows: createVirtualServerRepository(deps.store, () => feed.kick()),
     feed,
     presets: createPresetCatalog(config.presets),
     metrics,
@@ -312,7 +313,7 @@ type Base = ReturnType<typeof createBase>;
 /** Who may do what: sessions, the authorization server of the proxy URLs, and the credentials each way in takes. */
 function createAccess(deps: Deps, base: Base) {
   const { config, clock, newId } = deps;
-  // The service as the authorization server of its own proxy URLs (oauth-server/): MCP clients that know only a URL.
+  // The service as the authorization server of its own MCP URLs (oauth-server/): MCP clients that know only a URL.
   const authServerRows = createAuthServerRepository(deps.store, clock);
   const authServerClients = createClients({
     repository: authServerRows,
@@ -330,6 +331,7 @@ function createAccess(deps: Deps, base: Base) {
     newId,
     publicUrl: deps.publicUrl,
     connector: base.connectorRows.findById,
+    virtualServer: base.virtualServerRows.findById,
     user: findPrincipal(base.users),
   });
   const sessions = createSessions({ users: base.users, clock, publicUrl: deps.publicUrl });

@@ -1,5 +1,5 @@
 import { GRANT_TYPES_SUPPORTED, OAUTH_PATHS } from "./model";
-import { resourceOf } from "./resource";
+import { resourceOf, type Binding } from "./resource";
 import { SCOPES_SUPPORTED } from "./scope";
 
 /** [RFC 8414 §2](https://www.rfc-editor.org/rfc/rfc8414#section-2): what MCP clients read to find the endpoints. */
@@ -22,20 +22,26 @@ export function authorizationServerMetadata(issuer: string) {
   };
 }
 
-/** [RFC 9728 §2](https://www.rfc-editor.org/rfc/rfc9728#section-2): a connector's proxy URL as a protected resource. */
-export function protectedResourceMetadata(issuer: string, connectorId: string) {
+/**
+ * [RFC 9728 §2](https://www.rfc-editor.org/rfc/rfc9728#section-2): a connector's proxy URL or a virtual server's MCP
+ * URL as a protected resource. Served for any id, known or not, so the document tells a stranger nothing.
+ */
+export function protectedResourceMetadata(issuer: string, binding: Binding) {
   return {
-    resource: resourceOf(issuer, connectorId),
+    resource: resourceOf(issuer, binding),
     authorization_servers: [issuer],
     bearer_methods_supported: ["header"],
     scopes_supported: SCOPES_SUPPORTED,
-    resource_name: "An MCP server through connector-service",
+    resource_name:
+      binding.virtual_server_id !== undefined
+        ? "A virtual server of connector-service (MCP servers joined into one)"
+        : "An MCP server through connector-service",
   };
 }
 
 /**
  * [RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1)'s root form, for clients that ask without the
- * resource's path: it names the service itself; tokens are for one connector's proxy URL, whose document the 401 names.
+ * resource's path: it names the service itself; tokens are for one connector's proxy URL or one virtual server's MCP URL, whose document the 401 names.
  */
 export function rootResourceMetadata(issuer: string) {
   return {

@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import type { Binding } from "./resource";
 
 /** Where the authorization server's endpoints live, under the service's public URL. */
 export const OAUTH_PATHS = {
@@ -42,14 +43,15 @@ export type ClientMetadata = {
   software_version?: string;
 };
 
-/** An authorization request as validated at the authorization endpoint, kept until the person answers. */
-export type AuthorizationParams = {
+/**
+ * An authorization request as validated at the authorization endpoint, kept until the person answers; its Binding is
+ * the connector or virtual server whose MCP URL is the `resource`.
+ */
+export type AuthorizationParams = Binding & {
   client_id: string;
   redirect_uri: string;
   state: string | null;
   code_challenge: string;
-  /** The connector whose proxy URL is the `resource`. */
-  connector_id: string;
   /** The scope to be granted (scope.ts: only what the server knows), not the one asked for. */
   scope: string | null;
 };
@@ -97,7 +99,8 @@ export const GrantList = t.Object({
     t.Object({
       id: t.String(),
       client_id: t.String(),
-      connector_id: t.String(),
+      connector_id: t.Union([t.String(), t.Null()], { description: "The connector whose proxy URL the grant is for" }),
+      virtual_server_id: t.Union([t.String(), t.Null()], { description: "Or the virtual server whose MCP URL it is for" }),
       scope: t.Union([t.String(), t.Null()]),
       created_at: t.String({ format: "date-time" }),
       last_used_at: t.Union([t.String({ format: "date-time" }), t.Null()]),

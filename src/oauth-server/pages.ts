@@ -71,7 +71,7 @@ export function signInPage(client: ClientRow, redirectUri: string, error?: strin
   return page(
     "Sign in",
     `<h1>Sign in to connector-service</h1>
-<p>An application asks to use one of your MCP connectors.</p>
+<p>An application asks to use one of your MCP connectors or virtual servers.</p>
 <dl>${clientFacts(client, redirectUri)}</dl>
 ${error ? `<p class="error">${escape(error)}</p>` : ""}
 <form method="post" action="">
@@ -92,14 +92,18 @@ export function consentPage(
   target: ConsentTarget,
   username: string,
 ): Response {
-  // A connector that is not the person's to give is not named (the request is refused when allowed: authorization.ts).
-  const connector = target ?? { name: "a connector that is not yours", url: "the request will be refused" };
+  // What is not the person's to give is not named (the request is refused when allowed: authorization.ts).
+  const reach = !target
+    ? "a connector or virtual server that is not yours (the request will be refused)"
+    : target.kind === "connector"
+      ? `${escape(target.name)} (${escape(target.url)}), through this service, with the credentials the connector holds`
+      : `the virtual server ${escape(target.name)} (${escape(target.url)}): each of its member connectors, through this service, with the credentials they hold`;
   return page(
     "Allow access",
-    `<h1>Allow access to an MCP connector?</h1>
+    `<h1>Allow access to ${target?.kind === "virtual server" ? "an MCP virtual server" : "an MCP connector"}?</h1>
 <p>Signed in as <strong>${escape(username)}</strong>.</p>
 <dl>${clientFacts(client, redirectUri)}
-<dt>It will reach</dt><dd>${escape(connector.name)} (${escape(connector.url)}), through this service, with the credentials the connector holds</dd></dl>
+<dt>It will reach</dt><dd>${reach}</dd></dl>
 <p class="note">You can revoke this at any time (GET and DELETE /api/v1/grants).</p>
 <form method="post" action="">
 <input type="hidden" name="handle" value="${escape(handle)}"><input type="hidden" name="step" value="consent">

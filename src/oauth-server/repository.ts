@@ -17,9 +17,9 @@ export type ClientRow = typeof sqliteClients.$inferSelect;
 export type RequestRow = typeof sqliteRequests.$inferSelect;
 export type GrantRow = typeof sqliteGrants.$inferSelect;
 export type TokenRow = typeof sqliteTokens.$inferSelect;
-/** What the proxy needs of an access token: whose it is, for which connector, until when. */
+/** What the proxy needs of an access token: whose it is, for which connector or virtual server, until when. */
 export type AccessTokenOwner = Pick<TokenRow, "digest" | "kind" | "expires_at"> &
-  Pick<GrantRow, "connector_id" | "client_id"> & {
+  Pick<GrantRow, "connector_id" | "virtual_server_id" | "client_id"> & {
     grant_id: string;
     user_id: string;
     username: string;
@@ -84,6 +84,7 @@ export function createAuthServerRepository(store: Store, clock: () => number = D
         expires_at: tokens.expires_at,
         grant_id: grants.id,
         connector_id: grants.connector_id,
+        virtual_server_id: grants.virtual_server_id,
         client_id: grants.client_id,
         user_id: users.id,
         username: users.username,

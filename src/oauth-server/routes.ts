@@ -17,6 +17,7 @@ const CROSS_ORIGIN: Record<string, string> = {
   "/.well-known/oauth-authorization-server": "GET",
   "/.well-known/oauth-protected-resource": "GET",
   "/.well-known/oauth-protected-resource/api/v1/connectors/:id/mcp": "GET",
+  "/.well-known/oauth-protected-resource/api/v1/virtual-servers/:id/mcp": "GET",
   [OAUTH_PATHS.register]: "POST",
   [OAUTH_PATHS.token]: "POST",
   [OAUTH_PATHS.revoke]: "POST",

@@ -1,8 +1,10 @@
-import { index as pgIndex, jsonb, pgTable, text as pgText } from "drizzle-orm/pg-core";
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { check as pgCheck, index as pgIndex, jsonb, pgTable, text as pgText } from "drizzle-orm/pg-core";
+import { check, index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, type SameRow } from "../db/columns";
 import { connectors, connectorsPg } from "../connectors/table";
 import { users, usersPg } from "../users/table";
+import { virtual_servers, virtual_serversPg } from "../virtual-servers/table";
 import type { AuthorizationParams, ClientMetadata } from "./model";
 
 // The service as an OAuth 2.1 authorization server for its own MCP proxy URLs: the MCP clients that registered (or
@@ -31,7 +33,10 @@ export const as_requests = sqliteTable("as_requests", {
   expires_at: integer("expires_at").notNull(),
 });
 
-/** What a person allowed a client: the connector it may reach. Revoking it ends every token at once. */
+/** RFC 8707: a grant's tokens are for one resource, a connector's proxy URL or a virtual server's MCP URL. */
+const ONE_RESOURCE = sql`(connector_id IS NULL) <> (virtual_server_id IS NULL)`;
+
+/** What a person allowed a client: the connector or virtual server it may reach. Revoking it ends every token at once. */
 export const as_grants = sqliteTable(
   "as_grants",
   {
@@ -41,14 +46,14 @@ export const as_grants = sqliteTable(
       .references(() => users.id, { onDelete: "cascade" }),
     client_id: text("client_id").notNull(),
     /** The connector whose proxy URL the tokens are for (deleting it ends the grant). */
-    connector_id: text("connector_id")
-      .notNull()
-      .references(() => connectors.id, { onDelete: "cascade" }),
+    connector_id: text("connector_id").references(() => connectors.id, { onDelete: "cascade" }),
+    /** Or the virtual server whose MCP URL they are for (deleting it ends the grant). */
+    virtual_server_id: text("virtual_server_id").references(() => virtual_servers.id, { onDelete: "cascade" }),
     scope: text("scope"),
     created_at: integer("created_at").notNull(),
     last_used_at: integer("last_used_at"),
   },
-  (table) => [index("as_grants_user_idx").on(table.user_id)],
+  (table) => [index("as_grants_user_idx").on(table.user_id), check("as_grants_one_resource", ONE_RESOURCE)],
 );
 
 /** Authorization codes (single use, 1 minute), access and refresh tokens: each bound to a grant. */
@@ -96,14 +101,13 @@ export const as_grantsPg = pgTable(
       .notNull()
       .references(() => usersPg.id, { onDelete: "cascade" }),
     client_id: pgText("client_id").notNull(),
-    connector_id: pgText("connector_id")
-      .notNull()
-      .references(() => connectorsPg.id, { onDelete: "cascade" }),
+    connector_id: pgText("connector_id").references(() => connectorsPg.id, { onDelete: "cascade" }),
+    virtual_server_id: pgText("virtual_server_id").references(() => virtual_serversPg.id, { onDelete: "cascade" }),
     scope: pgText("scope"),
     created_at: millis("created_at").notNull(),
     last_used_at: millis("last_used_at"),
   },
-  (table) => [pgIndex("as_grants_user_idx").on(table.user_id)],
+  (table) => [pgIndex("as_grants_user_idx").on(table.user_id), pgCheck("as_grants_one_resource", ONE_RESOURCE)],
 );
 
 export const as_tokensPg = pgTable(

@@ -9,7 +9,7 @@ import {
   REFRESH_TOKEN_TTL_MS,
 } from "./model";
 import type { AuthServerRepository, ClientRow, GrantRow, TokenRow } from "./repository";
-import { connectorOfResource } from "./resource";
+import { bindingOf, bindingOfResource, sameBinding } from "./resource";
 import { grantedScope } from "./scope";
 import { digest, newSecret } from "./secret";
 
@@ -69,7 +69,7 @@ export function createTokenEndpoint(deps: TokenEndpointDeps) {
   /** [RFC 8707 §2.2](https://www.rfc-editor.org/rfc/rfc8707#section-2.2): a resource named at the token endpoint must be the granted one. */
   function checkResource(form: URLSearchParams, grant: GrantRow): void {
     const resource = form.get("resource");
-    if (resource !== null && connectorOfResource(deps.issuer(), resource) !== grant.connector_id)
+    if (resource !== null && !sameBinding(bindingOfResource(deps.issuer(), resource), bindingOf(grant)))
       throw new InvalidTarget("resource differs from the authorized one");
   }
 

@@ -19,9 +19,13 @@ export type Admitted = {
  */
 export function createAdmission({ connectors, limits }: { connectors: ConnectorService; limits: StreamLimits }) {
   return async function admit(caller: Principal, id: string): Promise<Admitted> {
-    // [RFC 8707 §2](https://www.rfc-editor.org/rfc/rfc8707#section-2): an access token of this service's authorization server is for one connector's proxy URL.
+    // [RFC 8707 §2](https://www.rfc-editor.org/rfc/rfc8707#section-2): an access token of this service's authorization server is for one resource: one connector's proxy URL, or one virtual server's MCP URL.
     if (caller.connector !== undefined && caller.connector !== id)
       throw new InvalidToken("This access token was issued for another connector's MCP proxy URL");
+    // The same for one issued for a virtual server's MCP URL: its members are reached through the virtual server only
+    // (virtual-servers/endpoint.ts drops the binding from its member calls), never at their own proxy URLs.
+    if (caller.boundVirtualServer !== undefined)
+      throw new InvalidToken("This access token was issued for a virtual server's MCP URL, not for a connector's proxy URL");
     let row = await connectors.owned(caller, id, true);
     // The cached row may be up to a second behind a connect on another replica: a refusal is checked in the store.
     if (row.state !== "connected") row = await connectors.owned(caller, id);

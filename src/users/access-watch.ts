@@ -30,7 +30,7 @@ export function createAccessWatch({ recheck, intervalMs = ACCESS_RECHECK_MS, log
   let sweeping: Promise<number> | undefined;
 
   const keyOf = (c: StreamCredential, p: Principal) =>
-    JSON.stringify([c.authorization, c.cookie, p.id, p.role, p.connector ?? null]);
+    JSON.stringify([c.authorization, c.cookie, p.id, p.role, p.connector ?? null, p.boundVirtualServer ?? null]);
 
   async function check(entry: Watched): Promise<boolean> {
     try {
@@ -39,7 +39,8 @@ export function createAccessWatch({ recheck, intervalMs = ACCESS_RECHECK_MS, log
         now !== undefined &&
         now.id === entry.principal.id &&
         now.role === entry.principal.role &&
-        now.connector === entry.principal.connector
+        now.connector === entry.principal.connector &&
+        now.boundVirtualServer === entry.principal.boundVirtualServer
       );
     } catch (e) {
       // A refusal (401) is the answer; anything else (the store failing for a moment) is not a reason to cut a stream.

@@ -15,14 +15,15 @@ export type AuthenticationDeps = {
   clientAddress: (request: Request) => string | undefined;
   sessions: Pick<Sessions, "principal" | "personOf" | "fromConsolePage">;
   /** The access tokens of the service's own authorization server (oauth-server/): those that start with `prefix`. */
-  accessTokens: { prefix: string; verify(token: string): Promise<(Principal & { connector: string }) | undefined> };
+  accessTokens: { prefix: string; verify(token: string): Promise<Principal | undefined> };
 };
 
 /**
  * Which credentials each way in accepts:
  * - the API: HTTP Basic, API tokens, and the console's session cookie — never an access token of the authorization
- *   server, which is good at one connector's MCP proxy only;
- * - the MCP proxy: HTTP Basic, API tokens and those access tokens; the console's cookie only from the console's own
+ *   server, which is good at one connector's MCP proxy URL or one virtual server's MCP URL only;
+ * - the MCP proxy and virtual servers: HTTP Basic, API tokens and those access tokens (each checked against the URL
+ *   it is for: proxy/admit.ts, virtual-servers/endpoint.ts); the console's cookie only from the console's own
  *   page with the session's CSRF token ("Try it", sessions.ts `fromConsolePage`) — MCP clients send none;
  * - the sign-in pages (the console, the authorization server's, the OAuth callback's): a user name and password;
  * - a long-lived stream, checked again while it is open: what it was opened with.
@@ -50,8 +51,9 @@ export function createAuthentication({ users, clock, failureLimit, clientAddress
     /** The API's. */
     async api(request: Request): Promise<Principal> {
       const principal = await withSession(request);
-      if (principal.connector !== undefined)
-        throw new Unauthorized("This access token is for one connector's MCP proxy only, not for the API");
+      // RFC 8707 §2: an access token is for the one resource it was issued for, never the API.
+      if (principal.connector !== undefined || principal.boundVirtualServer !== undefined)
+        throw new Unauthorized("This access token is for one connector's or virtual server's MCP URL only, not for the API");
       return principal;
     },
     /** The MCP proxy's. */

@@ -127,14 +127,16 @@ export const CreatedToken = t.Composite([
 export type CreatedToken = typeof CreatedToken.static;
 
 /**
- * The authenticated caller, as services see it. `connector` is set for an access token of the service's own
- * authorization server: it acts for the person only at that connector's MCP proxy, nowhere else.
+ * The authenticated caller, as services see it. `connector` or `boundVirtualServer` is set for an access token of
+ * the service's own authorization server: it acts for the person only at that connector's MCP proxy URL, or at that
+ * virtual server's MCP URL (whose members it reaches through the virtual server), nowhere else.
  */
 export type Principal = {
   id: string;
   username: string;
   role: Role;
   connector?: string;
+  boundVirtualServer?: string;
   /** How the request authenticated, for the audit trail: basic, session, token:<API token id>, oauth:<client id>. */
   credential?: string;
   /**

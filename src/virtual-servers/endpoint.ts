@@ -68,12 +68,25 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
   const search = createToolSearch();
 
   async function serverOf(caller: Principal, id: string) {
-    // RFC 8707 §2: this service's access tokens are each bound to one connector's proxy URL, not to a virtual server.
+    // RFC 8707 §2: this service's access tokens are each bound to one resource: a connector's proxy URL is not a
+    // virtual server, and one virtual server is not another.
     if (caller.connector !== undefined)
       throw new InvalidToken("This access token was issued for a connector's MCP proxy URL, not for a virtual server");
+    if (caller.boundVirtualServer !== undefined && caller.boundVirtualServer !== id)
+      throw new InvalidToken("This access token was issued for another virtual server's MCP URL");
     const { row, members } = await deps.servers.withMembers(caller, id);
     return { row, members: members.map((m): Member => ({ connectorId: m.connector_id, prefix: m.prefix })) };
   }
+
+  /**
+   * Who the member calls are: the caller, marked as through this virtual server for their audit records and metrics.
+   * An access token bound to this virtual server (RFC 8707 §2, checked by serverOf) reaches the members through it as
+   * the person it acts for: the binding is not theirs, and at a member's proxy URL it would be refused (proxy/admit.ts).
+   */
+  const memberCaller = ({ boundVirtualServer: _, ...person }: Principal, serverId: string): Principal => ({
+    ...person,
+    virtualServer: serverId,
+  });
 
   /** Every member's whole list, asked concurrently, merged (merge.ts); remembered for the calls that follow. */
   async function merge(session: ClientSession, members: readonly Member[], list: ListKind) {
@@ -181,8 +194,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     if (typeof message !== "object" || message === null || Array.isArray(message) || message.jsonrpc !== "2.0")
       return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Not a JSON-RPC 2.0 message (batches are not served)")), 400);
     const { row: server, members } = await serverOf(caller, serverId);
-    // Member calls are the caller's, marked as through this virtual server for their audit records and metrics.
-    const through: Principal = { ...caller, virtualServer: server.id };
+    const through = memberCaller(caller, server.id);
     const method = typeof message.method === "string" ? message.method : undefined;
     const id = isRequestId(message.id) ? message.id : undefined;
     const params = (typeof message.params === "object" && message.params !== null ? message.params : {}) as Record<
@@ -241,7 +253,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         await serverOf(caller, serverId);
         const sessionId = request.headers.get(SESSION_HEADER);
         if (!sessionId) return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required")), 400);
-        const session = sessions.find(sessionId, serverId, caller);
+        const session = sessions.find(sessionId, serverId, memberCaller(caller, serverId));
         if (!session) return jsonAnswer(errorOf(null, new RpcError(-32001, "Session not found")), 404);
         // basic/transports "Session Management": the client ends its session; the upstream sessions end with it.
         await sessions.end(session.id);

@@ -13,7 +13,7 @@ import type { VirtualEndpoint } from "./endpoint";
 
 export type VirtualEntryDeps = {
   endpoint: VirtualEndpoint;
-  /** The proxy's way in (users/authentication.ts): Basic and API tokens; access tokens are each for one connector. */
+  /** The proxy's way in (users/authentication.ts): Basic, API tokens, and access tokens (each for one MCP URL: endpoint.ts). */
   authenticate: RequestAuthenticator;
   publicUrl: () => string;
   log: Logger;
@@ -23,10 +23,15 @@ export type VirtualEntryDeps = {
 
 const METHODS = "POST, GET, DELETE";
 
+/** Where a virtual server's MCP URL publishes its protected resource metadata ([RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1): path inserted after the well-known prefix). */
+export const virtualResourceMetadataUrl = (publicUrl: string, id: string) =>
+  `${publicUrl}/.well-known/oauth-protected-resource/api/v1/virtual-servers/${encodeURIComponent(id)}/mcp`;
+
 /**
  * One request at a virtual server's MCP URL: authenticated like a connector's proxy URL (proxy/entry.ts), then
- * answered by the endpoint, or a problem. A 401 challenges for HTTP Basic (programs only) and a Bearer API token;
- * OAuth by URL alone (RFC 9728 metadata for this URL) is not served yet.
+ * answered by the endpoint, or a problem. A 401 challenges for a Bearer token from this service's authorization
+ * server, named by the resource metadata URL ([RFC 9728 §5.1](https://www.rfc-editor.org/rfc/rfc9728#section-5.1),
+ * MCP authorization: OAuth by URL alone), which an API token also answers, and for HTTP Basic (programs only).
  */
 export function virtualEntry(deps: VirtualEntryDeps) {
   const answer = async (request: Request, id: string): Promise<Response> => {
@@ -37,9 +42,15 @@ export function virtualEntry(deps: VirtualEntryDeps) {
     } catch (error) {
       const response = errorResponse(error, deps.log, deps.requestId(request));
       if (response.status === 401) {
-        const invalid = error instanceof AppError && error.type === "invalid-token" ? ' error="invalid_token",' : "";
+        // RFC 6750 §3.1: a token refused (expired, revoked, or for another resource) is an invalid_token.
+        const invalid = error instanceof AppError && error.type === "invalid-token" ? ', error="invalid_token"' : "";
+        // Basic only for programs: a browser would cache what the person types and send it by itself (http/cross-site.ts).
         const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
-        response.headers.set("www-authenticate", `Bearer${invalid} realm="connector-service"${basic}`);
+        const metadata = virtualResourceMetadataUrl(deps.publicUrl(), id);
+        response.headers.set(
+          "www-authenticate",
+          `Bearer resource_metadata="${metadata}", realm="connector-service"${invalid}${basic}`,
+        );
       }
       return response;
     }
@@ -53,7 +64,7 @@ export type VirtualEntry = ReturnType<typeof virtualEntry>;
 
 const detail = (summary: string, description: string) => ({
   summary,
-  description: `${description} Authenticated like a connector's proxy URL (HTTP Basic, API tokens); OAuth by URL alone is not served here yet. Each member is reached through its own proxy URL as the caller, so its state, credentials, tool policy and audit apply. See docs/interface.md §9.4.`,
+  description: `${description} Authenticated like a connector's proxy URL: HTTP Basic, API tokens, and OAuth by URL alone — a 401 names this URL's protected resource metadata (RFC 9728), whose authorization server is this service; the access token it issues for this URL (RFC 8707 resource, the virtual server's owner or an administrator consenting) is good here only, not at a member's proxy URL, another virtual server or the API. Each member is reached through its own proxy URL as the caller, so its state, credentials, tool policy and audit apply. See docs/interface.md §9.4.`,
   tags: ["Virtual servers"],
   security: [{ basic: [] as string[] }, { bearer: [] as string[] }] as Record<string, string[]>[],
   ...OWN_BODY,

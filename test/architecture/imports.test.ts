@@ -16,7 +16,9 @@ const LAYERS: string[][] = [
   ["users", "forward"],
   ["presets"],
   ["connectors", "runtime", "config"],
-  ["oauth-client", "deployments", "a2a", "oauth-server", "events", "audit", "virtual-servers"],
+  // Below the authorization server, which issues tokens for a virtual server's MCP URL as for a connector's.
+  ["virtual-servers"],
+  ["oauth-client", "deployments", "a2a", "oauth-server", "events", "audit"],
   ["connector-api", "proxy"],
   ["app"],
   ["cli"],

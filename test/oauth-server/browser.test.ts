@@ -66,8 +66,8 @@ afterAll(async () => {
   await upstream?.stop();
 });
 
-/** An SDK client as an MCP host builds one: the proxy URL and an OAuth provider whose redirect URI is `callback`. */
-function mcpClient(state: string) {
+/** An SDK client as an MCP host builds one: the MCP URL and an OAuth provider whose redirect URI is `callback`. */
+function mcpClient(state: string, url = proxy) {
   const provider = memoryOAuthProvider({ redirectUrl: callback.redirectUrl, clientName: "Browser test client" });
   provider.state = () => state;
   // What a host does when the server refuses its tokens (invalid_grant) or its registration (invalid_client).
@@ -75,13 +75,13 @@ function mcpClient(state: string) {
     if (scope === "all" || scope === "tokens") delete provider.saved.tokens;
     if (scope === "all" || scope === "client") delete provider.saved.client;
   };
-  const transport = () => new StreamableHTTPClientTransport(new URL(proxy), { authProvider: provider });
+  const transport = () => new StreamableHTTPClientTransport(new URL(url), { authProvider: provider });
   const client = new Client({ name: "browser-test-client", version: "1.0.0" });
-  return { provider, transport, client };
+  return { provider, transport, client, url };
 }
 
 /** The SDK's first connect: it registers and asks for the person's browser (UnauthorizedError, the URL saved). */
-async function firstConnect({ provider, transport, client }: ReturnType<typeof mcpClient>) {
+async function firstConnect({ provider, transport, client, url }: ReturnType<typeof mcpClient>) {
   const error = await client.connect(transport()).then(
     () => undefined,
     (e: unknown) => e,
@@ -90,12 +90,24 @@ async function firstConnect({ provider, transport, client }: ReturnType<typeof m
   expect(provider.saved.client?.client_id).toBeString();
   const authorizationUrl = provider.saved.authorizationUrl!;
   expect(authorizationUrl.origin + authorizationUrl.pathname).toBe(`${service.url}/oauth/authorize`);
-  expect(authorizationUrl.searchParams.get("resource")).toBe(proxy);
+  expect(authorizationUrl.searchParams.get("resource")).toBe(url);
   return authorizationUrl;
 }
 
+/** A ping at the connector's proxy URL over the socket with a bearer token: the response. */
+const pingWith = (token: string) =>
+  fetch(proxy, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+  });
+
 /** In the browser: the service's sign-in page, then its consent page (returned as text), answered with `button`. */
-async function signInAndAnswer(authorizationUrl: URL, button: "Allow" | "Deny") {
+async function signInAndAnswer(authorizationUrl: URL, button: "Allow" | "Deny", heading = "Allow access to an MCP connector?") {
   const context = await browser.newContext();
   try {
     const page = await context.newPage();
@@ -105,7 +117,7 @@ async function signInAndAnswer(authorizationUrl: URL, button: "Allow" | "Deny") 
     await page.getByLabel("User name").fill(alice.username);
     await page.getByLabel("Password").fill(alice.password);
     await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("heading", { name: "Allow access to an MCP connector?" }).waitFor();
+    await page.getByRole("heading", { name: heading }).waitFor();
     const consent = (await page.locator("main").textContent()) ?? "";
     await page.getByRole("button", { name: button }).click();
     await page.waitForURL((url) => url.href.startsWith(callback.redirectUrl));
@@ -154,15 +166,7 @@ describe("an MCP client given only the proxy URL, with a person in a real browse
     const grant = grants.find((g) => g.client_id === mcp.provider.saved.client!.client_id);
     expect(grant).toMatchObject({ connector_id: connectorId });
     expect((await asAlice("DELETE", `/api/v1/grants/${grant!.id}`)).status).toBe(204);
-    const refused = await fetch(proxy, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${mcp.provider.saved.tokens!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
-    });
+    const refused = await pingWith(mcp.provider.saved.tokens!.access_token);
     expect(refused.status).toBe(401);
     // Its refresh token is refused (invalid_grant): it drops its tokens and must send the person to sign in again.
     const askedBefore = mcp.provider.saved.authorizationUrl;
@@ -190,6 +194,37 @@ describe("an MCP client given only the proxy URL, with a person in a real browse
     const grants = (await asAlice("GET", "/api/v1/grants")).body.items as { client_id: string }[];
     expect(grants.map((g) => g.client_id)).not.toContain(mcp.provider.saved.client!.client_id);
     await mcp.client.close();
+  });
+});
+
+describe("an MCP client given only a virtual server's URL, with a person in a real browser", () => {
+  test("the person allows the virtual server by name; the client lists its members' tools and calls one; the token is good nowhere else", async () => {
+    const created = await asAlice("POST", "/api/v1/virtual-servers", {
+      body: { name: "Everything, virtually", members: [{ connector_id: connectorId, prefix: "all" }] },
+    });
+    expect(created.status).toBe(201);
+    const server = created.body as { id: string; mcp_url: string };
+    const state = "state-virtual";
+    const mcp = mcpClient(state, server.mcp_url);
+    const authorizationUrl = await firstConnect(mcp);
+
+    const answer = callback.next(state);
+    const consent = await signInAndAnswer(authorizationUrl, "Allow", "Allow access to an MCP virtual server?");
+    expect(consent).toContain("Everything, virtually");
+    expect(consent).toContain(server.mcp_url);
+    const back = await answer;
+    expect(back.get("iss")).toBe(service.url);
+    await mcp.transport().finishAuth(back.get("code")!);
+
+    await mcp.client.connect(mcp.transport());
+    expect((await mcp.client.listTools()).tools.map((tool) => tool.name)).toContain("all__echo");
+    expect(toolText(await mcp.client.callTool({ name: "all__echo", arguments: { message: "hi" } }))).toBe("Echo: hi");
+    await mcp.client.close();
+
+    // RFC 8707: bound to the virtual server; its member's own proxy URL refuses it.
+    const atMember = await pingWith(mcp.provider.saved.tokens!.access_token);
+    expect(atMember.status).toBe(401);
+    expect(atMember.headers.get("www-authenticate")).toContain('error="invalid_token"');
   });
 });
 

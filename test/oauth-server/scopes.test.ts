@@ -34,15 +34,7 @@ async function tokensFor(scope: string | undefined) {
     oauth.authorizeUrl({ client_id, challenge, resource: proxy, scope }),
     alice.basic,
   );
-  const code = new URL(location).searchParams.get("code")!;
-  const res = await oauth.token({
-    grant_type: "authorization_code",
-    client_id,
-    code,
-    code_verifier: verifier,
-    redirect_uri: REDIRECT_URI,
-    resource: proxy,
-  });
+  const res = await oauth.exchange({ client_id, verifier, code: new URL(location).searchParams.get("code")! }, proxy);
   expect(res.status).toBe(200);
   const tokens = await res.json();
   const grants = (await alice.api("GET", "/api/v1/grants")).body.items as { client_id: string; scope: string | null }[];

@@ -7,7 +7,7 @@ import { pagedToolsServer } from "../peers/paged-tools";
 import { scriptedOAuth } from "../peers/scripted-oauth";
 import { readResponse } from "./api";
 import { createTestApp, steppedClock } from "./app";
-import { byHand, pkce, REDIRECT_URI } from "./oauth-by-hand";
+import { byHand, pkce } from "./oauth-by-hand";
 import { approveInForms } from "./oauth-client";
 import { finishCallback } from "./callback";
 import { waitFor } from "./wait";
@@ -17,8 +17,8 @@ import { waitFor } from "./wait";
  * its authorization server, as a person and their MCP clients would: users, an API token, a console session; a
  * connector with sealed headers, client secret and access token, tool pins (one tool changed since) and a captured
  * tool call in the audit trail; a connector connected by OAuth (a registered client with a secret, a grant) and one
- * waiting for its authorization; an MCP client registered with the service's own authorization server, its grant,
- * tokens and one more authorization waiting for consent; a virtual server with a member; connector events delivered to a webhook; an A2A provider;
+ * waiting for its authorization; an MCP client registered with the service's own authorization server, its grants (a
+ * connector's and a virtual server's), tokens and one more authorization waiting for consent; a virtual server with a member; connector events delivered to a webhook; an A2A provider;
  * the scheduler's job leases. Leaves the store closed, every write done. `key` is the sealing key (32 bytes).
  */
 export async function fillEveryTable(store: Store, key: Uint8Array): Promise<void> {
@@ -71,10 +71,10 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     );
     must(await alice.api("PATCH", `/api/v1/connectors/${tooled}`, { body: { tool_policy: { pin: "record" } } }), 200);
     // A virtual server with the connector as its member.
-    must(
+    const virtualServer = must(
       await alice.api("POST", "/api/v1/virtual-servers", { body: { name: "Everything", members: [{ connector_id: tooled }] } }),
       201,
-    );
+    ).body as { mcp_url: string };
     const mcp = new Client({ name: "every-table", version: "1.0.0" });
     const fetchAs = (input: string | URL | Request, init?: RequestInit) => {
       const request = new Request(input, init);
@@ -124,16 +124,18 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     const resource = `${t.publicUrl}/api/v1/connectors/${tooled}/mcp`;
     const { verifier, challenge } = pkce();
     const { location } = await approveInForms(t.handle, as.authorizeUrl({ client_id, challenge, resource }), alice.basic);
-    const code = new URL(location).searchParams.get("code")!;
-    const tokens = await as.token({
-      grant_type: "authorization_code",
-      client_id,
-      code,
-      code_verifier: verifier,
-      redirect_uri: REDIRECT_URI,
-      resource,
-    });
+    const tokens = await as.exchange({ client_id, verifier, code: new URL(location).searchParams.get("code")! }, resource);
     if (tokens.status !== 200) throw new Error(`token: ${tokens.status} ${await tokens.text()}`);
+    // And a grant for the virtual server's MCP URL (virtual_server_id set, connector_id null).
+    const again = pkce();
+    const toVirtual = await approveInForms(
+      t.handle,
+      as.authorizeUrl({ client_id, challenge: again.challenge, resource: virtualServer.mcp_url }),
+      alice.basic,
+    );
+    const code = new URL(toVirtual.location).searchParams.get("code")!;
+    const virtualTokens = await as.exchange({ client_id, verifier: again.verifier, code }, virtualServer.mcp_url);
+    if (virtualTokens.status !== 200) throw new Error(`token: ${virtualTokens.status} ${await virtualTokens.text()}`);
     // A request is stored once the person signed in (the consent page waits for the answer).
     const waiting = as.authorizeUrl({ client_id, challenge: pkce().challenge, resource });
     const signedIn = new URLSearchParams({ step: "sign-in", username: alice.basic.username, password: alice.basic.password });

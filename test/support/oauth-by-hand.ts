@@ -57,6 +57,16 @@ export function byHand(send: Send, base: string) {
     },
     /** The token endpoint with `fields` (RFC 6749 §4.1.3, §6): its answer as is. */
     token: (fields: Record<string, string>) => form("/oauth/token", fields),
+    /** A code for tokens (RFC 6749 §4.1.3) with its PKCE verifier, for `resource` (RFC 8707): the answer as is. */
+    exchange: (a: { client_id: string; code: string; verifier: string }, resource: string) =>
+      form("/oauth/token", {
+        grant_type: "authorization_code",
+        client_id: a.client_id,
+        code: a.code,
+        code_verifier: a.verifier,
+        redirect_uri: REDIRECT_URI,
+        resource,
+      }),
     revoke: (fields: Record<string, string>) => form("/oauth/revoke", fields),
   };
 }

@@ -144,7 +144,9 @@ function grantRow(grant) {
       h(
         "p",
         { class: "muted small" },
-        `Connector ${connectorName(grant.connector_id) ?? grant.connector_id}`,
+        grant.virtual_server_id
+          ? `Virtual server ${grant.virtual_server_id}`
+          : `Connector ${connectorName(grant.connector_id) ?? grant.connector_id}`,
         grant.scope ? ` · scope ${grant.scope}` : "",
       ),
       h(
@@ -168,7 +170,7 @@ function grantRow(grant) {
 async function revokeGrant(grant) {
   const ok = await confirmAction({
     title: "Revoke this client's access?",
-    message: `${grant.client_id} can no longer use the connector's proxy URL; it would have to ask you again.`,
+    message: `${grant.client_id} can no longer use the ${grant.virtual_server_id ? "virtual server's MCP URL" : "connector's proxy URL"}; it would have to ask you again.`,
     confirmLabel: "Revoke",
   });
   if (!ok) return;

@@ -53,8 +53,8 @@ export function authorizationRoutes({ server, signIn }: AuthServerEndpointDeps) 
       if (e instanceof TooManyRequests) throw new NoRedirect(e.message, e.status, e.headers);
       throw e;
     }
-    const { handle, connector } = await server.signedIn(checked, user);
-    return consentPage(handle, client, params.redirect_uri, connector, user.username);
+    const { handle, target } = await server.signedIn(checked, user);
+    return consentPage(handle, client, params.redirect_uri, target, user.username);
   }
 
   /** The consent form: the person's answer goes back to the client. */
@@ -78,7 +78,7 @@ export function authorizationRoutes({ server, signIn }: AuthServerEndpointDeps) 
       detail: {
         summary: "Authorization endpoint (OAuth 2.1 code flow with PKCE S256)",
         description:
-          "Opened in the person's browser: signs them in with their account of this service and asks for consent. `resource` (RFC 8707) must be a connector's proxy URL. Nothing is kept until the person signs in.",
+          "Opened in the person's browser: signs them in with their account of this service and asks for consent. `resource` (RFC 8707) must be a connector's proxy URL or a virtual server's MCP URL, the person's own (any, for an administrator): the tokens are good there only. Nothing is kept until the person signs in.",
       },
     })
     .post(OAUTH_PATHS.authorize, answerForm, {

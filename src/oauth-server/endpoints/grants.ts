@@ -17,6 +17,7 @@ export function grantRoutes(server: AuthServer, auth: AuthPlugin) {
             id: g.id,
             client_id: g.client_id,
             connector_id: g.connector_id,
+            virtual_server_id: g.virtual_server_id,
             scope: g.scope,
             created_at: new Date(g.created_at).toISOString(),
             last_used_at: g.last_used_at === null ? null : new Date(g.last_used_at).toISOString(),
@@ -27,7 +28,7 @@ export function grantRoutes(server: AuthServer, auth: AuthPlugin) {
           response: { 200: GrantList, 401: Problem },
           detail: {
             summary: "What you allowed MCP clients to reach",
-            description: "Each grant: the client, the connector, when it was given and last used.",
+            description: "Each grant: the client, the connector or virtual server it reaches, when it was given and last used.",
           },
         },
       )
