@@ -120,9 +120,16 @@ export function createServices(deps: Deps) {
   // Virtual servers write their events on the connectors' feed, and kick it as connectors do.
   const conflictNotes = createConflictNotes();
   const memberFailures = createMemberFailures();
+  // A virtual server reaches each member through the proxy's own service, as the caller (virtual-servers/member-session.ts).
+  const clientSessions = createClientSessions({
+    exchange: (caller, id, request) => proxy.handle(caller, id, request),
+    newId,
+    clock,
+  });
   const virtualServers = createVirtualServerService({
     conflicts: conflictNotes,
     failures: memberFailures,
+    membersChanged: clientSessions.membersChanged,
     repository: createVirtualServerRepository(deps.store, () => base.feed.kick()),
     clock,
     newId,
@@ -236,11 +243,10 @@ export function createServices(deps: Deps) {
       requestId: (request) => deps.requestIds.get(request),
       cors,
     }),
-    // A virtual server reaches each member through the proxy's own service, as the caller (virtual-servers/member-session.ts).
     virtualEntry: virtualEntry({
       endpoint: createVirtualEndpoint({
         servers: virtualServers,
-        sessions: createClientSessions({ exchange: (caller, id, request) => proxy.handle(caller, id, request), newId, clock }),
+        sessions: clientSessions,
         conflicts: conflictNotes,
         failures: memberFailures,
         sealer,

@@ -25,6 +25,8 @@ export type VirtualServerServiceDeps = {
   conflicts: ConflictNotes;
   /** Which members failed the endpoint's last listing (member-failures.ts). */
   failures: MemberFailures;
+  /** The members of a virtual server changed: its MCP clients are told their lists changed (sessions.ts). */
+  membersChanged: (serverId: string) => void;
 };
 
 /** Where MCP clients reach a virtual server (the endpoint: docs/interface.md §9). */
@@ -201,6 +203,7 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       if (members) {
         deps.conflicts.forget(id);
         deps.failures.forget(id);
+        deps.membersChanged(id);
       }
       return view(written);
     },
@@ -213,7 +216,9 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
     },
 
     /** A connector about to be deleted leaves every virtual server, each with its event (docs/interface.md §9.1). */
-    removeConnector: async (connectorId: string): Promise<void> => void (await rows.removeConnector(connectorId, clock())),
+    async removeConnector(connectorId: string): Promise<void> {
+      for (const id of await rows.removeConnector(connectorId, clock())) deps.membersChanged(id);
+    },
 
     /** A deleted user's virtual servers go one by one, each with its event (the users row's cascade would say nothing). */
     async deleteAllOf(ownerId: string): Promise<void> {
