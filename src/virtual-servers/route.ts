@@ -70,6 +70,8 @@ export async function routeRequest(
       ...(serving.onprogress && { onprogress: serving.onprogress }),
     });
   } catch (error) {
+    // basic/utilities/cancellation: the client stopped waiting; the answer, if any is written, only says so.
+    if (serving.signal.aborted) throw new RpcError(INTERNAL_ERROR, "The request was cancelled by the client");
     if (error instanceof McpError && error.code !== -32001) throw ownError(error);
     throw unavailable(member, failureOf(error, CALL_TIMEOUT_MS));
   }

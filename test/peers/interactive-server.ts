@@ -2,7 +2,9 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import {
   CreateMessageResultSchema,
   ElicitResultSchema,
+  EmptyResultSchema,
   ListRootsResultSchema,
+  RootsListChangedNotificationSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -16,7 +18,14 @@ import { statefulMcp } from "./stateful-mcp";
  */
 export async function startInteractiveServer(label: string) {
   // `listening`: GET streams it opened (a notification sent before its session's is open is lost, as MCP allows).
-  const seen = { cancelled: 0, progress: 0, listening: 0, subscribed: [] as string[], unsubscribed: [] as string[] };
+  const seen = {
+    cancelled: 0,
+    progress: 0,
+    listening: 0,
+    rootsChanged: 0,
+    subscribed: [] as string[],
+    unsubscribed: [] as string[],
+  };
   const mcp = () => {
     const server = new McpServer({ name: `interactive-${label}`, version: "1.0.0" });
     server.server.registerCapabilities({ resources: { subscribe: true, listChanged: true } });
@@ -24,6 +33,7 @@ export async function startInteractiveServer(label: string) {
       seen.subscribed.push(request.params.uri);
       return {};
     });
+    server.server.setNotificationHandler(RootsListChangedNotificationSchema, () => void seen.rootsChanged++);
     server.server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
       seen.unsubscribed.push(request.params.uri);
       return {};
@@ -76,6 +86,26 @@ export async function startInteractiveServer(label: string) {
           ElicitResultSchema,
         );
         return { content: [{ type: "text", text: `${label}: ${answer.action} ${note ?? ""}` }] };
+      },
+    );
+
+    server.registerTool(
+      "impatient",
+      { description: "Elicits, and gives up after 100 ms", inputSchema: {} },
+      async (_args, extra) => {
+        // The SDK (1.32) ignores a cancellation of request id 0 (`!requestId`): a ping takes that id first.
+        await extra.sendRequest({ method: "ping" }, EmptyResultSchema);
+        const answer = await extra
+          .sendRequest(
+            {
+              method: "elicitation/create",
+              params: { mode: "form", message: "quick", requestedSchema: { type: "object", properties: {} } },
+            },
+            ElicitResultSchema,
+            { timeout: 100 },
+          )
+          .catch(() => undefined);
+        return { content: [{ type: "text", text: `${label}: ${answer ? answer.action : "gave up"}` }] };
       },
     );
 

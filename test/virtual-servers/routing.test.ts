@@ -7,6 +7,7 @@ import {
   ListRootsRequestSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
+  type ClientCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import { startInteractiveServer } from "../peers/interactive-server";
 import { createTestApp, type TestApp } from "../support/app";
@@ -94,15 +95,16 @@ async function talkingClient(url: string, options: { accept?: string } = {}) {
   return { mcp, transport, asked };
 }
 
-/** An SDK client that opens no GET stream itself (its GET is answered 405 before it leaves), offering nothing. */
-async function plainClient(url: string) {
+/** An SDK client that opens no GET stream itself (its GET is answered 405 before it leaves), offering nothing unless told. */
+async function plainClient(url: string, capabilities: ClientCapabilities = {}) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     fetch: (input, init) =>
       new Request(input, init).method === "GET"
         ? Promise.resolve(new Response(null, { status: 405 }))
         : fetchAs(alice.token)(input, init),
   });
-  const mcp = new Client({ name: "plain", version: "1.0.0" });
+  const mcp = new Client({ name: "plain", version: "1.0.0" }, { capabilities });
+  if (capabilities.elicitation) mcp.setRequestHandler(ElicitRequestSchema, async () => ({ action: "decline" }));
   await mcp.connect(transport);
   return { mcp, transport };
 }
@@ -192,6 +194,35 @@ describe("a member's requests to the client during a call", () => {
     await mcp.close();
   });
 
+  test("a member that gives up on its request: the client is told (notifications/cancelled)", async () => {
+    const server = await both();
+    const { mcp } = await plainClient(server.mcp_url, { elicitation: { form: {} } });
+    let aborted = false;
+    mcp.setRequestHandler(
+      ElicitRequestSchema,
+      (_request, extra) =>
+        new Promise((resolve) =>
+          extra.signal.addEventListener("abort", () => {
+            aborted = true;
+            resolve({ action: "cancel" });
+          }),
+        ),
+    );
+    expect(toolText(await mcp.callTool({ name: "a__impatient", arguments: {} }))).toBe("a: gave up");
+    await waitFor("the client's handler aborted", () => aborted, 5_000);
+    await mcp.close();
+  });
+
+  test("the client's roots change is told to the members it offered roots to", async () => {
+    const server = await both();
+    const { mcp } = await talkingClient(server.mcp_url);
+    await mcp.listTools();
+    const before = { a: a.seen.rootsChanged, b: b.seen.rootsChanged };
+    await mcp.sendRootsListChanged();
+    await waitFor("both members told", () => a.seen.rootsChanged > before.a && b.seen.rootsChanged > before.b, 5_000);
+    await mcp.close();
+  });
+
   test("a member is offered elicitation, sampling and roots only if the client offered them", async () => {
     const server = await both();
     const talking = await talkingClient(server.mcp_url);
@@ -238,6 +269,27 @@ describe("list changes and the GET stream", () => {
     expect((await mcp.listTools()).tools.map((tool) => tool.name)).toContain("b__ask");
     expect(changes).toBe(1);
     await mcp.close();
+  });
+
+  test("a member connector deleted: the client is told its lists changed", async () => {
+    const c = await startInteractiveServer("c");
+    try {
+      const idC = await connectedConnector(alice.api, c.url);
+      const server = await virtualServer([
+        { connector_id: idA, prefix: "a" },
+        { connector_id: idC, prefix: "c" },
+      ]);
+      const { mcp } = await talkingClient(server.mcp_url);
+      expect(await listAndListen(mcp, a, c)).toContain("c__ask");
+      let changes = 0;
+      mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
+      expect((await alice.api("DELETE", `/api/v1/connectors/${idC}`)).status).toBe(204);
+      await waitFor("tools/list_changed", () => changes > 0, 5_000);
+      expect((await mcp.listTools()).tools.map((tool) => tool.name)).not.toContain("c__ask");
+      await mcp.close();
+    } finally {
+      await c.stop();
+    }
   });
 
   test("GET: one event stream per session (a second is 409, another once it ended); none without a session", async () => {
