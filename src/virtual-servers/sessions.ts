@@ -1,4 +1,5 @@
 import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
+import { HEARTBEAT_MS } from "../events/stream";
 import type { Principal } from "../users/model";
 import { isRequestId, SSE_HEADERS, sseEvent, type RequestId } from "./jsonrpc";
 import type { ListKind } from "./list-cursor";
@@ -17,6 +18,7 @@ export const SESSION_IDLE_MS = 30 * 60_000;
  * change) make one notification per list, not one per member.
  */
 export const LIST_CHANGED_COALESCE_MS = 50;
+const encoder = new TextEncoder();
 /** The cached listings a change of each list makes stale (resources: their templates too). */
 const STALE: Record<ChangedList, ListKind[]> = {
   tools: ["tools"],
@@ -163,21 +165,26 @@ export function createClientSessions(deps: {
       const session = sessions.get(client.id);
       if (!session || session.stream) return undefined;
       let controller!: ReadableStreamDefaultController<Uint8Array>;
+      const send = (bytes: Uint8Array) => {
+        try {
+          controller.enqueue(bytes);
+          return true;
+        } catch {
+          stop();
+          return false;
+        }
+      };
+      // A comment now (the response starts at once) and every HEARTBEAT_MS (idle proxies keep the stream), as the
+      // event stream of /api/v1/events does.
+      const heartbeat = setInterval(() => send(encoder.encode(": heartbeat\n\n")), HEARTBEAT_MS);
       const stop = () => {
         if (session.stream !== stream) return;
+        clearInterval(heartbeat);
         session.stream = undefined;
         for (const member of session.members.values()) member.unlisten();
       };
       const stream = {
-        channel: (message: Record<string, unknown>) => {
-          try {
-            controller.enqueue(sseEvent(message));
-            return true;
-          } catch {
-            stop();
-            return false;
-          }
-        },
+        channel: (message: Record<string, unknown>) => send(sseEvent(message)),
         end: () => {
           stop();
           try {
@@ -188,6 +195,7 @@ export function createClientSessions(deps: {
         },
       };
       const body = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c), cancel: stop });
+      send(encoder.encode(": connected\n\n"));
       session.stream = stream;
       for (const member of session.members.values()) member.listen();
       return new Response(body, { headers: SSE_HEADERS });
