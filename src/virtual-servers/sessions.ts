@@ -221,10 +221,20 @@ export function createClientSessions(deps: {
         for (const member of session.members.values()) void member.rootsChanged();
     },
 
-    /** The virtual server's members changed (docs/interface.md §9.1): each of its sessions' lists may have. */
-    membersChanged(serverId: string): void {
-      for (const session of sessions.values())
-        if (session.serverId === serverId) changed(session, ["tools", "prompts", "resources"]);
+    /**
+     * The virtual server's members changed (docs/interface.md §9.1): each of its sessions' lists may have, and the
+     * upstream sessions with the members `gone` end (they would go on telling of changes no listing shows).
+     */
+    membersChanged(serverId: string, gone: readonly string[]): void {
+      for (const session of sessions.values()) {
+        if (session.serverId !== serverId) continue;
+        changed(session, ["tools", "prompts", "resources"]);
+        for (const connectorId of gone) {
+          const member = session.members.get(connectorId);
+          session.members.delete(connectorId);
+          void member?.close();
+        }
+      }
     },
   };
 }

@@ -250,7 +250,7 @@ describe("list changes and the GET stream", () => {
     await mcp.close();
   });
 
-  test("a member added by PATCH: one list_changed of each list, and the next listing has its tools", async () => {
+  test("a member added by PATCH: one list_changed of each list, and the next listing has its tools; one removed: its session ends", async () => {
     const server = await virtualServer([{ connector_id: idA, prefix: "a" }]);
     const { mcp } = await talkingClient(server.mcp_url);
     expect((await mcp.listTools()).tools.map((tool) => tool.name)).not.toContain("b__ask");
@@ -268,6 +268,16 @@ describe("list changes and the GET stream", () => {
     await waitFor("tools/list_changed", () => changes > 0, 5_000);
     expect((await mcp.listTools()).tools.map((tool) => tool.name)).toContain("b__ask");
     expect(changes).toBe(1);
+
+    // Member b leaves: told again, and the session's upstream session with b ends.
+    const ended = b.sessions.ended;
+    const left = await alice.api("PATCH", `/api/v1/virtual-servers/${server.id}`, {
+      body: { members: [{ connector_id: idA, prefix: "a" }] },
+    });
+    expect(left.status).toBe(200);
+    await waitFor("member b's session ended", () => b.sessions.ended === ended + 1, 5_000);
+    await waitFor("tools/list_changed", () => changes === 2, 5_000);
+    expect((await mcp.listTools()).tools.map((tool) => tool.name)).not.toContain("b__ask");
     await mcp.close();
   });
 
