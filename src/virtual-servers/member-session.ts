@@ -75,7 +75,7 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string,
    * client holds its own; otherwise it is answered 405, as a server without one would, which the SDK accepts. The SDK
    * reconnects a GET stream that ends, and is answered 405 once the client's has gone.
    */
-  async function listen(request: Request): Promise<Response> {
+  async function openGetStream(request: Request): Promise<Response> {
     const refused = () => new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
     if (!peer.stream() || listening) return refused();
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
@@ -119,7 +119,7 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string,
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init);
     // basic/transports "Resumability": a GET with Last-Event-ID resumes a POST's stream; any other GET listens.
-    if (request.method === "GET" && !request.headers.has("last-event-id")) return listen(request);
+    if (request.method === "GET" && !request.headers.has("last-event-id")) return openGetStream(request);
     return exchange(connectorId, request);
   };
 
