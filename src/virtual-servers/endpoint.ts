@@ -1,5 +1,5 @@
 import type { ClientCapabilities, Progress } from "@modelcontextprotocol/sdk/types.js";
-import { InvalidToken, PayloadTooLarge } from "../http-errors/errors";
+import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
 import { VERSION } from "../version";
@@ -224,11 +224,10 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         // basic/transports "Listening for Messages from the Server": the client asks for an event stream, and this
         // server keeps one per session (a second is a 409, as the transport allows).
         if (!(request.headers.get("accept") ?? "").includes("text/event-stream"))
-          return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "GET asks for text/event-stream")), 406);
-        return (
-          sessions.listen(session) ??
-          jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "This session's GET stream is open already")), 409)
-        );
+          return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "GET must accept text/event-stream")), 400);
+        const stream = sessions.listen(session);
+        if (!stream) throw new Conflict("This session's GET stream is open already: one at a time");
+        return stream;
       }
       // basic/transports "Session Management": the client ends its session; the upstream sessions end with it.
       await sessions.end(session.id);

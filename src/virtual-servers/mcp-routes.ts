@@ -111,8 +111,8 @@ export function virtualMcpRoutes(entry: VirtualEntry) {
             description:
               "text/event-stream: the members' notifications/{tools,prompts,resources}/list_changed (coalesced) and notifications/resources/updated, and their requests outside a call",
           }),
-          406: t.Any({ description: "A JSON-RPC error: the request did not accept text/event-stream" }),
-          409: t.Any({ description: "A JSON-RPC error: this session's GET stream is open already (one per session)" }),
+          // A problem: this session's GET stream is open already (one per session).
+          409: Problem,
           ...answers,
         },
         detail: detail(

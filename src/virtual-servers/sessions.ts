@@ -1,5 +1,4 @@
 import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
-import { HEARTBEAT_MS } from "../events/stream";
 import type { Principal } from "../users/model";
 import { isRequestId, SSE_HEADERS, sseEvent, type RequestId } from "./jsonrpc";
 import type { ListKind } from "./list-cursor";
@@ -19,6 +18,8 @@ export const SESSION_IDLE_MS = 30 * 60_000;
  */
 export const LIST_CHANGED_COALESCE_MS = 50;
 const encoder = new TextEncoder();
+/** A comment this often keeps idle proxies from closing a quiet GET stream (as /api/v1/events does, every 15 s). */
+export const HEARTBEAT_MS = 15_000;
 /** The cached listings a change of each list makes stale (resources: their templates too). */
 const STALE: Record<ChangedList, ListKind[]> = {
   tools: ["tools"],

@@ -243,7 +243,7 @@ describe("sessions", () => {
     await mcp.close();
   });
 
-  test("GET opens the session's event stream: no Mcp-Session-Id is a 400, not asking for an event stream a 406", async () => {
+  test("GET opens the session's event stream: no Mcp-Session-Id is a 400, and so is not accepting an event stream", async () => {
     const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
     const { mcp, transport } = await client(server.mcp_url);
     const authorization = `Bearer ${alice.token}`;
@@ -254,7 +254,7 @@ describe("sessions", () => {
         headers: { authorization, accept: "application/json", "mcp-session-id": transport.sessionId! },
       }),
     );
-    expect(json.status).toBe(406);
+    expect(json.status).toBe(400);
     await mcp.close();
   });
 

@@ -314,6 +314,7 @@ describe("list changes and the GET stream", () => {
     expect(first.status).toBe(200);
     const second = await t.fetch(new Request(server.mcp_url, { headers }));
     expect(second.status).toBe(409);
+    expect(second.headers.get("content-type")).toStartWith("application/problem+json");
     // The first ended (its client went away): the session may open another.
     await first.body!.cancel();
     const third = await t.fetch(new Request(server.mcp_url, { headers }));
