@@ -24,14 +24,17 @@ const COLUMNS = AUDIT_COLUMNS;
 const table = (suffix = "") =>
   `CREATE TABLE audit_records (id text PRIMARY KEY NOT NULL, at integer NOT NULL, user_id text NOT NULL, credential text,
    connector_id text NOT NULL, method text, name text, outcome text NOT NULL, error_code integer, http_status integer NOT NULL,
-   duration_ms integer NOT NULL, request_bytes integer NOT NULL, response_bytes integer NOT NULL, captured text)${suffix}`;
-// The indexes of drizzle/sqlite/0010_audit.sql.
+   duration_ms integer NOT NULL, request_bytes integer NOT NULL, response_bytes integer NOT NULL, captured text,
+   virtual_server_id text)${suffix}`;
+// The indexes of drizzle/sqlite/0010_audit.sql and 0013_audit_virtual_server.sql.
 const AT = "CREATE INDEX audit_at_idx ON audit_records (at)";
 const BY_CONNECTOR = "CREATE INDEX audit_connector_idx ON audit_records (connector_id, id)";
 const BY_USER = "CREATE INDEX audit_user_idx ON audit_records (user_id, id)";
+const BY_VIRTUAL_SERVER =
+  "CREATE INDEX audit_virtual_server_idx ON audit_records (virtual_server_id, id) WHERE virtual_server_id IS NOT NULL";
 
 const VARIANTS: [string, string[]][] = [
-  ["as migrated", [table(), AT, BY_CONNECTOR, BY_USER]],
+  ["as migrated", [table(), AT, BY_CONNECTOR, BY_USER, BY_VIRTUAL_SERVER]],
   ["without the time index", [table(), BY_CONNECTOR, BY_USER]],
   ["WITHOUT ROWID", [table(" WITHOUT ROWID"), AT, BY_CONNECTOR, BY_USER]],
   ["no secondary index", [table()]],
@@ -62,6 +65,7 @@ function run(name: string, ddl: string[], round: number): number {
       1,
       160,
       200,
+      null,
       null,
     ]).flat(),
   );

@@ -4,6 +4,10 @@
  * samples summed by function — self (the function's own code) and total (with what it calls) — and by file.
  *
  *   bun bench/profile.ts [--seconds 10] [--concurrency 32] [--top 40] [--settings "AUDIT__ENABLED=false,…"] [--keep DIR]
+ *                        [--through virtual]
+ *
+ * `--through virtual`: the same call through a virtual server whose one member is that connector (prefix `m0`), in
+ * one MCP session of the virtual server.
  *
  * The profile is of one process serving the load, so its shares are steadier than throughput on a shared machine.
  * `--keep DIR` leaves the .cpuprofile there (Chrome DevTools opens it). Every process binds 127.0.0.1 and is stopped
@@ -25,6 +29,7 @@ const CONCURRENCY = Number(args.get("concurrency") ?? 32);
 const TOP = Number(args.get("top") ?? 40);
 const SETTINGS = settingsFrom(args.get("settings") ?? "");
 const KEEP = args.get("keep");
+const THROUGH = args.get("through") ?? "connector";
 
 const work = mkdtempSync(join(tmpdir(), "cs-profile-"));
 const children = benchChildren();
@@ -60,6 +65,37 @@ function summarise(profile: Profile) {
   return { count: profile.samples.length, self, total, files };
 }
 
+/** A virtual server over the connector at `proxyUrl` (prefix m0) and an MCP session of it: wrk's URL and message. */
+async function throughVirtualServer(proxyUrl: string, auth: string) {
+  const origin = new URL(proxyUrl).origin;
+  const connectorId = proxyUrl.split("/").at(-2)!;
+  const headers = { authorization: auth, "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const created = await fetch(`${origin}/api/v1/virtual-servers`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ name: "profile", members: [{ connector_id: connectorId, prefix: "m0" }] }),
+  });
+  const url = `${origin}/api/v1/virtual-servers/${((await created.json()) as { id: string }).id}/mcp`;
+  const opened = await fetch(url, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "profile", version: "1" } },
+    }),
+  });
+  const session = opened.headers.get("mcp-session-id")!;
+  await fetch(url, {
+    method: "POST",
+    headers: { ...headers, "mcp-session-id": session },
+    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+  });
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "m0__ping", arguments: {} } });
+  return { url, message: { body, session } };
+}
+
 async function main() {
   const upstreamPort = await freePort();
   children.track(
@@ -73,7 +109,11 @@ async function main() {
   // BUN_CONFIG_MAX_HTTP_REQUESTS set, so serve does not re-execute itself (cli/fetch-limit.ts), which would drop --cpu-prof.
   const started = await startProxiedService(command, dir, upstream, { BUN_CONFIG_MAX_HTTP_REQUESTS: "8192", ...SETTINGS });
   const service = children.track(started.proc);
-  const run = (seconds: number) => wrk(started.url, CONCURRENCY, seconds, started.auth);
+  const target = THROUGH === "virtual" ? await throughVirtualServer(started.url, started.auth) : undefined;
+  const run = (seconds: number) =>
+    target
+      ? wrk(target.url, CONCURRENCY, seconds, started.auth, target.message)
+      : wrk(started.url, CONCURRENCY, seconds, started.auth);
   await run(2); // warm-up: JIT, pools, caches
   const cpuBefore = cpuMs(service.pid);
   const result = await run(SECONDS);

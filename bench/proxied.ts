@@ -56,10 +56,20 @@ export async function startProxiedService(command: string[], dir: string, upstre
 export type WrkResult = { count: number; rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number };
 
 /** wrk for `seconds` with one thread and `concurrency` connections; the Lua script prints one JSON line. */
-export async function wrk(url: string, concurrency: number, seconds: number, auth?: string): Promise<WrkResult> {
+export async function wrk(
+  url: string,
+  concurrency: number,
+  seconds: number,
+  auth?: string,
+  message?: { body: string; session?: string },
+): Promise<WrkResult> {
   const proc = Bun.spawn(
     ["wrk", "-t1", `-c${concurrency}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url],
-    { stdout: "pipe", stderr: "inherit", env: { ...process.env, WRK_AUTHORIZATION: auth ?? "" } },
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+      env: { ...process.env, WRK_AUTHORIZATION: auth ?? "", WRK_BODY: message?.body ?? "", WRK_SESSION: message?.session ?? "" },
+    },
   );
   const out = await new Response(proc.stdout).text();
   await proc.exited;

@@ -1,9 +1,16 @@
 /**
  * A fast MCP upstream for the proxy benchmark: stateless, JSON answers only (MCP 2025-11-25 Streamable HTTP
  * allows application/json responses). Enough of MCP for connect's initialize handshake and tools/call.
- * Run: bun bench/upstream.ts <port>
+ * Run: bun bench/upstream.ts <port> [tool count]
  */
 const port = Number(process.argv[2] ?? 0);
+/** How many tools it lists (bench/virtual.ts: 50): `ping`, then `tool_1`… with a sentence of description each. */
+const toolCount = Number(process.argv[3] ?? 1);
+const TOOLS = Array.from({ length: toolCount }, (_, i) => ({
+  name: i === 0 ? "ping" : `tool_${i}`,
+  description: `Tool number ${i} of the bench upstream: answers pong, whatever it is given.`,
+  inputSchema: { type: "object", properties: { text: { type: "string" } } },
+}));
 const RESULT = { content: [{ type: "text", text: "pong" }], isError: false };
 
 const server = Bun.serve({
@@ -19,7 +26,7 @@ const server = Bun.serve({
         : message.method === "tools/call"
           ? RESULT
           : message.method === "tools/list"
-            ? { tools: [{ name: "ping", inputSchema: { type: "object" } }] }
+            ? { tools: TOOLS }
             : {};
     return Response.json({ jsonrpc: "2.0", id: message.id, result });
   },

@@ -7,6 +7,11 @@ wrk.headers["accept"] = "application/json, text/event-stream"
 wrk.headers["mcp-protocol-version"] = "2025-11-25"
 local authorization = os.getenv("WRK_AUTHORIZATION")
 if authorization and authorization ~= "" then wrk.headers["authorization"] = authorization end
+-- bench/virtual.ts: another message (a prefixed tool's call) and the MCP session it belongs to.
+local body = os.getenv("WRK_BODY")
+if body and body ~= "" then wrk.body = body end
+local session = os.getenv("WRK_SESSION")
+if session and session ~= "" then wrk.headers["mcp-session-id"] = session end
 
 local failures = 0
 function response(status, headers, body)

@@ -79,6 +79,7 @@ import { createVirtualServerRepository } from "./virtual-servers/repository";
 import { createConflictNotes } from "./virtual-servers/conflicts";
 import { createVirtualEndpoint } from "./virtual-servers/endpoint";
 import { createMemberFailures } from "./virtual-servers/member-failures";
+import { createVirtualServerMetrics } from "./virtual-servers/metrics";
 import { virtualEntry, virtualMcpRoutes } from "./virtual-servers/mcp-routes";
 import { virtualServerRoutes } from "./virtual-servers/routes";
 import { createClientSessions } from "./virtual-servers/sessions";
@@ -165,6 +166,7 @@ export function createServices(deps: Deps) {
       "mcp_proxy_responses_total",
       "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
     ),
+    virtualServers: createVirtualServerMetrics(metrics),
     connectors,
     pins: createPinRecords({ connectorRows, clock, log }),
     transitions,

@@ -4,6 +4,9 @@ export const AUDIT_CAPTURE_MAX_BYTES = 8 * 1024;
 
 export const AuditQuery = t.Object({
   connector_id: t.Optional(t.String({ maxLength: 100, description: "Only this connector's records" })),
+  virtual_server_id: t.Optional(
+    t.String({ maxLength: 100, description: "Only the records of messages sent through this virtual server (to its members)" }),
+  ),
   user_id: t.Optional(
     t.String({ maxLength: 100, description: "Only this user's records (administrators; others see only their own)" }),
   ),
@@ -27,7 +30,10 @@ export const AuditRecord = t.Object({
   at: t.String({ format: "date-time" }),
   user_id: t.String(),
   credential: t.Union([t.String(), t.Null()], { description: "basic, session, token:<API token id> or oauth:<client id>" }),
-  connector_id: t.String(),
+  connector_id: t.String({ description: "The connector whose proxy URL got the message (a virtual server's member)" }),
+  virtual_server_id: t.Union([t.String(), t.Null()], {
+    description: "The virtual server the message came through (its member is connector_id); null when sent to the proxy URL",
+  }),
   method: t.Union([t.String(), t.Null()], {
     description: "The JSON-RPC method (batch for a batch, null when the body was not JSON-RPC)",
   }),

@@ -4,7 +4,14 @@ import type { Store } from "../db/store";
 import { audit_recordsPg, audit_records as sqliteAudit } from "./table";
 
 export type AuditRow = typeof sqliteAudit.$inferSelect;
-export type AuditFilter = { userId?: string; connectorId?: string; method?: string; since?: number; until?: number };
+export type AuditFilter = {
+  userId?: string;
+  connectorId?: string;
+  virtualServerId?: string;
+  method?: string;
+  since?: number;
+  until?: number;
+};
 
 /** Audit records, on either store. */
 export type AuditRepository = {
@@ -36,6 +43,7 @@ export const AUDIT_COLUMNS = [
   "request_bytes",
   "response_bytes",
   "captured",
+  "virtual_server_id",
 ] as const;
 
 export function createAuditRepository(store: Store): AuditRepository {
@@ -50,6 +58,7 @@ export function createAuditRepository(store: Store): AuditRepository {
       const conditions: SQL[] = [];
       if (filter.userId !== undefined) conditions.push(eq(audit.user_id, filter.userId));
       if (filter.connectorId !== undefined) conditions.push(eq(audit.connector_id, filter.connectorId));
+      if (filter.virtualServerId !== undefined) conditions.push(eq(audit.virtual_server_id, filter.virtualServerId));
       if (filter.method !== undefined) conditions.push(eq(audit.method, filter.method));
       if (filter.since !== undefined) conditions.push(gte(audit.at, filter.since));
       if (filter.until !== undefined) conditions.push(lte(audit.at, filter.until));

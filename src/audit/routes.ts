@@ -14,7 +14,7 @@ export function auditRoutes(audit: AuditService, auth: AuthPlugin) {
       detail: {
         summary: "The audit trail of MCP messages through the proxy, newest first",
         description:
-          "One record per message a client POSTed to a connector's proxy URL: who (user and credential), which connector, the JSON-RPC method and tool, resource or prompt, the outcome (result, a JSON-RPC error code, or an HTTP status), duration and sizes. Your own records; administrators see everyone's. Filters combine; follow next_cursor for older pages.",
+          "One record per message a client POSTed to a connector's proxy URL: who (user and credential), which connector (and the virtual server, when it came through one: its member is the connector), the JSON-RPC method and tool, resource or prompt, the outcome (result, a JSON-RPC error code, or an HTTP status), duration and sizes. Your own records; administrators see everyone's. Filters combine; follow next_cursor for older pages.",
       },
     });
 }

@@ -53,6 +53,7 @@ export function createAuditService(deps: AuditServiceDeps) {
       user_id: row.user_id,
       credential: row.credential,
       connector_id: row.connector_id,
+      virtual_server_id: row.virtual_server_id,
       method: row.method,
       name: row.name,
       outcome: row.outcome,
@@ -97,6 +98,7 @@ export function createAuditService(deps: AuditServiceDeps) {
         user_id: entry.caller.id,
         credential: entry.caller.credential ?? null,
         connector_id: entry.connectorId,
+        virtual_server_id: entry.caller.virtualServer ?? null,
         method: entry.method,
         name: entry.name,
         outcome: entry.outcome,
@@ -122,6 +124,7 @@ export function createAuditService(deps: AuditServiceDeps) {
         {
           ...(caller.role !== "admin" ? { userId: caller.id } : query.user_id !== undefined && { userId: query.user_id }),
           ...(query.connector_id !== undefined && { connectorId: query.connector_id }),
+          ...(query.virtual_server_id !== undefined && { virtualServerId: query.virtual_server_id }),
           ...(query.method !== undefined && { method: query.method }),
           ...(since !== undefined && { since }),
           ...(until !== undefined && { until }),

@@ -1,3 +1,4 @@
+import { isNotNull } from "drizzle-orm";
 import { index as pgIndex, integer as pgInteger, pgTable, text as pgText } from "drizzle-orm/pg-core";
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, type SameRow } from "../db/columns";
@@ -16,6 +17,8 @@ export const audit_records = sqliteTable(
     user_id: text("user_id").notNull(),
     credential: text("credential"),
     connector_id: text("connector_id").notNull(),
+    /** The virtual server the message came through (docs/interface.md §9.4), its member being connector_id; else null. */
+    virtual_server_id: text("virtual_server_id"),
     method: text("method"),
     name: text("name"),
     /** result, error (a JSON-RPC error), or http (the exchange ended on an HTTP status). */
@@ -31,6 +34,8 @@ export const audit_records = sqliteTable(
     index("audit_at_idx").on(table.at),
     index("audit_connector_idx").on(table.connector_id, table.id),
     index("audit_user_idx").on(table.user_id, table.id),
+    // Partial: messages sent straight to a proxy URL (most) cost this index nothing.
+    index("audit_virtual_server_idx").on(table.virtual_server_id, table.id).where(isNotNull(table.virtual_server_id)),
   ],
 );
 
@@ -42,6 +47,7 @@ export const audit_recordsPg = pgTable(
     user_id: pgText("user_id").notNull(),
     credential: pgText("credential"),
     connector_id: pgText("connector_id").notNull(),
+    virtual_server_id: pgText("virtual_server_id"),
     method: pgText("method"),
     name: pgText("name"),
     outcome: pgText("outcome", { enum: ["result", "error", "http"] }).notNull(),
@@ -56,6 +62,7 @@ export const audit_recordsPg = pgTable(
     pgIndex("audit_at_idx").on(table.at),
     pgIndex("audit_connector_idx").on(table.connector_id, table.id),
     pgIndex("audit_user_idx").on(table.user_id, table.id),
+    pgIndex("audit_virtual_server_idx").on(table.virtual_server_id, table.id).where(isNotNull(table.virtual_server_id)),
   ],
 );
 

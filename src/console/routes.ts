@@ -15,6 +15,7 @@ import mcpJs from "./assets/mcp.js" with { type: "text" };
 import tokensJs from "./assets/tokens.js" with { type: "text" };
 import tryitJs from "./assets/tryit.js" with { type: "text" };
 import usersJs from "./assets/users.js" with { type: "text" };
+import virtualServersJs from "./assets/virtual-servers.js" with { type: "text" };
 
 /** Where the console's files are served from; the page itself is at `/`. */
 export const CONSOLE_ASSETS = "/console";
@@ -32,6 +33,7 @@ const FILES: [path: string, body: string, type: string][] = [
   [`${CONSOLE_ASSETS}/mcp.js`, mcpJs, JS],
   [`${CONSOLE_ASSETS}/tryit.js`, tryitJs, JS],
   [`${CONSOLE_ASSETS}/clients.js`, clientsJs, JS],
+  [`${CONSOLE_ASSETS}/virtual-servers.js`, virtualServersJs, JS],
   [`${CONSOLE_ASSETS}/tokens.js`, tokensJs, JS],
   [`${CONSOLE_ASSETS}/agents.js`, agentsJs, JS],
   [`${CONSOLE_ASSETS}/users.js`, usersJs, JS],

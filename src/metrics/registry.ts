@@ -1,7 +1,7 @@
 /**
- * A small Prometheus registry (text exposition format 0.0.4): counters, gauges and histograms with at
- * most one label. Updates sit on the proxy's hot path, so each is one map lookup and an add; label
- * values are escaped only when scraped.
+ * A small Prometheus registry (text exposition format 0.0.4): counters, gauges and histograms, most with at most one
+ * label. Updates sit on the proxy's hot path, so each is one map lookup and an add; label values are escaped only when
+ * scraped.
  */
 const escape = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 const series = (name: string, label: string | undefined, value: string, extra = "") => {
@@ -13,9 +13,39 @@ export type Counter = { inc(labelValue?: string, by?: number): void };
 /** A counter labelled by an HTTP status, kept by the number itself: counting allocates no label string. */
 export type StatusCounter = { inc(status: number): void };
 export type Histogram = { observe(value: number): void };
+/** A counter with several labels, their values given in the labels' order. */
+export type LabelledCounter = { inc(values: readonly string[]): void };
+/** A histogram with one label: a set of buckets per label value. */
+export type LabelledHistogram = { observe(labelValue: string, value: number): void };
 export type UpDown = { inc(): void; dec(): void };
 
 type Metric = { name: string; help: string; type: string; render(): string[] | Promise<string[]> };
+
+/** One histogram's counts; `labels`: its other labels, rendered before `le` (each ending in a comma). */
+function histogramValues(buckets: number[]) {
+  const counts = buckets.map(() => 0);
+  let sum = 0;
+  let count = 0;
+  return {
+    observe(value: number) {
+      const i = buckets.findIndex((le) => value <= le);
+      if (i >= 0) counts[i]!++;
+      sum += value;
+      count++;
+    },
+    render(name: string, labels: string): string[] {
+      let cumulative = 0;
+      const lines = buckets.map((le, i) => `${name}_bucket{${labels}le="${le}"} ${(cumulative += counts[i]!)}`);
+      const others = labels ? `{${labels.slice(0, -1)}}` : "";
+      return [
+        ...lines,
+        `${name}_bucket{${labels}le="+Inf"} ${count}`,
+        `${name}_sum${others} ${sum}`,
+        `${name}_count${others} ${count}`,
+      ];
+    },
+  };
+}
 
 export function createRegistry() {
   const metrics: Metric[] = [];
@@ -90,25 +120,46 @@ export function createRegistry() {
     },
 
     histogram(name: string, help: string, buckets: number[]): Histogram {
-      const counts = buckets.map(() => 0);
-      let sum = 0;
-      let count = 0;
+      const values = histogramValues(buckets);
+      metrics.push({ name, help, type: "histogram", render: () => values.render(name, "") });
+      return { observe: values.observe };
+    },
+
+    /** `labels`: the label names, in the order `inc` is given their values. */
+    labelledCounter(name: string, help: string, labels: readonly string[]): LabelledCounter {
+      const values = new Map<string, { labels: readonly string[]; value: number }>();
+      metrics.push({
+        name,
+        help,
+        type: "counter",
+        render: () =>
+          [...values.values()].map(
+            (v) => `${name}{${labels.map((label, i) => `${label}="${escape(v.labels[i] ?? "")}"`).join(",")}} ${v.value}`,
+          ),
+      });
+      return {
+        inc(labelValues) {
+          const key = labelValues.join("\u0000");
+          const current = values.get(key);
+          if (current) current.value++;
+          else values.set(key, { labels: [...labelValues], value: 1 });
+        },
+      };
+    },
+
+    labelledHistogram(name: string, help: string, label: string, buckets: number[]): LabelledHistogram {
+      const series = new Map<string, ReturnType<typeof histogramValues>>();
       metrics.push({
         name,
         help,
         type: "histogram",
-        render: () => {
-          let cumulative = 0;
-          const lines = buckets.map((le, i) => `${name}_bucket{le="${le}"} ${(cumulative += counts[i]!)}`);
-          return [...lines, `${name}_bucket{le="+Inf"} ${count}`, `${name}_sum ${sum}`, `${name}_count ${count}`];
-        },
+        render: () => [...series].flatMap(([value, values]) => values.render(name, `${label}="${escape(value)}",`)),
       });
       return {
-        observe(value) {
-          const i = buckets.findIndex((le) => value <= le);
-          if (i >= 0) counts[i]!++;
-          sum += value;
-          count++;
+        observe(labelValue, value) {
+          let values = series.get(labelValue);
+          if (!values) series.set(labelValue, (values = histogramValues(buckets)));
+          values.observe(value);
         },
       };
     },

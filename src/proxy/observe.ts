@@ -4,6 +4,7 @@ import { AppError } from "../http-errors/errors";
 import type { StatusCounter } from "../metrics/registry";
 import type { Traced, Tracing } from "../observability/tracing";
 import type { Principal } from "../users/model";
+import type { VirtualServerMetrics } from "../virtual-servers/metrics";
 import type { TakeWhole } from "../forward/forward";
 import { readOutcome, wholeLength, wholeOutcome, type Observed } from "./answer-outcome";
 import type { RpcMessage } from "./message";
@@ -24,6 +25,8 @@ export type ObserverDeps = {
   tracing?: Tracing;
   /** mcp_proxy_responses_total{status}: what the client got, the service's own answers included. */
   responses: StatusCounter;
+  /** Counts the messages a virtual server sends its members (the caller's `virtualServer`); undefined: not counted. */
+  virtualServers?: VirtualServerMetrics;
   clock: () => number;
   /** Holds an answer's bytes against the caller's budget while it is read (held-bytes.ts), else undefined. */
   hold: (userId: string, bytes: number) => (() => void) | undefined;
@@ -51,7 +54,10 @@ export function describeRequest(message: RpcMessage | RpcMessage[] | undefined, 
 
 /** One exchange as the observer follows it, told each step's result in turn. */
 export type Observation = {
-  /** Whether the exchange's message is read for the observer: a POST while the audit trail or tracing is on. */
+  /**
+   * Whether the exchange's message is read for the observer: a POST while the audit trail or tracing is on, or one a
+   * virtual server sent (its metrics).
+   */
   readonly reads: boolean;
   /** The message as read (undefined: it could not be read), and the size of the body as it came. */
   read(message: RpcMessage | RpcMessage[] | undefined, bytes: number): void;
@@ -75,7 +81,7 @@ const UNOBSERVED: Observation = {
   failed: () => undefined,
 };
 
-export function createObserver({ audit, tracing, responses, clock, hold }: ObserverDeps) {
+export function createObserver({ audit, tracing, responses, virtualServers, clock, hold }: ObserverDeps) {
   const capture = audit?.capture ?? false;
 
   class ExchangeObservation implements Observation {
@@ -152,16 +158,20 @@ export function createObserver({ audit, tracing, responses, clock, hold }: Obser
         },
         httpStatus >= 500 ? `HTTP ${httpStatus}` : undefined,
       );
+      const outcome = observed.errorCode !== null ? "error" : httpStatus >= 400 ? "http" : "result";
+      const durationMs = performance.now() - this.started;
+      if (this.caller.virtualServer !== undefined)
+        virtualServers?.observe(this.caller.virtualServer, described.method, outcome, durationMs / 1000);
       audit?.record({
         caller: this.caller,
         connectorId: this.connectorId,
         method: described.method,
         name: described.name,
-        outcome: observed.errorCode !== null ? "error" : httpStatus >= 400 ? "http" : "result",
+        outcome,
         errorCode: observed.errorCode,
         httpStatus,
         startedAt: this.startedAt,
-        durationMs: performance.now() - this.started,
+        durationMs,
         requestBytes: this.bytes,
         responseBytes: observed.bytes,
         ...(capture && { captured: { arguments: described.arguments, result: observed.result } }),
@@ -176,8 +186,10 @@ export function createObserver({ audit, tracing, responses, clock, hold }: Obser
         "mcp.connector.id": row.id,
         "enduser.id": caller.id,
         "http.request.method": request.method,
+        ...(caller.virtualServer !== undefined && { "mcp.virtual_server.id": caller.virtualServer }),
       });
-      const reads = request.method === "POST" && (audit !== undefined || traced !== undefined);
+      const counted = virtualServers !== undefined && caller.virtualServer !== undefined;
+      const reads = request.method === "POST" && (audit !== undefined || traced !== undefined || counted);
       return reads || traced ? new ExchangeObservation(caller, row.id, reads, traced) : UNOBSERVED;
     },
     /** Every answer at a proxy URL, the proxy's own refusals included (entry.ts). */

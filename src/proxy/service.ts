@@ -5,6 +5,7 @@ import { UpstreamFailed } from "../http-errors/errors";
 import type { StatusCounter } from "../metrics/registry";
 import type { Authorization } from "../oauth-client/authorization";
 import type { Tracing } from "../observability/tracing";
+import type { VirtualServerMetrics } from "../virtual-servers/metrics";
 import { streamCredential, type AccessWatch } from "../users/access-watch";
 import type { Principal } from "../users/model";
 import { createAdmission, type Admitted } from "./admit";
@@ -28,6 +29,8 @@ export type ProxyServiceDeps = {
   audit?: AuditSink;
   /** mcp_proxy_responses_total{status}: what the client got, the service's own answers included. */
   responses: StatusCounter;
+  /** Per virtual server, the messages it sends its members (virtual-servers/metrics.ts). */
+  virtualServers?: VirtualServerMetrics;
   connectors: ConnectorService;
   pins: PinStore;
   transitions: Transitions;

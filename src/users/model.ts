@@ -137,4 +137,9 @@ export type Principal = {
   connector?: string;
   /** How the request authenticated, for the audit trail: basic, session, token:<API token id>, oauth:<client id>. */
   credential?: string;
+  /**
+   * Set by a virtual server's endpoint on the caller of its member calls (virtual-servers/endpoint.ts): the virtual
+   * server the request came through, which the proxy's audit record and metrics name. Never from authentication.
+   */
+  virtualServer?: string;
 };

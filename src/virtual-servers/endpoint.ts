@@ -1,11 +1,10 @@
-import type { ClientCapabilities, Progress } from "@modelcontextprotocol/sdk/types.js";
+import { SUPPORTED_PROTOCOL_VERSIONS, type ClientCapabilities, type Progress } from "@modelcontextprotocol/sdk/types.js";
 import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
 import { VERSION } from "../version";
 import {
   errorOf,
-  INTERNAL_ERROR,
   INVALID_PARAMS,
   INVALID_REQUEST,
   isRequestId,
@@ -21,15 +20,22 @@ import { answerCall } from "./call-answer";
 import type { ConflictNotes } from "./conflicts";
 import type { MemberFailures } from "./member-failures";
 import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
-import { LISTS, listMember, mergeLists, type Member } from "./merge";
+import { closedListingError, LISTS, listMember, mergeLists, type Member } from "./merge";
 import { compareNames } from "./names";
 import type { VirtualServerRow } from "./repository";
 import { ROUTED, routeRequest, type RoutedMethod } from "./route";
 import type { VirtualServerService } from "./service";
+import { createToolSearch } from "./search";
 import type { ClientSession, ClientSessions, Listing } from "./sessions";
 
 /** MCP 2025-11-25 basic/lifecycle "Version Negotiation": the session eras served here, the latest first. */
 export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18"] as const;
+/**
+ * What the MCP-Protocol-Version header may say on a session's requests: every session-era version the SDK knows (its
+ * servers accept them too, and clients such as the conformance kit send 2025-03-26 on a session that agreed on a later
+ * one). Only PROTOCOL_VERSIONS are agreed at initialize.
+ */
+const HEADER_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
 /** Items per page of a merged list (MCP 2025-11-25 basic/utilities/pagination: the page size is the server's). */
 export const PAGE_SIZE = 100;
 const LIST_METHODS: Record<string, ListKind> = Object.fromEntries(
@@ -59,6 +65,7 @@ const SESSION_HEADER = "mcp-session-id";
  */
 export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
   const { sealer, sessions, memberTimeoutMs } = deps;
+  const search = createToolSearch();
 
   async function serverOf(caller: Principal, id: string) {
     // RFC 8707 §2: this service's access tokens are each bound to one connector's proxy URL, not to a virtual server.
@@ -96,12 +103,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
       after = position.after;
     }
     const merged = await merge(session, members, list);
-    if (server.failure_mode === "closed" && merged.failed.length > 0) {
-      const why = merged.failed.map((f) => `member "${f.member.prefix}" (connector ${f.member.connectorId}): ${f.why}`);
-      throw new RpcError(INTERNAL_ERROR, `The listing failed (failure_mode closed): ${why.join("; ")}`, {
-        failed: merged.failed.map((f) => ({ member: f.member.connectorId, prefix: f.member.prefix, reason: f.why })),
-      });
-    }
+    if (server.failure_mode === "closed" && merged.failed.length > 0) throw closedListingError(merged.failed);
     let start = after === undefined ? 0 : merged.items.findIndex((i) => compareNames(i.name, after) > 0);
     if (start < 0) start = merged.items.length;
     const page = merged.items.slice(start, start + PAGE_SIZE);
@@ -149,13 +151,15 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     if (typeof message !== "object" || message === null || Array.isArray(message) || message.jsonrpc !== "2.0")
       return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Not a JSON-RPC 2.0 message (batches are not served)")), 400);
     const { row: server, members } = await serverOf(caller, serverId);
+    // Member calls are the caller's, marked as through this virtual server for their audit records and metrics.
+    const through: Principal = { ...caller, virtualServer: server.id };
     const method = typeof message.method === "string" ? message.method : undefined;
     const id = isRequestId(message.id) ? message.id : undefined;
     const params = (typeof message.params === "object" && message.params !== null ? message.params : {}) as Record<
       string,
       unknown
     >;
-    if (method === "initialize" && id !== undefined) return initialize(id, caller, server, params);
+    if (method === "initialize" && id !== undefined) return initialize(id, through, server, params);
 
     // basic/transports "Session Management": a request without the session's id is a 400, an unknown id a 404.
     const sessionId = request.headers.get(SESSION_HEADER);
@@ -164,12 +168,12 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         errorOf(id ?? null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required: send initialize first")),
         400,
       );
-    const session = sessions.find(sessionId, server.id, caller);
+    const session = sessions.find(sessionId, server.id, through);
     if (!session) return jsonAnswer(errorOf(id ?? null, new RpcError(-32001, "Session not found: initialize a new one")), 404);
     const version = request.headers.get("mcp-protocol-version");
     // basic/transports "Protocol Version Header": an unsupported version is a 400.
-    if (version !== null && !PROTOCOL_VERSIONS.some((v) => v === version)) {
-      const why = `MCP-Protocol-Version ${version} is not supported: ${PROTOCOL_VERSIONS.join(", ")}`;
+    if (version !== null && !HEADER_VERSIONS.has(version)) {
+      const why = `MCP-Protocol-Version ${version} is not supported: ${[...HEADER_VERSIONS].join(", ")}`;
       return jsonAnswer(errorOf(id ?? null, new RpcError(INVALID_REQUEST, why)), 400);
     }
 
@@ -181,6 +185,10 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     try {
       if (method === "ping") return jsonAnswer(resultOf(id, {}));
       const list = LIST_METHODS[method];
+      // tool_mode search (search.ts): two tools listed, and tools/call answered by them or routed by name.
+      const searching = server.tool_mode === "search";
+      if (list === "tools" && searching)
+        return jsonAnswer(resultOf(id, await search.list(server.failure_mode, params, () => merge(session, members, list))));
       if (list) return jsonAnswer(resultOf(id, await listPage(session, server, members, list, params)));
       if (method in ROUTED) {
         const token = (params._meta as Record<string, unknown> | undefined)?.progressToken;
@@ -197,7 +205,11 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
               : (p: Progress) =>
                   channel({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } });
           const serving = { signal: cancel.signal, channel, ...(onprogress && { onprogress }) };
-          return routeRequest(session, members, method as RoutedMethod, params, listing, serving).finally(() => {
+          const run =
+            method === "tools/call" && searching
+              ? search.call(session, members, params, listing, serving)
+              : routeRequest(session, members, method as RoutedMethod, params, listing, serving);
+          return run.finally(() => {
             if (session.calls.get(id) === cancel) session.calls.delete(id);
           });
         });

@@ -31,6 +31,9 @@ import type { Channel, Relay } from "./relay";
  */
 export type MemberExchange = (connectorId: string, request: Request) => Promise<Response>;
 
+/** Any result, its members kept (built once: zod compiles a schema on first use, which cost more than the call). */
+const ANY_RESULT = ResultSchema.passthrough();
+
 /** The lists whose changes a member announces (MCP 2025-11-25 server/tools, server/prompts, server/resources). */
 export type ChangedList = "tools" | "prompts" | "resources";
 
@@ -195,7 +198,7 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string,
           ...(options.signal && { signal: options.signal }),
           ...(options.onprogress && { onprogress: options.onprogress, resetTimeoutOnProgress: true }),
         };
-        const sent = () => client.request({ method, ...(params && { params }) }, ResultSchema.passthrough(), requestOptions);
+        const sent = () => client.request({ method, ...(params && { params }) }, ANY_RESULT, requestOptions);
         return options.call ? calls.run(options.call, sent) : sent();
       };
       const { call } = options;

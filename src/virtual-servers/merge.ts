@@ -1,4 +1,5 @@
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { INTERNAL_ERROR, RpcError } from "./jsonrpc";
 import type { MemberSession } from "./member-session";
 import { admitNames, type Admission, type NameKind } from "./names";
 import type { ListKind } from "./list-cursor";
@@ -95,4 +96,12 @@ export function mergeLists(list: ListKind, lists: MemberList[]): Merged {
     return { name, item: key === "name" ? { ...item, name } : item };
   });
   return { admission, items, failed };
+}
+
+/** failure_mode closed (docs/interface.md §9.4): a listing some member failed is -32603, naming each and why. */
+export function closedListingError(failed: Merged["failed"]): RpcError {
+  const why = failed.map((f) => `member "${f.member.prefix}" (connector ${f.member.connectorId}): ${f.why}`);
+  return new RpcError(INTERNAL_ERROR, `The listing failed (failure_mode closed): ${why.join("; ")}`, {
+    failed: failed.map((f) => ({ member: f.member.connectorId, prefix: f.member.prefix, reason: f.why })),
+  });
 }

@@ -45,7 +45,8 @@ const FailureModeField = t.Union([t.Literal("open"), t.Literal("closed")], {
   examples: ["open"],
 });
 const ToolModeField = t.Union([t.Literal("all"), t.Literal("search")], {
-  description: "all: every admitted tool is listed; search: two tools, search_tools and call_tool",
+  description:
+    "all: every admitted tool is listed; search: two tools, search_tools (finds admitted tools by name, title and description) and call_tool (calls one); a found tool may also be called by its name",
   examples: ["all"],
 });
 

@@ -1,4 +1,5 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { createTtlCache } from "../cache/ttl-cache";
 import type { ConnectorState, VirtualServerEventType } from "../connectors/model";
 import {
   connector_eventsPg,
@@ -33,12 +34,22 @@ export type MemberWithState = MemberRow & Pick<MemberConnector, "state" | "disco
 export type WriteRefused = "limit" | "members";
 export type VirtualServerSettings = Partial<Pick<VirtualServerRow, "name" | "description" | "failure_mode" | "tool_mode">>;
 
+/** What the MCP endpoint reads of a virtual server on every request: the row and its members with their state. */
+export type EndpointView = { row: VirtualServerRow; members: MemberWithState[] };
+/** How long the MCP endpoint's read of a virtual server may be reused (as CONNECTOR_CACHE_MS is for the proxy). */
+export const VIRTUAL_CACHE_MS = 1000;
+
 export type VirtualServerRepository = {
   /** Inserts with its members unless the owner already has `maxPerOwner` (checked and written in one transaction). */
   insert(row: VirtualServerRow, members: MemberRow[], maxPerOwner: number): Promise<WriteRefused | undefined>;
   findById(id: string): Promise<VirtualServerRow | undefined>;
   /** Newest first; `ownerId` undefined lists every owner's (administrators). */
   page(ownerId: string | undefined, limit: number, after: PageCursor | undefined): Promise<VirtualServerRow[]>;
+  /**
+   * For the MCP endpoint: the row and members as of at most VIRTUAL_CACHE_MS ago (this process's own writes show at
+   * once; another replica's within that time, as for connectors). Two queries a request cost more than the call.
+   */
+  endpointView(id: string): Promise<EndpointView | undefined>;
   /** The members of these virtual servers with their connectors' state, each server's in order. */
   membersOf(serverIds: string[]): Promise<MemberWithState[]>;
   /** The connectors with these ids (those that exist). */
@@ -124,8 +135,9 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
     if (wrote) onEvent();
     return result;
   };
+  const endpointViews = createTtlCache<EndpointView>(VIRTUAL_CACHE_MS, 10_000);
 
-  return {
+  const repository: VirtualServerRepository = {
     async insert(row, rows, maxPerOwner) {
       const refused: WriteRefused | undefined = await store.transaction(function* (tx, lock) {
         if (!(yield* hasRoom(tx, lock, servers, servers.owner_id, row.owner_id, maxPerOwner))) return "limit";
@@ -145,6 +157,11 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
       return committed(refused, refused === undefined);
     },
     findById: async (id) => (await db.select().from(servers).where(eq(servers.id, id)).limit(1))[0],
+    endpointView: (id) =>
+      endpointViews.readThrough(id, async () => {
+        const [row]: VirtualServerRow[] = await db.select().from(servers).where(eq(servers.id, id)).limit(1);
+        return row && { row, members: await repository.membersOf([id]) };
+      }),
     page: (ownerId, limit, after) => newestFirstPage(db, servers, ownerId, limit, after),
     async membersOf(serverIds) {
       if (serverIds.length === 0) return [];
@@ -177,6 +194,7 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
       return rows.map(({ metadata, ...row }) => ({ ...row, name: metadata.name ?? null }));
     },
     async update(id, settings, rows, at) {
+      endpointViews.delete(id);
       const result: VirtualServerRow | WriteRefused | undefined = await store.transaction(function* (tx, lock) {
         const [current]: VirtualServerRow[] = yield tx.select().from(servers).where(eq(servers.id, id));
         if (!current) return undefined;
@@ -195,9 +213,11 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
         yield* announce(tx, "virtual_server.updated", written, at);
         return written;
       });
+      endpointViews.delete(id);
       return committed(result, typeof result === "object");
     },
     async delete(id, at) {
+      endpointViews.delete(id);
       const deleted = await store.transaction(function* (tx) {
         const [row]: VirtualServerRow[] = yield tx.select().from(servers).where(eq(servers.id, id));
         if (!row) return false;
@@ -206,6 +226,7 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
         yield tx.delete(servers).where(eq(servers.id, id));
         return true;
       });
+      endpointViews.delete(id);
       return committed(deleted, deleted);
     },
     async removeConnector(connectorId, at) {
@@ -222,7 +243,9 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
         }
         return memberships.map((m) => m.virtual_server_id);
       });
+      endpointViews.clear();
       return committed(left, left.length > 0);
     },
   };
+  return repository;
 }

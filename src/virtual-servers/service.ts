@@ -66,11 +66,13 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
   const { repository: rows, clock } = deps;
 
   /** The caller's virtual server; another user's is indistinguishable from a missing one (docs/interface.md §3). */
-  async function owned(caller: Principal, id: string): Promise<VirtualServerRow> {
-    const row = await rows.findById(id);
-    if (!row || (row.owner_id !== caller.id && caller.role !== "admin")) throw new NotFound(`No virtual server ${id}`);
-    return row;
+  /** `found` when it is the caller's (an administrator's: anyone's); else as unknown as none. */
+  function ownedOr404<T extends { owner_id: string }>(caller: Principal, id: string, found: T | undefined): T {
+    if (!found || (found.owner_id !== caller.id && caller.role !== "admin")) throw new NotFound(`No virtual server ${id}`);
+    return found;
   }
+  const owned = async (caller: Principal, id: string): Promise<VirtualServerRow> =>
+    ownedOr404(caller, id, await rows.findById(id));
 
   async function views(servers: VirtualServerRow[]): Promise<VirtualServer[]> {
     const all = await rows.membersOf(servers.map((s) => s.id));
@@ -152,8 +154,8 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
     owned,
     /** The caller's virtual server and its members in their order (the MCP endpoint's view of it). */
     async withMembers(caller: Principal, id: string): Promise<{ row: VirtualServerRow; members: MemberWithState[] }> {
-      const row = await owned(caller, id);
-      return { row, members: await rows.membersOf([id]) };
+      const view = await rows.endpointView(id);
+      return { row: ownedOr404(caller, id, view?.row), members: view!.members };
     },
     get: async (caller: Principal, id: string): Promise<VirtualServer> => view(await owned(caller, id)),
 

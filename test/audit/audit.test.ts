@@ -60,6 +60,7 @@ describe("with audit on (the default)", () => {
       expect(record).toMatchObject({
         user_id: alice.principal.id,
         connector_id: tools,
+        virtual_server_id: null,
         method: "tools/call",
         name: "lookup",
         outcome: "result",
@@ -190,6 +191,7 @@ describe("with audit on (the default)", () => {
       user_id: alice.principal.id,
       credential: null,
       connector_id: tools,
+      virtual_server_id: null,
       method: "old/method",
       name: null,
       outcome: "result",
@@ -220,6 +222,7 @@ describe("with audit on (the default)", () => {
       user_id: alice.principal.id,
       credential: n % 2 ? `token:${n}` : null,
       connector_id: tools,
+      virtual_server_id: n % 4 ? null : `virtual-${n}`,
       method: "bulk/method",
       name: n % 3 ? `tool-${n}` : null,
       outcome: n % 5 ? "result" : "error",

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { type Browser, type Page } from "playwright-core";
+import { type Browser } from "playwright-core";
+import { signInToConsole } from "../support/browser";
 import { CHROMIUM, launchChromium } from "../support/chromium";
 import { freePort } from "../peers/ports";
 import { ADMIN, createUser, startTestService, type TestService } from "../support/service";
@@ -37,13 +38,7 @@ afterAll(async () => {
   await Promise.all([atLoopback?.stop(), atLocalhost?.stop()]);
 });
 
-async function signIn(page: Page, as: { username: string; password: string }) {
-  await page.waitForSelector("#view-signin:not([hidden])");
-  await page.fill("#signin-username", as.username);
-  await page.fill("#signin-password", as.password);
-  await page.click("#signin-form button[type=submit]");
-  await page.waitForSelector("#view-connectors:not([hidden])");
-}
+const signIn = signInToConsole;
 
 describe.skipIf(!available)("in Chromium", () => {
   for (const which of ["127.0.0.1", "localhost"] as const) {

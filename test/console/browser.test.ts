@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
+import { signInToConsole } from "../support/browser";
 import { startBearerServer, type BearerServer } from "../peers/bearer-server";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
 import { startOidcProvider, type OidcPeer } from "../peers/oidc";
@@ -95,11 +96,7 @@ async function openConsole(context: BrowserContext): Promise<Watched> {
 }
 
 async function signIn(page: Page) {
-  await page.waitForSelector("#view-signin:not([hidden])");
-  await page.fill("#signin-username", ADMIN.username);
-  await page.fill("#signin-password", ADMIN.password);
-  await page.click("#signin-form button[type=submit]");
-  await page.waitForSelector("#view-connectors:not([hidden])");
+  await signInToConsole(page, ADMIN);
   await page.waitForSelector("#live-state:text('Live updates: on')");
 }
 

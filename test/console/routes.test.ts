@@ -68,6 +68,7 @@ describe("the web console's files", () => {
       "/console/clients.js": "text/javascript; charset=utf-8",
       "/console/dom.js": "text/javascript; charset=utf-8",
       "/console/tokens.js": "text/javascript; charset=utf-8",
+      "/console/virtual-servers.js": "text/javascript; charset=utf-8",
       "/console/users.js": "text/javascript; charset=utf-8",
     });
   });

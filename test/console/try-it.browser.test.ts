@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { signInToConsole } from "../support/browser";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { scriptedOAuth } from "../peers/scripted-oauth";
 import { startTryItServer, type TryItServer } from "../peers/try-it-server";
@@ -98,10 +99,7 @@ async function openAtLocalhost() {
   await page.waitForSelector("#view-signin:not([hidden])");
   // The sign-in page says how the first administrator signs in.
   expect(await page.textContent("#signin-first-time")).toContain("AUTH__ADMIN_PASSWORD");
-  await page.fill("#signin-username", ADMIN.username);
-  await page.fill("#signin-password", ADMIN.password);
-  await page.click("#signin-form button[type=submit]");
-  await page.waitForSelector("#view-connectors:not([hidden])");
+  await signInToConsole(page, ADMIN);
   return { page, problems, popups, context };
 }
 

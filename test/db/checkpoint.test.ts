@@ -22,6 +22,7 @@ const rows = (count: number, from = 0): AuditRow[] =>
     user_id: "user-1",
     credential: `token:${i}`,
     connector_id: "connector-1",
+    virtual_server_id: null,
     method: "tools/call",
     name: `tool-${i}`,
     outcome: "result",

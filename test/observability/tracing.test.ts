@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { createTestApp, type TestApp } from "../support/app";
-import { connectedConnector } from "../support/mcp";
+import { connectedConnector, mcpClient } from "../support/mcp";
 import { waitFor } from "../support/wait";
 
 // OpenTelemetry over real sockets: the service exports with the SDK's OTLP/HTTP exporter to a receiver in the test,
@@ -104,6 +104,28 @@ describe("traces", () => {
     const sent = seenTraceparents.slice(before).find((h) => h?.includes(traceId));
     expect(sent).toBe(`00-${traceId}-${client.spanId.toLowerCase()}-01`);
   });
+});
+
+test("a virtual server's member call gets the proxy's span, naming the virtual server", async () => {
+  const id = await connectedConnector(service.api, `http://127.0.0.1:${upstream.port}/mcp`);
+  const created = await service.api("POST", "/api/v1/virtual-servers", {
+    body: { name: "Traced", members: [{ connector_id: id, prefix: "t" }] },
+  });
+  expect(created.status).toBe(201);
+  const { client } = await mcpClient(created.body.mcp_url, { token: service.admin.token }, service.fetch);
+  await client.callTool({ name: "t__lookup", arguments: {} });
+  await client.close();
+  const call = await waitFor(
+    "the member call's span",
+    () =>
+      spans.find(
+        (s) =>
+          s.name === "mcp.proxy" && attribute(s, "mcp.connector.id") === id && attribute(s, "mcp.method.name") === "tools/call",
+      ),
+    5_000,
+  );
+  expect(attribute(call, "mcp.virtual_server.id")).toBe(created.body.id);
+  expect(attribute(call, "mcp.tool.name")).toBe("lookup");
 });
 
 test("a connect made by PATCH (new headers) and a token refresh get a span each", async () => {

@@ -1,6 +1,9 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { Secret } from "kubernetes-models/v1/Secret";
+import { Service } from "kubernetes-models/v1/Service";
 
 /**
  * A FAKE Kubernetes API server. No real API server (nor kind, k3s or a container engine) can run on the
@@ -8,6 +11,11 @@ import { join } from "node:path";
  * implements exactly what the driver calls — create/read/replace/delete/list of Deployments, Services and
  * Secrets, and the service proxy — with the API's status codes and Status bodies, and records every object
  * and request. Whether a Deployment becomes ready is up to the test.
+ *
+ * Like a real API server it refuses what it could not store: every object created or replaced is validated against
+ * the official OpenAPI schemas (kubernetes-models, generated from them) and against the API server's own rules on
+ * names and labels (validateObjectMeta), and answered 422 "Invalid" with what is wrong — a malformed object cannot
+ * pass unnoticed. A kind that does not match the URL is a 400.
  */
 export type FakeKube = {
   url: string;
@@ -25,6 +33,39 @@ export type FakeKube = {
 
 const status = (code: number, reason: string, message: string) =>
   Response.json({ kind: "Status", apiVersion: "v1", status: "Failure", reason, message, code }, { status: code });
+
+/** What each resource of the fake stores: its kind, apiVersion and the model that validates it. */
+const KINDS = {
+  deployments: { kind: "Deployment", apiVersion: "apps/v1", model: Deployment, name: "subdomain" },
+  services: { kind: "Service", apiVersion: "v1", model: Service, name: "label" },
+  secrets: { kind: "Secret", apiVersion: "v1", model: Secret, name: "subdomain" },
+} as const;
+/** Kubernetes' DNS-1123 label (a Service's name: it becomes a DNS label) and subdomain. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A label's value: at most 63 characters, alphanumerics with - _ . inside. */
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+/** Why the API server would refuse `object` as a `resource`, or undefined. */
+export function invalidObject(resource: keyof typeof KINDS, object: Record<string, any>): string | undefined {
+  const expected = KINDS[resource];
+  const problems: string[] = [];
+  const name = object.metadata?.name;
+  if (typeof name !== "string" || !(expected.name === "label" ? DNS_LABEL : DNS_SUBDOMAIN).test(name))
+    problems.push(`metadata.name: Invalid value: ${JSON.stringify(name)}: must be a DNS-1123 ${expected.name}`);
+  for (const where of ["metadata.labels", "spec.selector.matchLabels", "spec.template.metadata.labels", "spec.selector"]) {
+    const labels = where.split(".").reduce<any>((o, k) => o?.[k], object);
+    if (where === "spec.selector" && resource !== "services") continue;
+    for (const [k, v] of Object.entries((labels ?? {}) as Record<string, unknown>))
+      if (typeof v !== "string" || !LABEL_VALUE.test(v)) problems.push(`${where}.${k}: Invalid value: ${JSON.stringify(v)}`);
+  }
+  try {
+    new expected.model(object as never).validate();
+  } catch (e) {
+    problems.push((e as Error).message);
+  }
+  return problems.length > 0 ? problems.join("; ") : undefined;
+}
 
 export function startFakeKube(token = "fake-token"): FakeKube {
   const objects = new Map<string, Record<string, any>>();
@@ -72,7 +113,7 @@ export function startFakeKube(token = "fake-token"): FakeKube {
         url.pathname,
       );
       if (!m) return status(404, "NotFound", `the fake does not serve ${url.pathname}`);
-      const [, namespace, resource, name] = m as unknown as [string, string, string, string | undefined];
+      const [, namespace, resource, name] = m as unknown as [string, string, keyof typeof KINDS, string | undefined];
       const key = (n: string) => `${resource}/${namespace}/${n}`;
 
       if (!name && request.method === "GET") {
@@ -84,7 +125,9 @@ export function startFakeKube(token = "fake-token"): FakeKube {
         return Response.json({ kind: "List", apiVersion: "v1", metadata: {}, items });
       }
       if (!name && request.method === "POST") {
-        const body = asStored((await request.json()) as Record<string, any>);
+        const refused = await refusal();
+        if (refused) return refused;
+        const body = asStored((await request.clone().json()) as Record<string, any>);
         if (objects.has(key(body.metadata.name)))
           return status(409, "AlreadyExists", `${resource} "${body.metadata.name}" already exists`);
         body.metadata = { ...body.metadata, namespace, resourceVersion: String(++version), generation: 1 };
@@ -96,7 +139,9 @@ export function startFakeKube(token = "fake-token"): FakeKube {
       if (!current) return status(404, "NotFound", `${resource} "${name}" not found`);
       if (request.method === "GET") return Response.json(withStatus(current));
       if (request.method === "PUT") {
-        const body = asStored((await request.json()) as Record<string, any>);
+        const refused = await refusal();
+        if (refused) return refused;
+        const body = asStored((await request.clone().json()) as Record<string, any>);
         if (body.metadata?.resourceVersion !== current.metadata.resourceVersion)
           return status(409, "Conflict", "the object has been modified");
         body.metadata = {
@@ -115,6 +160,20 @@ export function startFakeKube(token = "fake-token"): FakeKube {
         return Response.json({ kind: "Status", apiVersion: "v1", status: "Success", code: 200 });
       }
       return status(405, "MethodNotAllowed", "method not allowed");
+
+      /** A 400 for a kind that is not the URL's, a 422 for an object the API server would not store. */
+      async function refusal(): Promise<Response | undefined> {
+        const object = (await request.clone().json()) as Record<string, any>;
+        const expected = KINDS[resource];
+        if (object.kind !== expected.kind || object.apiVersion !== expected.apiVersion)
+          return status(
+            400,
+            "BadRequest",
+            `the API version in the data (${object.apiVersion}) does not match the expected API version (${expected.apiVersion}) or kind ${object.kind}`,
+          );
+        const why = invalidObject(resource, object);
+        return why ? status(422, "Invalid", `${expected.kind} "${object.metadata?.name}" is invalid: ${why}`) : undefined;
+      }
 
       /** As the API server stores a Secret: `stringData` is write-only, merged into `data` as base64. */
       function asStored(object: Record<string, any>) {

@@ -73,3 +73,24 @@ test("the curl walk-through reaches a tool call as written: token, demo connecto
     rmSync(dir, { recursive: true, force: true });
   }
 }, 60_000);
+
+test("the virtual server command makes one MCP URL of two connectors as written", async () => {
+  const ids: string[] = [];
+  for (const name of ["GitHub", "Linear"]) {
+    const created = await service.api("POST", "/api/v1/connectors", {
+      body: { url: "mcp+stdio://demo", metadata: { name } },
+    });
+    expect(created.status).toBe(201);
+    ids.push(created.body.id);
+  }
+  const { stdout, stderr, code } = await bash(block("sh", "## Virtual servers"), {
+    CS: service.url,
+    ADMIN: `${ADMIN.username}:${ADMIN.password}`,
+    GITHUB: ids[0]!,
+    LINEAR: ids[1]!,
+  });
+  expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+  const answer = JSON.parse(stdout);
+  expect(answer.mcp_url).toBe(`${service.url}/api/v1/virtual-servers/${answer.id}/mcp`);
+  expect(answer.members.map((m: { prefix: string }) => m.prefix)).toEqual(["github", "linear"]);
+});

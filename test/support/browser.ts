@@ -39,3 +39,12 @@ export async function framedUrl(browser: Browser, url: string): Promise<string> 
     other.stop(true);
   }
 }
+
+/** Signs in on the console's sign-in page (already open) and waits for the connectors view. */
+export async function signInToConsole(page: Page, as: { username: string; password: string }) {
+  await page.waitForSelector("#view-signin:not([hidden])");
+  await page.fill("#signin-username", as.username);
+  await page.fill("#signin-password", as.password);
+  await page.click("#signin-form button[type=submit]");
+  await page.waitForSelector("#view-connectors:not([hidden])");
+}

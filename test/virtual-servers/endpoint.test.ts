@@ -258,6 +258,30 @@ describe("sessions", () => {
     await mcp.close();
   });
 
+  test("MCP-Protocol-Version: any session-era version the SDK knows is accepted on a session, another is a 400", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const { mcp, transport } = await client(server.mcp_url);
+    const ping = (version: string) =>
+      t.fetch(
+        new Request(server.mcp_url, {
+          method: "POST",
+          body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "ping" }),
+          headers: {
+            authorization: `Bearer ${alice.token}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-session-id": transport.sessionId!,
+            "mcp-protocol-version": version,
+          },
+        }),
+      );
+    expect((await ping("2025-03-26")).status).toBe(200);
+    const refused = await ping("1999-01-01");
+    expect(refused.status).toBe(400);
+    expect((await refused.json()).error.message).toContain("1999-01-01 is not supported");
+    await mcp.close();
+  });
+
   test("no credentials: 401 with a challenge", async () => {
     const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
     const res = await t.fetch(

@@ -6,8 +6,9 @@ import { initConnectors, resetConnectors, setPublicUrl, showConnectors } from ".
 import { announce, busy, showError } from "./dom.js";
 import { initTokens, resetTokens, showTokens } from "./tokens.js";
 import { initUsers, resetUsers, showUsers } from "./users.js";
+import { initVirtualServers, resetVirtualServers, showVirtualServers } from "./virtual-servers.js";
 
-const VIEWS = ["connectors", "tokens", "agents", "users", "account"];
+const VIEWS = ["connectors", "virtual", "tokens", "agents", "users", "account"];
 /**
  * A hint that this browser holds a session, so that a visitor who never signed in is not sent to the API first: every
  * 401 of the API carries a Basic challenge, which a browser may answer with its own sign-in prompt.
@@ -32,7 +33,14 @@ function currentView() {
   return VIEWS.includes(name) ? name : "connectors";
 }
 
-const TITLES = { connectors: "Connectors", tokens: "API tokens", agents: "Agents", users: "Users", account: "Account" };
+const TITLES = {
+  connectors: "Connectors",
+  virtual: "Virtual servers",
+  tokens: "API tokens",
+  agents: "Agents",
+  users: "Users",
+  account: "Account",
+};
 
 /** Shows the view the address names and loads what it lists; `moveFocus` after the person navigated. */
 async function route(moveFocus) {
@@ -42,6 +50,7 @@ async function route(moveFocus) {
   document.title = `${TITLES[view]} · connector-service`;
   if (moveFocus) $(`${view}-title`).focus();
   if (view === "connectors") await showConnectors();
+  if (view === "virtual") await showVirtualServers();
   if (view === "tokens") await showTokens();
   if (view === "agents") await showAgents(user.role === "admin");
   if (view === "users") await showUsers(user);
@@ -74,6 +83,7 @@ function signedOut(message) {
   }
   resetConnectors();
   resetTokens();
+  resetVirtualServers();
   resetAgents();
   resetUsers();
   resetAccount();
@@ -127,6 +137,7 @@ async function signOut(event) {
 async function start() {
   initConnectors();
   initTokens();
+  initVirtualServers();
   initAgents();
   initUsers();
   initAccount();

@@ -1,0 +1,2 @@
+ALTER TABLE `audit_records` ADD `virtual_server_id` text;--> statement-breakpoint
+CREATE INDEX `audit_virtual_server_idx` ON `audit_records` (`virtual_server_id`,`id`) WHERE "audit_records"."virtual_server_id" is not null;
