@@ -23,6 +23,8 @@ export async function startInteractiveServer(label: string) {
     progress: 0,
     listening: 0,
     rootsChanged: 0,
+    /** The answers to the elicitations "later" made after its call, on its GET stream. */
+    later: [] as string[],
     subscribed: [] as string[],
     unsubscribed: [] as string[],
   };
@@ -108,6 +110,16 @@ export async function startInteractiveServer(label: string) {
         return { content: [{ type: "text", text: `${label}: ${answer ? answer.action : "gave up"}` }] };
       },
     );
+
+    server.registerTool("later", { description: "Elicits after its call, on its GET stream", inputSchema: {} }, async () => {
+      setTimeout(() => {
+        void server.server
+          .elicitInput({ mode: "form", message: `${label} later`, requestedSchema: { type: "object", properties: {} } })
+          .then((answer) => seen.later.push(answer.action))
+          .catch((error: Error) => seen.later.push(`error: ${error.message}`));
+      }, 20);
+      return { content: [{ type: "text", text: `${label}: later` }] };
+    });
 
     server.registerTool("capabilities", { description: "What its client offered", inputSchema: {} }, async () => ({
       content: [{ type: "text", text: JSON.stringify(server.server.getClientCapabilities() ?? {}) }],

@@ -223,6 +223,29 @@ describe("a member's requests to the client during a call", () => {
     await mcp.close();
   });
 
+  test("a member's request outside any call goes on the client's GET stream, and its answer back", async () => {
+    const server = await both();
+    const { mcp, asked } = await talkingClient(server.mcp_url);
+    await listAndListen(mcp, a, b);
+    const before = a.seen.later.length;
+    expect(toolText(await mcp.callTool({ name: "a__later", arguments: {} }))).toBe("a: later");
+    await waitFor("member a's later elicitation answered", () => a.seen.later.length > before, 5_000);
+    expect(a.seen.later.at(-1)).toBe("accept");
+    expect(asked).toContain("elicit a later");
+    await mcp.close();
+  });
+
+  test("in tool_mode search, call_tool carries the member's requests as a direct call does", async () => {
+    const server = await both();
+    const patched = await alice.api("PATCH", `/api/v1/virtual-servers/${server.id}`, { body: { tool_mode: "search" } });
+    expect(patched.status).toBe(200);
+    const { mcp } = await talkingClient(server.mcp_url);
+    expect((await mcp.listTools()).tools.map((tool) => tool.name).sort()).toEqual(["call_tool", "search_tools"]);
+    const result = await mcp.callTool({ name: "call_tool", arguments: { name: "b__ask", arguments: {} } });
+    expect(toolText(result)).toBe("b: accept blue; sampled; file:///work");
+    await mcp.close();
+  });
+
   test("a member is offered elicitation, sampling and roots only if the client offered them", async () => {
     const server = await both();
     const talking = await talkingClient(server.mcp_url);
