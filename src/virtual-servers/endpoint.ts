@@ -230,7 +230,8 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
       await serverOf(caller, serverId);
       const sessionId = request.headers.get(SESSION_HEADER);
       if (!sessionId) return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required")), 400);
-      const session = sessions.find(sessionId, serverId, caller);
+      // The member GET streams and DELETEs that follow are marked as through this virtual server, as calls are.
+      const session = sessions.find(sessionId, serverId, { ...caller, virtualServer: serverId });
       if (!session) return jsonAnswer(errorOf(null, new RpcError(-32001, "Session not found")), 404);
       if (request.method === "GET") {
         // basic/transports "Listening for Messages from the Server": the client asks for an event stream, and this
