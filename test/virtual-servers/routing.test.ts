@@ -414,3 +414,21 @@ test("the GET stream is text/event-stream and ends with the session", async () =
   await expect(events.next()).rejects.toThrow("the stream ended");
   await mcp.close();
 });
+
+test("an idle session's GET stream ends with it", async () => {
+  const server = await both();
+  const { mcp, transport } = await plainClient(server.mcp_url);
+  const res = await t.fetch(
+    new Request(server.mcp_url, {
+      headers: { authorization: `Bearer ${alice.token}`, accept: "text/event-stream", "mcp-session-id": transport.sessionId! },
+    }),
+  );
+  const events = sseReader(res);
+  expect((await events.next()).comment).toBe("connected");
+  t.clock.advance(31 * 60_000);
+  // Another session opening sweeps the idle one.
+  const other = await plainClient(server.mcp_url);
+  await expect(events.next()).rejects.toThrow("the stream ended");
+  await other.mcp.close();
+  await mcp.close();
+});
