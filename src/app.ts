@@ -120,9 +120,16 @@ export function createServices(deps: Deps) {
   const { authServer, authentication, sessions, accessWatch } = access;
   const conflictNotes = createConflictNotes();
   const memberFailures = createMemberFailures();
+  // A virtual server reaches each member through the proxy's own service, as the caller (virtual-servers/member-session.ts).
+  const clientSessions = createClientSessions({
+    exchange: (caller, id, request) => proxy.handle(caller, id, request),
+    newId,
+    clock,
+  });
   const virtualServers = createVirtualServerService({
     conflicts: conflictNotes,
     failures: memberFailures,
+    membersChanged: clientSessions.membersChanged,
     repository: base.virtualServerRows,
     clock,
     newId,
@@ -237,11 +244,10 @@ export function createServices(deps: Deps) {
       requestId: (request) => deps.requestIds.get(request),
       cors,
     }),
-    // A virtual server reaches each member through the proxy's own service, as the caller (virtual-servers/member-session.ts).
     virtualEntry: virtualEntry({
       endpoint: createVirtualEndpoint({
         servers: virtualServers,
-        sessions: createClientSessions({ exchange: (caller, id, request) => proxy.handle(caller, id, request), newId, clock }),
+        sessions: clientSessions,
         conflicts: conflictNotes,
         failures: memberFailures,
         sealer,

@@ -1,11 +1,10 @@
-import { SUPPORTED_PROTOCOL_VERSIONS, type Progress } from "@modelcontextprotocol/sdk/types.js";
-import { InvalidToken, PayloadTooLarge } from "../http-errors/errors";
+import { SUPPORTED_PROTOCOL_VERSIONS, type ClientCapabilities, type Progress } from "@modelcontextprotocol/sdk/types.js";
+import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
 import { VERSION } from "../version";
 import {
   errorOf,
-  INTERNAL_ERROR,
   INVALID_PARAMS,
   INVALID_REQUEST,
   isRequestId,
@@ -17,6 +16,7 @@ import {
   type JsonRpcMessage,
   type RequestId,
 } from "./jsonrpc";
+import { answerCall } from "./call-answer";
 import type { ConflictNotes } from "./conflicts";
 import type { MemberFailures } from "./member-failures";
 import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
@@ -131,52 +131,22 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     const asked = params.protocolVersion;
     // basic/lifecycle: the version asked for if supported, else the latest this server supports.
     const version = PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0];
-    const session = sessions.open(server.id, caller, version);
+    const capabilities = (
+      typeof params.capabilities === "object" && params.capabilities !== null ? params.capabilities : {}
+    ) as ClientCapabilities;
+    const session = sessions.open(server.id, caller, version, capabilities);
     const result = {
       protocolVersion: version,
-      capabilities: { tools: {}, prompts: {}, resources: {} },
+      // server/tools, server/prompts, server/resources: the members' list changes and resource updates are relayed.
+      capabilities: {
+        tools: { listChanged: true },
+        prompts: { listChanged: true },
+        resources: { listChanged: true, subscribe: true },
+      },
       serverInfo: { name: "connector-service-virtual-server", title: server.name, version: VERSION },
       ...(server.description && { instructions: server.description }),
     };
     return jsonAnswer(resultOf(id, result), 200, { "mcp-session-id": session.id });
-  }
-
-  /** A routed request, answered as an event stream when it asked for progress and the client takes one. */
-  function routed(
-    id: RequestId,
-    request: Request,
-    run: (onprogress?: (p: Progress) => void) => Promise<unknown>,
-    token: unknown,
-  ) {
-    const answer = (promise: Promise<unknown>) =>
-      promise.then(
-        (result) => resultOf(id, result),
-        (error: unknown) => errorOf(id, error instanceof RpcError ? error : new RpcError(INTERNAL_ERROR, String(error))),
-      );
-    const streams = (request.headers.get("accept") ?? "").includes("text/event-stream");
-    if (token === undefined || !streams) return answer(run()).then((body) => jsonAnswer(body));
-    // basic/transports "Sending Messages to the Server": notifications related to the request, then its response,
-    // on one event stream; basic/utilities/progress: with the progressToken the client gave.
-    const encoder = new TextEncoder();
-    const stream = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        let open = true;
-        // A client that went away cancelled the stream: what is left of the call is not written anywhere.
-        const send = (message: unknown) => {
-          if (!open) return;
-          try {
-            controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`));
-          } catch {
-            open = false;
-          }
-        };
-        const progress = (p: Progress) =>
-          send({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } });
-        send(await answer(run(progress)));
-        if (open) controller.close();
-      },
-    });
-    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
   }
 
   async function post(caller: Principal, serverId: string, request: Request): Promise<Response> {
@@ -219,8 +189,11 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
       return jsonAnswer(errorOf(id ?? null, new RpcError(INVALID_REQUEST, why)), 400);
     }
 
-    // Notifications and responses: accepted (nothing is relayed to members yet: issue 24 item 8).
-    if (id === undefined || method === undefined) return new Response(null, { status: 202 });
+    // basic/transports "Sending Messages to the Server": notifications and responses are accepted with 202.
+    if (id === undefined || method === undefined) {
+      sessions.receive(session, message);
+      return new Response(null, { status: 202 });
+    }
     try {
       if (method === "ping") return jsonAnswer(resultOf(id, {}));
       const list = LIST_METHODS[method];
@@ -232,11 +205,26 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
       if (method in ROUTED) {
         const token = (params._meta as Record<string, unknown> | undefined)?.progressToken;
         const listing = (kind: ListKind) => merge(session, members, kind);
-        const run = (onprogress?: (p: Progress) => void) =>
-          method === "tools/call" && searching
-            ? search.call(session, members, params, listing, onprogress)
-            : routeRequest(session, members, method as RoutedMethod, params, listing, onprogress);
-        return await routed(id, request, run, token);
+        const streams = (request.headers.get("accept") ?? "").includes("text/event-stream");
+        // basic/utilities/cancellation: the client's notifications/cancelled names this id (sessions.ts receive).
+        const cancel = new AbortController();
+        session.calls.set(id, cancel);
+        return await answerCall(id, streams, cancel.signal, (channel) => {
+          // basic/utilities/progress: the member's progress, with the progressToken the client gave.
+          const onprogress =
+            token === undefined
+              ? undefined
+              : (p: Progress) =>
+                  channel({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } });
+          const serving = { signal: cancel.signal, channel, ...(onprogress && { onprogress }) };
+          const run =
+            method === "tools/call" && searching
+              ? search.call(session, members, params, listing, serving)
+              : routeRequest(session, members, method as RoutedMethod, params, listing, serving);
+          return run.finally(() => {
+            if (session.calls.get(id) === cancel) session.calls.delete(id);
+          });
+        });
       }
       throw new RpcError(METHOD_NOT_FOUND, `Method not found: ${method}`);
     } catch (error) {
@@ -249,18 +237,26 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     /** One HTTP request at `/api/v1/virtual-servers/{id}/mcp` of an authenticated caller. */
     async handle(caller: Principal, serverId: string, request: Request): Promise<Response> {
       if (request.method === "POST") return post(caller, serverId, request);
-      if (request.method === "DELETE") {
-        await serverOf(caller, serverId);
-        const sessionId = request.headers.get(SESSION_HEADER);
-        if (!sessionId) return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required")), 400);
-        const session = sessions.find(sessionId, serverId, memberCaller(caller, serverId));
-        if (!session) return jsonAnswer(errorOf(null, new RpcError(-32001, "Session not found")), 404);
-        // basic/transports "Session Management": the client ends its session; the upstream sessions end with it.
-        await sessions.end(session.id);
-        return new Response(null, { status: 204 });
+      if (request.method !== "GET" && request.method !== "DELETE")
+        return new Response(null, { status: 405, headers: { allow: "POST, GET, DELETE" } });
+      await serverOf(caller, serverId);
+      const sessionId = request.headers.get(SESSION_HEADER);
+      if (!sessionId) return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required")), 400);
+      // The member GET streams and DELETEs that follow are marked as through this virtual server, as calls are.
+      const session = sessions.find(sessionId, serverId, memberCaller(caller, serverId));
+      if (!session) return jsonAnswer(errorOf(null, new RpcError(-32001, "Session not found")), 404);
+      if (request.method === "GET") {
+        // basic/transports "Listening for Messages from the Server": the client asks for an event stream, and this
+        // server keeps one per session (a second is a 409, as the transport allows).
+        if (!(request.headers.get("accept") ?? "").includes("text/event-stream"))
+          return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "GET must accept text/event-stream")), 400);
+        const stream = sessions.listen(session);
+        if (!stream) throw new Conflict("This session's GET stream is open already: one at a time");
+        return stream;
       }
-      // basic/transports "Listening for Messages from the Server": a server without a GET stream answers 405.
-      return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
+      // basic/transports "Session Management": the client ends its session; the upstream sessions end with it.
+      await sessions.end(session.id);
+      return new Response(null, { status: 204 });
     },
   };
 }

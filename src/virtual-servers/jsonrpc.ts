@@ -31,3 +31,8 @@ export const errorOf = (id: RequestId | null, error: RpcError) => ({
 
 export const jsonAnswer = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   Response.json(body, { status, headers });
+
+const encoder = new TextEncoder();
+/** One message as a server-sent event (MCP 2025-11-25 basic/transports: each event's data is one JSON-RPC message). */
+export const sseEvent = (message: unknown) => encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" } as const;

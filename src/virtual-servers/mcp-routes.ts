@@ -104,19 +104,33 @@ export function virtualMcpRoutes(entry: VirtualEntry) {
         response: {
           200: t.Any({
             description:
-              "application/json, or a text/event-stream for a call that asked for progress (its notifications, then its answer). initialize answers with Mcp-Session-Id",
+              "application/json, or a text/event-stream for a call with messages before its answer (progress, a member's requests), then its answer. initialize answers with Mcp-Session-Id",
           }),
           202: t.Any({ description: "Accepted (a notification or a response)" }),
           ...answers,
         },
         detail: detail(
           "Virtual server MCP: send a JSON-RPC message",
-          "MCP Streamable HTTP POST. initialize opens a session of the virtual server (capabilities tools, prompts, resources); tools/list, prompts/list, resources/list and resources/templates/list merge the members' lists (each member's pages followed, ordered by name, in pages of 100 with this service's cursors: a foreign cursor is -32602); tools/call, prompts/get and resources/read go to the one member whose name it is (-32602 for a name not listed, hidden or unknown alike). GET answers 405 (Allow: POST, DELETE) until the server→client stream comes.",
+          "MCP Streamable HTTP POST. initialize opens a session of the virtual server (capabilities tools, prompts, resources, with listChanged and resource subscriptions); tools/list, prompts/list, resources/list and resources/templates/list merge the members' lists (each member's pages followed, ordered by name, in pages of 100 with this service's cursors: a foreign cursor is -32602); tools/call, prompts/get, resources/read, resources/subscribe and resources/unsubscribe go to the one member whose name or URI it is (-32602 for a name not listed, hidden or unknown alike). A member's elicitation, sampling and roots requests during a call come on the call's event stream with this server's ids; the client POSTs its answers (202), and its notifications/cancelled reaches the one member serving the request.",
         ),
       })
-      // Not in the document: GET answers 405 with Allow until the stream of server→client messages comes (issue 24
-      // item 8); the POST operation says so.
-      .get("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), { params: IdParams, detail: { hide: true } })
+      // MCP 2025-11-25 basic/transports "Listening for Messages from the Server": the session's event stream.
+      .get("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), {
+        params: IdParams,
+        response: {
+          200: t.Any({
+            description:
+              "text/event-stream: the members' notifications/{tools,prompts,resources}/list_changed (coalesced) and notifications/resources/updated, and their requests outside a call",
+          }),
+          // A problem: this session's GET stream is open already (one per session).
+          409: Problem,
+          ...answers,
+        },
+        detail: detail(
+          "Virtual server MCP: listen for server messages",
+          "MCP Streamable HTTP GET with Mcp-Session-Id and Accept: text/event-stream opens the session's event stream, one per session; while it is open each member's own GET stream is held open too.",
+        ),
+      })
       .delete("/:id/mcp", ({ params, request }) => entry.handle(request, params.id), {
         params: IdParams,
         response: { 204: t.Void({ description: "The session and its members' sessions ended" }), ...answers },

@@ -1,8 +1,27 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { ResultSchema, type Progress, type Result, type ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestHandlerExtra, RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  McpError,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ResultSchema,
+  ToolListChangedNotificationSchema,
+  type ClientCapabilities,
+  type ClientNotification,
+  type ClientRequest,
+  type Progress,
+  type Result,
+  type ServerCapabilities,
+} from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../version";
+import { INTERNAL_ERROR } from "./jsonrpc";
+import type { Channel, Relay } from "./relay";
 
 /**
  * How a virtual server reaches a member: one MCP request of the caller to the member connector's proxy URL, through
@@ -15,6 +34,23 @@ export type MemberExchange = (connectorId: string, request: Request) => Promise<
 /** Any result, its members kept (built once: zod compiles a schema on first use, which cost more than the call). */
 const ANY_RESULT = ResultSchema.passthrough();
 
+/** The lists whose changes a member announces (MCP 2025-11-25 server/tools, server/prompts, server/resources). */
+export type ChangedList = "tools" | "prompts" | "resources";
+
+/** What a member session needs of its client session: what the client offers, and where the member's messages go. */
+export type MemberPeer = {
+  /** What the virtual server's client declared at initialize: elicitation, sampling and roots are offered on. */
+  capabilities: ClientCapabilities;
+  /** The client session's GET stream, while it is open. */
+  stream(): Channel | undefined;
+  relay: Relay;
+  listChanged(list: ChangedList): void;
+  resourceUpdated(params: Record<string, unknown>): void;
+};
+
+/** A client's call being served by the member: where the member's requests during it go. */
+export type CallContext = { channel: Channel };
+
 /** Any URL: the exchange routes by connector id, never by URL. */
 const memberUrl = (connectorId: string) => new URL(`http://member.invalid/api/v1/connectors/${connectorId}/mcp`);
 
@@ -24,21 +60,111 @@ const memberUrl = (connectorId: string) => new URL(`http://member.invalid/api/v1
  * reused for every later request of the client session. A member that forgot it (basic/transports "Session
  * Management": 404 for an unknown Mcp-Session-Id) gets a new one, once, transparently.
  */
-export function openMemberSession(exchange: MemberExchange, connectorId: string) {
+export function openMemberSession(exchange: MemberExchange, connectorId: string, peer: MemberPeer) {
   let opening: Promise<{ client: Client; transport: StreamableHTTPClientTransport }> | undefined;
+  let opened: { client: Client; transport: StreamableHTTPClientTransport } | undefined;
+  /**
+   * The call each request to the member is made for. The SDK reads a POST's event stream in the asynchronous context
+   * of the request that sent it, so a member's request arriving on that stream — one related to the call (basic/
+   * transports "Sending Messages to the Server") — finds its call here; one on the GET stream finds none.
+   */
+  const calls = new AsyncLocalStorage<CallContext>();
+  const serving = new Set<CallContext>();
+  /** Ends the member's GET stream, while one is open. */
+  let listening: (() => void) | undefined;
+
+  /**
+   * basic/transports "Listening for Messages from the Server": the member's GET stream is held open only while the
+   * client holds its own; otherwise it is answered 405, as a server without one would, which the SDK accepts. The SDK
+   * reconnects a GET stream that ends, and is answered 405 once the client's has gone.
+   */
+  async function openGetStream(request: Request): Promise<Response> {
+    const refused = () => new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
+    if (!peer.stream() || listening) return refused();
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+      if (listening === stop) listening = undefined;
+      void reader?.cancel().catch(() => {});
+    };
+    listening = stop;
+    let response: Response;
+    try {
+      response = await exchange(connectorId, request);
+    } catch (error) {
+      stop();
+      throw error;
+    }
+    if (!response.ok) {
+      stop();
+      return response;
+    }
+    // The client's stream ended while the member's was being opened.
+    if (!response.body || stopped) {
+      stop();
+      await response.body?.cancel().catch(() => {});
+      return refused();
+    }
+    const upstream = (reader = response.body.getReader());
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const chunk = await upstream.read().catch(() => ({ done: true as const, value: undefined }));
+        if (!chunk.done) return controller.enqueue(chunk.value);
+        stop();
+        controller.close();
+      },
+      cancel: stop,
+    });
+    return new Response(body, { status: response.status, headers: response.headers });
+  }
 
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init);
-    // No GET stream for now: server→client messages outside a call are not relayed yet (basic/transports: a server
-    // without one answers 405, which the SDK client accepts).
-    if (request.method === "GET") return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
+    // basic/transports "Resumability": a GET with Last-Event-ID resumes a POST's stream; any other GET listens.
+    if (request.method === "GET" && !request.headers.has("last-event-id")) return openGetStream(request);
     return exchange(connectorId, request);
   };
 
+  /**
+   * A member's request to the client (client/elicitation, client/sampling, client/roots), relayed on the stream of
+   * the call it came with; one that came on the GET stream goes with the member's one call in flight if it has just
+   * one (a server may send a call's requests there), else on the client's GET stream.
+   */
+  async function relay(
+    request: { method: string; params?: Record<string, unknown> },
+    extra: RequestHandlerExtra<ClientRequest, ClientNotification>,
+  ): Promise<Result> {
+    const call = calls.getStore() ?? (serving.size === 1 ? [...serving][0] : undefined);
+    const channel = call?.channel ?? peer.stream();
+    if (!channel) throw new McpError(INTERNAL_ERROR, `No client stream can carry ${request.method} now`);
+    const token = (request.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
+    return peer.relay.ask(channel, request.method, request.params, {
+      signal: extra.signal,
+      ...(token !== undefined && {
+        onprogress: (progress: Progress) =>
+          void extra.sendNotification({ method: "notifications/progress", params: { ...progress, progressToken: token } }),
+      }),
+    });
+  }
+
   function open(timeout: number) {
-    opening ??= (async () => {
+    // Opened outside any call: the GET stream the SDK starts now belongs to none.
+    opening ??= calls.exit(async () => {
       const transport = new StreamableHTTPClientTransport(memberUrl(connectorId), { fetch });
-      const client = new Client({ name: "connector-service virtual server", version: VERSION });
+      // basic/lifecycle "Capability Negotiation": the member is offered what the client offers, nothing more.
+      const { elicitation, sampling, roots } = peer.capabilities;
+      const client = new Client(
+        { name: "connector-service virtual server", version: VERSION },
+        { capabilities: { ...(elicitation && { elicitation }), ...(sampling && { sampling }), ...(roots && { roots }) } },
+      );
+      if (elicitation) client.setRequestHandler(ElicitRequestSchema, relay);
+      if (sampling) client.setRequestHandler(CreateMessageRequestSchema, relay);
+      if (roots) client.setRequestHandler(ListRootsRequestSchema, relay);
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => peer.listChanged("tools"));
+      client.setNotificationHandler(PromptListChangedNotificationSchema, () => peer.listChanged("prompts"));
+      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => peer.listChanged("resources"));
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => peer.resourceUpdated(n.params));
       // The SDK client offers its latest version and accepts the member's choice (basic/lifecycle "Version
       // Negotiation"): the member's era is independent of the one the virtual server agreed with its client.
       try {
@@ -48,8 +174,9 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string)
         await client.close().catch(() => {});
         throw error;
       }
-      return { client, transport };
-    })();
+      opened = { client, transport };
+      return opened;
+    });
     return opening;
   }
 
@@ -61,26 +188,44 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string)
     async request(
       method: string,
       params: Record<string, unknown> | undefined,
-      options: { timeout: number; signal?: AbortSignal; onprogress?: (progress: Progress) => void },
+      options: { timeout: number; signal?: AbortSignal; onprogress?: (progress: Progress) => void; call?: CallContext },
     ): Promise<Result> {
       const send = async () => {
         const { client } = await open(options.timeout);
+        // basic/utilities/cancellation: an aborted signal makes the SDK send notifications/cancelled with its own id.
         const requestOptions: RequestOptions = {
           timeout: options.timeout,
           ...(options.signal && { signal: options.signal }),
           ...(options.onprogress && { onprogress: options.onprogress, resetTimeoutOnProgress: true }),
         };
-        return client.request({ method, ...(params && { params }) }, ANY_RESULT, requestOptions);
+        const sent = () => client.request({ method, ...(params && { params }) }, ANY_RESULT, requestOptions);
+        return options.call ? calls.run(options.call, sent) : sent();
       };
+      const { call } = options;
+      if (call) serving.add(call);
       try {
         return await send();
       } catch (error) {
         if (!forgotten(error)) throw error;
         const stale = opening;
         opening = undefined;
+        opened = undefined;
         void stale?.then(({ client }) => client.close()).catch(() => {});
         return send();
+      } finally {
+        if (call) serving.delete(call);
       }
+    },
+    /** The client opened its GET stream: the member's is opened too, once its session is (the SDK's own GET). */
+    listen(): void {
+      // An empty resumption token is a plain GET (no Last-Event-ID): the SDK's way to open the stream again.
+      if (opened && !listening) opened.transport.resumeStream("").catch(() => {});
+    },
+    /** The client's GET stream ended: the member's ends too. */
+    unlisten: (): void => listening?.(),
+    /** The client's roots changed (client/roots "Root List Changes"): told to a member that was offered roots. */
+    async rootsChanged(): Promise<void> {
+      if (opened && peer.capabilities.roots?.listChanged) await opened.client.sendRootsListChanged().catch(() => {});
     },
     /** What the member declared at initialize (its session opened first, within `timeout`). */
     async capabilities(timeout: number): Promise<ServerCapabilities | undefined> {
@@ -91,6 +236,8 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string)
     async close(): Promise<void> {
       const current = opening;
       opening = undefined;
+      opened = undefined;
+      listening?.();
       if (!current) return;
       try {
         const { client, transport } = await current;

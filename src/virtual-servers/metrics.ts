@@ -18,6 +18,9 @@ const METHODS: ReadonlySet<string> = new Set([
   "ping",
   ...Object.values(LISTS).map((list) => list.method),
   ...Object.keys(ROUTED),
+  // What it passes on for its client (sessions.ts receive); its answers to a member's requests have no method.
+  "notifications/cancelled",
+  "notifications/roots/list_changed",
 ]);
 
 /** The buckets of the proxy's upstream latency (app.ts), up to a minute: a routed call may take as long (route.ts). */

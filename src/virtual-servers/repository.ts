@@ -64,10 +64,10 @@ export type VirtualServerRepository = {
   /** False when there was no such virtual server. */
   delete(id: string, at: number): Promise<boolean>;
   /**
-   * Takes a connector out of every virtual server, each with its `virtual_server.updated`; how many it left. (Its
+   * Takes a connector out of every virtual server, each with its `virtual_server.updated`; the ones it left. (Its
    * deletion's cascade would take it out too, silently: this runs first so that listeners hear of it.)
    */
-  removeConnector(connectorId: string, at: number): Promise<number>;
+  removeConnector(connectorId: string, at: number): Promise<string[]>;
 };
 
 /**
@@ -241,10 +241,10 @@ export function createVirtualServerRepository(store: Store, onEvent: () => void 
             .returning();
           if (written) yield* announce(tx, "virtual_server.updated", written, at);
         }
-        return memberships.length;
+        return memberships.map((m) => m.virtual_server_id);
       });
       endpointViews.clear();
-      return committed(left, left > 0);
+      return committed(left, left.length > 0);
     },
   };
   return repository;

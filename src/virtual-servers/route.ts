@@ -4,13 +4,21 @@ import { INTERNAL_ERROR, INVALID_PARAMS, RpcError } from "./jsonrpc";
 import type { ListKind } from "./list-cursor";
 import { failureOf, type Member } from "./merge";
 import { resolveName, SEPARATOR } from "./names";
+import type { Channel } from "./relay";
 import type { ClientSession, Listing } from "./sessions";
+
+/** A routed request as it is served: its cancellation, where messages related to it go, and its progress. */
+export type Serving = { signal: AbortSignal; channel: Channel; onprogress?: (progress: Progress) => void };
 
 /** The requests that go to the one member owning a name: the list the name is admitted by, the parameter holding it. */
 export const ROUTED = {
   "tools/call": { list: "tools", param: "name", unknown: "Unknown tool" },
   "prompts/get": { list: "prompts", param: "name", unknown: "Unknown prompt" },
   "resources/read": { list: "resources", param: "uri", unknown: "Unknown resource" },
+  // server/resources "Subscriptions": the owner of the URI is subscribed; its notifications/resources/updated reach
+  // the client's GET stream (sessions.ts).
+  "resources/subscribe": { list: "resources", param: "uri", unknown: "Unknown resource" },
+  "resources/unsubscribe": { list: "resources", param: "uri", unknown: "Unknown resource" },
 } as const satisfies Record<string, { list: ListKind; param: string; unknown: string }>;
 export type RoutedMethod = keyof typeof ROUTED;
 
@@ -35,7 +43,7 @@ export async function routeRequest(
   method: RoutedMethod,
   params: Record<string, unknown>,
   listing: (list: ListKind) => Promise<Listing>,
-  onprogress?: (progress: Progress) => void,
+  serving: Serving,
 ): Promise<Result> {
   const { list, param, unknown } = ROUTED[method];
   const name = params[param];
@@ -57,9 +65,13 @@ export async function routeRequest(
   try {
     return await session.member(member.connectorId).request(method, sent, {
       timeout: CALL_TIMEOUT_MS,
-      ...(onprogress && { onprogress }),
+      signal: serving.signal,
+      call: { channel: serving.channel },
+      ...(serving.onprogress && { onprogress: serving.onprogress }),
     });
   } catch (error) {
+    // basic/utilities/cancellation: the client stopped waiting; the answer, if any is written, only says so.
+    if (serving.signal.aborted) throw new RpcError(INTERNAL_ERROR, "The request was cancelled by the client");
     if (error instanceof McpError && error.code !== -32001) throw ownError(error);
     throw unavailable(member, failureOf(error, CALL_TIMEOUT_MS));
   }

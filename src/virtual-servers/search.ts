@@ -1,11 +1,11 @@
-import type { Progress, Result, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Result, Tool } from "@modelcontextprotocol/sdk/types.js";
 import MiniSearch from "minisearch";
 import { z } from "zod";
 import { INVALID_PARAMS, RpcError } from "./jsonrpc";
 import type { ListKind } from "./list-cursor";
 import { closedListingError, type Member, type Merged } from "./merge";
 import type { Admission } from "./names";
-import { routeRequest } from "./route";
+import { routeRequest, type Serving } from "./route";
 import type { ClientSession } from "./sessions";
 
 /**
@@ -177,7 +177,7 @@ export function createToolSearch() {
       members: readonly Member[],
       params: Record<string, unknown>,
       listing: Listing,
-      onprogress?: (progress: Progress) => void,
+      serving: Serving,
     ): Promise<Result> {
       // A listing a call makes is kept for searching too.
       const remembering: Listing = async (list) => {
@@ -186,7 +186,7 @@ export function createToolSearch() {
         return merged;
       };
       if (params.name === SEARCH_TOOLS) return search(session, params.arguments, remembering);
-      if (params.name !== CALL_TOOL) return routeRequest(session, members, "tools/call", params, remembering, onprogress);
+      if (params.name !== CALL_TOOL) return routeRequest(session, members, "tools/call", params, remembering, serving);
       const input = CallInput.safeParse(params.arguments ?? {});
       if (!input.success) return inputError(CALL_TOOL, input.error);
       const { arguments: _asked, ...rest } = params;
@@ -195,7 +195,7 @@ export function createToolSearch() {
         name: input.data.name,
         ...(input.data.arguments !== undefined && { arguments: input.data.arguments }),
       };
-      return routeRequest(session, members, "tools/call", call, remembering, onprogress);
+      return routeRequest(session, members, "tools/call", call, remembering, serving);
     },
   };
 }

@@ -25,6 +25,11 @@ export type VirtualServerServiceDeps = {
   conflicts: ConflictNotes;
   /** Which members failed the endpoint's last listing (member-failures.ts). */
   failures: MemberFailures;
+  /**
+   * The members of a virtual server changed (`gone`: the connectors that left it): its MCP clients are told their
+   * lists changed, and their upstream sessions with the members gone end (sessions.ts).
+   */
+  membersChanged: (serverId: string, gone: readonly string[]) => void;
 };
 
 /** Where MCP clients reach a virtual server (the endpoint: docs/interface.md §9). */
@@ -182,9 +187,10 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
         throw invalidField("body", "must change name, description, members, failure_mode or tool_mode");
       const row = await owned(caller, id);
       let members: MemberRow[] | undefined;
+      let before = new Map<string, string>();
       if (body.members !== undefined) {
-        const kept = new Map((await rows.membersOf([id])).map((m) => [m.connector_id, m.prefix]));
-        members = await resolveMembers(row.owner_id, id, body.members, kept);
+        before = new Map((await rows.membersOf([id])).map((m) => [m.connector_id, m.prefix]));
+        members = await resolveMembers(row.owner_id, id, body.members, before);
       }
       const written = await rows.update(
         id,
@@ -203,6 +209,11 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       if (members) {
         deps.conflicts.forget(id);
         deps.failures.forget(id);
+        const now = new Set(members.map((m) => m.connector_id));
+        deps.membersChanged(
+          id,
+          [...before.keys()].filter((connectorId) => !now.has(connectorId)),
+        );
       }
       return view(written);
     },
@@ -215,7 +226,9 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
     },
 
     /** A connector about to be deleted leaves every virtual server, each with its event (docs/interface.md §9.1). */
-    removeConnector: async (connectorId: string): Promise<void> => void (await rows.removeConnector(connectorId, clock())),
+    async removeConnector(connectorId: string): Promise<void> {
+      for (const id of await rows.removeConnector(connectorId, clock())) deps.membersChanged(id, [connectorId]);
+    },
 
     /** A deleted user's virtual servers go one by one, each with its event (the users row's cascade would say nothing). */
     async deleteAllOf(ownerId: string): Promise<void> {

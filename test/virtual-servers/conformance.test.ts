@@ -19,10 +19,12 @@ const KNOWN: Record<string, string> = {
   // The virtual server answers a request that asks for no progress with application/json (basic/transports lets the
   // server choose); the kit notes JSON answers as INFO where server-everything's event streams are a SUCCESS.
   "server-sse-multiple-streams": "JSON answers: INFO, not SUCCESS",
-  // Not routed yet (issue 24 item 8).
+  // Not routed yet.
   "logging-set-level": "not routed yet",
-  "resources-subscribe": "not routed yet",
-  "resources-unsubscribe": "not routed yet",
+  // Subscriptions go to the member whose listing has the URI; the kit's (test://watched-resource) is in none —
+  // server-everything takes any — so it is -32602 `Unknown resource`, as an unknown tool is.
+  "resources-subscribe": "the kit's URI is in no member's listing: -32602",
+  "resources-unsubscribe": "the kit's URI is in no member's listing: -32602",
 };
 let upstream: Peer;
 let service: TestService;

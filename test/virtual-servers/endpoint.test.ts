@@ -243,13 +243,19 @@ describe("sessions", () => {
     await mcp.close();
   });
 
-  test("GET answers 405 with Allow for now", async () => {
+  test("GET opens the session's event stream: no Mcp-Session-Id is a 400, and so is not accepting an event stream", async () => {
     const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
-    const res = await t.fetch(
-      new Request(server.mcp_url, { headers: { authorization: `Bearer ${alice.token}`, accept: "text/event-stream" } }),
+    const { mcp, transport } = await client(server.mcp_url);
+    const authorization = `Bearer ${alice.token}`;
+    const bare = await t.fetch(new Request(server.mcp_url, { headers: { authorization, accept: "text/event-stream" } }));
+    expect(bare.status).toBe(400);
+    const json = await t.fetch(
+      new Request(server.mcp_url, {
+        headers: { authorization, accept: "application/json", "mcp-session-id": transport.sessionId! },
+      }),
     );
-    expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("POST, DELETE");
+    expect(json.status).toBe(400);
+    await mcp.close();
   });
 
   test("MCP-Protocol-Version: any session-era version the SDK knows is accepted on a session, another is a 400", async () => {

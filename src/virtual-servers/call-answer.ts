@@ -1,0 +1,55 @@
+import { errorOf, INTERNAL_ERROR, jsonAnswer, resultOf, RpcError, SSE_HEADERS, sseEvent, type RequestId } from "./jsonrpc";
+import type { Channel } from "./relay";
+
+/**
+ * The answer to a routed request (MCP 2025-11-25 basic/transports "Sending Messages to the Server"): JSON when nothing
+ * related to the request comes before its response, else an event stream — opened by the first such message (a
+ * progress notification, a member's elicitation, sampling or roots request), then the response — when the client
+ * accepts one (`streams`). `run` is given the channel those messages go on; a client that does not take event streams
+ * gets a channel that carries nothing.
+ */
+export function answerCall(
+  id: RequestId,
+  streams: boolean,
+  cancelled: AbortSignal,
+  run: (channel: Channel) => Promise<unknown>,
+): Promise<Response> {
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let open = true;
+  let respond!: (response: Response) => void;
+  const response = new Promise<Response>((resolve) => (respond = resolve));
+  // A client that went away cancelled the stream: what is left of the call is not written anywhere.
+  const write = (message: unknown) => {
+    if (!open || !controller) return false;
+    try {
+      controller.enqueue(sseEvent(message));
+      return true;
+    } catch {
+      open = false;
+      return false;
+    }
+  };
+  const channel: Channel = (message) => {
+    if (!streams) return false;
+    if (!controller) {
+      const body = new ReadableStream<Uint8Array>({
+        start: (c) => void (controller = c),
+        cancel: () => void (open = false),
+      });
+      respond(new Response(body, { headers: SSE_HEADERS }));
+    }
+    return write(message);
+  };
+  void run(channel)
+    .then(
+      (result) => resultOf(id, result),
+      (error: unknown) => errorOf(id, error instanceof RpcError ? error : new RpcError(INTERNAL_ERROR, String(error))),
+    )
+    .then((answer) => {
+      if (!controller) return respond(jsonAnswer(answer));
+      // basic/utilities/cancellation: a cancelled request gets no response; its stream just ends.
+      if (!cancelled.aborted) write(answer);
+      if (open) controller.close();
+    });
+  return response;
+}
