@@ -81,6 +81,7 @@ import { createVirtualEndpoint } from "./virtual-servers/endpoint";
 import { createMemberFailures } from "./virtual-servers/member-failures";
 import { createVirtualServerMetrics } from "./virtual-servers/metrics";
 import { virtualEntry, virtualMcpRoutes } from "./virtual-servers/mcp-routes";
+import { createSessionStore } from "./virtual-servers/session-store";
 import { virtualServerRoutes } from "./virtual-servers/routes";
 import { createClientSessions } from "./virtual-servers/sessions";
 import { createVirtualServerService } from "./virtual-servers/service";
@@ -125,6 +126,8 @@ export function createServices(deps: Deps) {
     exchange: (caller, id, request) => proxy.handle(caller, id, request),
     newId,
     clock,
+    store: createSessionStore(deps.store, sealer),
+    log: log.child({ component: "virtual-servers" }),
   });
   const virtualServers = createVirtualServerService({
     conflicts: conflictNotes,
@@ -271,6 +274,7 @@ export function createServices(deps: Deps) {
         sessions.job,
         audit.job,
         expireEvents(connectorRows, clock),
+        clientSessions.job,
         ...(webhooks ? [webhooks.job] : []),
         providers.job,
         authorization.job,

@@ -34,7 +34,17 @@ import {
 } from "../oauth-client/table";
 import { job_leases, job_leasesPg } from "../scheduler/table";
 import { api_tokens, api_tokensPg, sessions, sessionsPg, users, usersPg } from "../users/table";
-import { virtual_server_members, virtual_server_membersPg, virtual_servers, virtual_serversPg } from "../virtual-servers/table";
+import { upstreamSealContext } from "../virtual-servers/session-store";
+import {
+  virtual_server_members,
+  virtual_server_membersPg,
+  virtual_servers,
+  virtual_serversPg,
+  virtual_session_members,
+  virtual_session_membersPg,
+  virtual_sessions,
+  virtual_sessionsPg,
+} from "../virtual-servers/table";
 
 export type Row = Record<string, unknown>;
 
@@ -105,6 +115,17 @@ export const TABLES: readonly StoredTable[] = [
     key: ["virtual_server_id", "connector_id"],
     copied: true,
     why: "each virtual server's members and their prefixes, so the names clients use stay the same",
+  }),
+  stored(virtual_sessions, virtual_sessionsPg, {
+    key: ["id"],
+    copied: true,
+    why: "MCP clients' sessions of virtual servers: they go on after the move, until idle (30 min)",
+  }),
+  stored(virtual_session_members, virtual_session_membersPg, {
+    key: ["session_id", "connector_id"],
+    copied: true,
+    why: "the members' upstream sessions those sessions hold, so the move needs no second initialize",
+    sealed: { upstream_session: (row) => upstreamSealContext(row.session_id, row.connector_id) },
   }),
   stored(connector_events, connector_eventsPg, {
     key: ["id"],

@@ -127,14 +127,14 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     };
   }
 
-  function initialize(id: RequestId, caller: Principal, server: VirtualServerRow, params: Record<string, unknown>) {
+  async function initialize(id: RequestId, caller: Principal, server: VirtualServerRow, params: Record<string, unknown>) {
     const asked = params.protocolVersion;
     // basic/lifecycle: the version asked for if supported, else the latest this server supports.
     const version = PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0];
     const capabilities = (
       typeof params.capabilities === "object" && params.capabilities !== null ? params.capabilities : {}
     ) as ClientCapabilities;
-    const session = sessions.open(server.id, caller, version, capabilities);
+    const session = await sessions.open(server.id, caller, version, capabilities);
     const result = {
       protocolVersion: version,
       // server/tools, server/prompts, server/resources: the members' list changes and resource updates are relayed.
@@ -180,7 +180,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         errorOf(id ?? null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required: send initialize first")),
         400,
       );
-    const session = sessions.find(sessionId, server.id, through);
+    const session = await sessions.find(sessionId, server.id, through);
     if (!session) return jsonAnswer(errorOf(id ?? null, new RpcError(-32001, "Session not found: initialize a new one")), 404);
     const version = request.headers.get("mcp-protocol-version");
     // basic/transports "Protocol Version Header": an unsupported version is a 400.
@@ -243,7 +243,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
       const sessionId = request.headers.get(SESSION_HEADER);
       if (!sessionId) return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required")), 400);
       // The member GET streams and DELETEs that follow are marked as through this virtual server, as calls are.
-      const session = sessions.find(sessionId, serverId, memberCaller(caller, serverId));
+      const session = await sessions.find(sessionId, serverId, memberCaller(caller, serverId));
       if (!session) return jsonAnswer(errorOf(null, new RpcError(-32001, "Session not found")), 404);
       if (request.method === "GET") {
         // basic/transports "Listening for Messages from the Server": the client asks for an event stream, and this

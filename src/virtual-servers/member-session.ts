@@ -22,6 +22,7 @@ import {
 import { VERSION } from "../version";
 import { INTERNAL_ERROR } from "./jsonrpc";
 import type { Channel, Relay } from "./relay";
+import type { StoredUpstream } from "./session-store";
 
 /**
  * How a virtual server reaches a member: one MCP request of the caller to the member connector's proxy URL, through
@@ -60,7 +61,20 @@ const memberUrl = (connectorId: string) => new URL(`http://member.invalid/api/v1
  * reused for every later request of the client session. A member that forgot it (basic/transports "Session
  * Management": 404 for an unknown Mcp-Session-Id) gets a new one, once, transparently.
  */
-export function openMemberSession(exchange: MemberExchange, connectorId: string, peer: MemberPeer) {
+export function openMemberSession(
+  exchange: MemberExchange,
+  connectorId: string,
+  peer: MemberPeer,
+  /**
+   * `resume`: the upstream session another replica opened (session-store.ts), gone on in without a second initialize;
+   * `remember`: told of each session opened here, for the other replicas.
+   */
+  store: { resume?: () => Promise<StoredUpstream | undefined>; remember?: (upstream: StoredUpstream) => void } = {},
+) {
+  /** Asked once, when the session first opens: a session the member forgot (404) is opened afresh, like any other. */
+  let resume = store.resume;
+  /** What a resumed session's member declared when another replica opened it (this SDK client never saw it). */
+  let resumedCapabilities: ServerCapabilities | undefined;
   let opening: Promise<{ client: Client; transport: StreamableHTTPClientTransport }> | undefined;
   let opened: { client: Client; transport: StreamableHTTPClientTransport } | undefined;
   /**
@@ -151,7 +165,13 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string,
   function open(timeout: number) {
     // Opened outside any call: the GET stream the SDK starts now belongs to none.
     opening ??= calls.exit(async () => {
-      const transport = new StreamableHTTPClientTransport(memberUrl(connectorId), { fetch });
+      const stored = await resume?.().catch(() => undefined);
+      resume = undefined;
+      const resumed = stored?.sessionId === undefined ? undefined : stored;
+      const transport = new StreamableHTTPClientTransport(memberUrl(connectorId), {
+        fetch,
+        ...(resumed && { sessionId: resumed.sessionId }),
+      });
       // basic/lifecycle "Capability Negotiation": the member is offered what the client offers, nothing more.
       const { elicitation, sampling, roots } = peer.capabilities;
       const client = new Client(
@@ -166,13 +186,25 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string,
       client.setNotificationHandler(ResourceListChangedNotificationSchema, () => peer.listChanged("resources"));
       client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => peer.resourceUpdated(n.params));
       // The SDK client offers its latest version and accepts the member's choice (basic/lifecycle "Version
-      // Negotiation"): the member's era is independent of the one the virtual server agreed with its client.
+      // Negotiation"): the member's era is independent of the one the virtual server agreed with its client. With a
+      // session id already (resumed), the SDK sends no initialize: the version and capabilities are the stored ones.
       try {
         await client.connect(transport, { timeout });
       } catch (error) {
         opening = undefined;
         await client.close().catch(() => {});
         throw error;
+      }
+      if (resumed) {
+        if (resumed.protocolVersion) transport.setProtocolVersion(resumed.protocolVersion);
+        resumedCapabilities = resumed.capabilities;
+      } else {
+        resumedCapabilities = undefined;
+        store.remember?.({
+          ...(transport.sessionId !== undefined && { sessionId: transport.sessionId }),
+          ...(transport.protocolVersion !== undefined && { protocolVersion: transport.protocolVersion }),
+          ...(client.getServerCapabilities() !== undefined && { capabilities: client.getServerCapabilities() }),
+        });
       }
       opened = { client, transport };
       return opened;
@@ -230,7 +262,7 @@ export function openMemberSession(exchange: MemberExchange, connectorId: string,
     /** What the member declared at initialize (its session opened first, within `timeout`). */
     async capabilities(timeout: number): Promise<ServerCapabilities | undefined> {
       const { client } = await open(timeout);
-      return client.getServerCapabilities();
+      return client.getServerCapabilities() ?? resumedCapabilities;
     },
     /** Ends the upstream session (DELETE with its Mcp-Session-Id), if it was opened. */
     async close(): Promise<void> {

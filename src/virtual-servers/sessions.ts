@@ -6,12 +6,20 @@ import { openMemberSession, type ChangedList, type MemberSession } from "./membe
 import type { Member } from "./merge";
 import type { Admission } from "./names";
 import { createRelay, type Channel, type Relay } from "./relay";
+import type { SessionStore, StoredSession, StoredUpstream } from "./session-store";
 
 /** A list's last merge in a session: what it admitted, and the members left out of it with why. */
 export type Listing = { admission: Admission; failed: { member: Member; why: string }[] };
 
 /** How long a client session lives unused (then 404: the client initializes again). */
 export const SESSION_IDLE_MS = 30 * 60_000;
+/** How often a session's use is written to the store: often enough for the idle limit, seldom enough to cost nothing. */
+export const SESSION_TOUCH_MS = 60_000;
+/**
+ * How long this replica trusts its own copy of a session before asking the store again: a session ended on another
+ * replica (DELETE, idle) is gone here within this time.
+ */
+export const SESSION_RECHECK_MS = 1000;
 /**
  * How long list changes are gathered before the client is told: members changing at once (a deployment, a membership
  * change) make one notification per list, not one per member.
@@ -49,6 +57,9 @@ export type ClientSession = {
 type Held = ClientSession & {
   members: Map<string, MemberSession>;
   usedAt: number;
+  /** When its use was last written to the store, and when the store last said it still exists. */
+  touchedAt: number;
+  checkedAt: number;
   /** The client's GET stream, while open, and how it is ended. */
   stream?: { channel: Channel; end(): void };
   /** List changes gathered for the next notification (LIST_CHANGED_COALESCE_MS). */
@@ -57,20 +68,27 @@ type Held = ClientSession & {
 };
 
 /**
- * The client sessions of this process's virtual server endpoints (MCP 2025-11-25 basic/transports "Session
- * Management"). Kept in memory: a client session lives on the replica that answered its `initialize`, so this slice
- * does not yet cover replicas without sticky sessions (issue 24 item 5 wants the mapping in the store or sealed into
- * the session id). Never shared between client sessions or users: each holds its own upstream sessions.
+ * The client sessions of the virtual servers' MCP endpoints (MCP 2025-11-25 basic/transports "Session Management"),
+ * in the store (session-store.ts) so that any replica answers any request of a session (issue 24 item 5: no sticky
+ * sessions), each replica holding what it uses in memory: a request on another replica goes on in the same upstream
+ * sessions (their ids are stored, sealed), without a second initialize. What lives in one process stays there: the
+ * client's GET stream and a member's requests waiting for the client's answer (on the replica of the call's stream).
+ * Never shared between client sessions or users: each holds its own upstream sessions.
  */
 export function createClientSessions(deps: {
   exchange: (caller: Principal, connectorId: string, request: Request) => Promise<Response>;
   newId: () => string;
   clock: () => number;
+  store: SessionStore;
+  log: { warn(message: string, fields?: Record<string, unknown>): void };
 }) {
   const sessions = new Map<string, Held>();
 
-  /** Ends a client session and every upstream session it opened (DELETE at each member). */
+  /** Ends a client session and every upstream session it opened (DELETE at each member), on every replica. */
   async function end(id: string): Promise<void> {
+    await deps.store
+      .delete(id)
+      .catch((e: unknown) => deps.log.warn("could not forget a virtual server session", { error: String(e) }));
     const session = sessions.get(id);
     if (!session) return;
     sessions.delete(id);
@@ -104,58 +122,138 @@ export function createClientSessions(deps: {
    * but use is not, so every session is looked at).
    */
   function sweep(now: number) {
-    for (const [id, session] of sessions) if (now - session.usedAt > SESSION_IDLE_MS) void end(id);
+    for (const [id, session] of sessions) if (now - session.usedAt > SESSION_IDLE_MS) void expire(id, now);
+  }
+
+  /**
+   * A session unused here for SESSION_IDLE_MS: ended if the store agrees it is idle (or gone); else another replica
+   * uses it, and this replica only lets go of its copy — its upstream sessions are the other replica's too, and stay.
+   */
+  async function expire(id: string, now: number): Promise<boolean> {
+    const session = sessions.get(id);
+    const stored = await deps.store.find(id).catch(() => null);
+    if (stored === null) return false;
+    if (!stored || now - Math.max(stored.usedAt, session?.usedAt ?? 0) > SESSION_IDLE_MS) {
+      await end(id);
+      return true;
+    }
+    if (session && now - session.usedAt > SESSION_IDLE_MS) release(session);
+    return false;
+  }
+
+  /** Lets go of this replica's copy of a session without ending it (its GET stream and pending requests end). */
+  function release(session: Held) {
+    sessions.delete(session.id);
+    session.stream?.end();
+    clearTimeout(session.flush);
+    session.relay.close();
+  }
+
+  /** This replica's copy of a stored session: its members' upstream sessions opened (or gone on in) on first use. */
+  function hold(stored: StoredSession, caller: Principal): Held {
+    const now = deps.clock();
+    const members = new Map<string, MemberSession>();
+    const exchange = (connectorId: string, request: Request) => deps.exchange(session.caller, connectorId, request);
+    const peer = {
+      capabilities: stored.capabilities,
+      stream: () => session.stream?.channel,
+      relay: createRelay(),
+      listChanged: (list: ChangedList) => changed(session, [list]),
+      resourceUpdated: (params: Record<string, unknown>) =>
+        void session.stream?.channel({ jsonrpc: "2.0", method: "notifications/resources/updated", params }),
+    };
+    const remember = (connectorId: string) => (upstream: StoredUpstream) =>
+      void deps.store
+        .setUpstream(stored.id, connectorId, upstream)
+        .catch((e: unknown) => deps.log.warn("could not store a member's upstream session", { error: String(e) }));
+    const session: Held = {
+      id: stored.id,
+      usedAt: now,
+      touchedAt: stored.usedAt,
+      checkedAt: now,
+      serverId: stored.serverId,
+      caller,
+      protocolVersion: stored.protocolVersion,
+      capabilities: stored.capabilities,
+      listings: new Map<ListKind, Listing>(),
+      calls: new Map(),
+      relay: peer.relay,
+      members,
+      changed: new Set(),
+      member(connectorId: string) {
+        let member = members.get(connectorId);
+        if (!member) {
+          // The upstream session another replica opened for this client session, if one did (asked when it opens).
+          member = openMemberSession(exchange, connectorId, peer, {
+            resume: () => deps.store.upstream(stored.id, connectorId),
+            remember: remember(connectorId),
+          });
+          members.set(connectorId, member);
+        }
+        return member;
+      },
+    };
+    sessions.set(session.id, session);
+    return session;
   }
 
   return {
-    open(serverId: string, caller: Principal, protocolVersion: string, capabilities: ClientCapabilities): ClientSession {
+    async open(
+      serverId: string,
+      caller: Principal,
+      protocolVersion: string,
+      capabilities: ClientCapabilities,
+    ): Promise<ClientSession> {
       const now = deps.clock();
       sweep(now);
-      const members = new Map<string, MemberSession>();
-      const exchange = (connectorId: string, request: Request) => deps.exchange(session.caller, connectorId, request);
-      const peer = {
-        capabilities,
-        stream: () => session.stream?.channel,
-        relay: createRelay(),
-        listChanged: (list: ChangedList) => changed(session, [list]),
-        resourceUpdated: (params: Record<string, unknown>) =>
-          void session.stream?.channel({ jsonrpc: "2.0", method: "notifications/resources/updated", params }),
-      };
-      const session: Held = {
-        id: deps.newId(),
-        usedAt: now,
-        serverId,
-        caller,
-        protocolVersion,
-        capabilities,
-        listings: new Map<ListKind, Listing>(),
-        calls: new Map(),
-        relay: peer.relay,
-        members,
-        changed: new Set(),
-        member(connectorId: string) {
-          let member = members.get(connectorId);
-          if (!member) members.set(connectorId, (member = openMemberSession(exchange, connectorId, peer)));
-          return member;
-        },
-      };
-      sessions.set(session.id, session);
-      return session;
+      const stored: StoredSession = { id: deps.newId(), serverId, userId: caller.id, protocolVersion, capabilities, usedAt: now };
+      await deps.store.insert(stored, now);
+      return hold(stored, caller);
     },
-    /** The session with this id, if it is this caller's at this server (anyone else's is as unknown as none). */
-    find(id: string, serverId: string, caller: Principal): ClientSession | undefined {
-      const session = sessions.get(id);
-      if (!session || session.serverId !== serverId || session.caller.id !== caller.id) return undefined;
+    /**
+     * The session with this id, if it is this caller's at this server (anyone else's is as unknown as none): from this
+     * replica's memory, or from the store when another replica opened it.
+     */
+    async find(id: string, serverId: string, caller: Principal): Promise<ClientSession | undefined> {
       const now = deps.clock();
-      if (now - session.usedAt > SESSION_IDLE_MS) {
-        void end(id);
-        return undefined;
+      let session = sessions.get(id);
+      if (session && (now - session.checkedAt > SESSION_RECHECK_MS || now - session.usedAt > SESSION_IDLE_MS)) {
+        // Ended elsewhere (DELETE on another replica, or idle everywhere): ended here too.
+        const stored = await deps.store.find(id);
+        if (!stored || now - Math.max(stored.usedAt, session.usedAt) > SESSION_IDLE_MS) {
+          await end(id);
+          return undefined;
+        }
+        session.checkedAt = now;
       }
+      if (!session) {
+        const stored = await deps.store.find(id);
+        if (!stored || stored.serverId !== serverId || stored.userId !== caller.id) return undefined;
+        if (now - stored.usedAt > SESSION_IDLE_MS) {
+          await end(id);
+          return undefined;
+        }
+        // Another request may have held it meanwhile.
+        session = sessions.get(id) ?? hold(stored, caller);
+      }
+      if (session.serverId !== serverId || session.caller.id !== caller.id) return undefined;
       session.usedAt = now;
       session.caller = caller;
+      if (now - session.touchedAt > SESSION_TOUCH_MS) {
+        session.touchedAt = now;
+        void deps.store.touch(id, now).catch(() => {});
+      }
       return session;
     },
     end,
+    /**
+     * The scheduler's: sessions no replica used for SESSION_IDLE_MS are forgotten from the store (a replica that held
+     * one and went away swept nothing; the members expire their upstream sessions themselves).
+     */
+    job: {
+      name: "expire-virtual-server-sessions",
+      run: async () => void (await deps.store.deleteIdle(deps.clock() - SESSION_IDLE_MS)),
+    },
 
     /**
      * Opens the session's GET stream (MCP 2025-11-25 basic/transports "Listening for Messages from the Server"): the
@@ -234,6 +332,7 @@ export function createClientSessions(deps: {
           const member = session.members.get(connectorId);
           session.members.delete(connectorId);
           void member?.close();
+          void deps.store.deleteUpstream(session.id, connectorId).catch(() => {});
         }
       }
     },

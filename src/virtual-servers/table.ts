@@ -8,7 +8,7 @@ import {
 } from "drizzle-orm/pg-core";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { connectors, connectorsPg } from "../connectors/table";
-import { timestamps, timestampsPg, type SameRow } from "../db/columns";
+import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import { users, usersPg } from "../users/table";
 import { FAILURE_MODES, TOOL_MODES } from "./model";
 
@@ -97,3 +97,85 @@ export const virtual_server_membersPg = pgTable(
 
 export const VIRTUAL_SERVER_ROWS_MATCH: SameRow<typeof virtual_servers, typeof virtual_serversPg> &
   SameRow<typeof virtual_server_members, typeof virtual_server_membersPg> = true;
+
+/**
+ * A client session of a virtual server's MCP endpoint, in the store so that any replica answers its requests (issue 24
+ * item 5: no sticky sessions). Its id is the Mcp-Session-Id the client holds; it goes with its virtual server and its
+ * user. `used_at` is written at most once a minute (sessions.ts), enough for the idle limit of 30 minutes.
+ */
+export const virtual_sessions = sqliteTable(
+  "virtual_sessions",
+  {
+    id: text("id").primaryKey(),
+    virtual_server_id: text("virtual_server_id")
+      .notNull()
+      .references(() => virtual_servers.id, { onDelete: "cascade" }),
+    user_id: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    protocol_version: text("protocol_version").notNull(),
+    /** The client's capabilities at initialize, as JSON. */
+    capabilities: text("capabilities").notNull(),
+    created_at: integer("created_at").notNull(),
+    used_at: integer("used_at").notNull(),
+  },
+  (table) => [index("virtual_sessions_used_idx").on(table.used_at)],
+);
+
+export const virtual_sessionsPg = pgTable(
+  "virtual_sessions",
+  {
+    id: pgText("id").primaryKey(),
+    virtual_server_id: pgText("virtual_server_id")
+      .notNull()
+      .references(() => virtual_serversPg.id, { onDelete: "cascade" }),
+    user_id: pgText("user_id")
+      .notNull()
+      .references(() => usersPg.id, { onDelete: "cascade" }),
+    protocol_version: pgText("protocol_version").notNull(),
+    capabilities: pgText("capabilities").notNull(),
+    created_at: millis("created_at").notNull(),
+    used_at: millis("used_at").notNull(),
+  },
+  (table) => [pgIndex("virtual_sessions_used_idx").on(table.used_at)],
+);
+
+/**
+ * The upstream session a client session holds with one member: the member's Mcp-Session-Id (sealed: it lets whoever
+ * holds it act in that session), the version and capabilities it agreed — what another replica needs to go on in it
+ * without a second initialize.
+ */
+export const virtual_session_members = sqliteTable(
+  "virtual_session_members",
+  {
+    session_id: text("session_id")
+      .notNull()
+      .references(() => virtual_sessions.id, { onDelete: "cascade" }),
+    connector_id: text("connector_id")
+      .notNull()
+      .references(() => connectors.id, { onDelete: "cascade" }),
+    upstream_session: text("upstream_session"),
+    protocol_version: text("protocol_version"),
+    capabilities: text("capabilities"),
+  },
+  (table) => [primaryKey({ columns: [table.session_id, table.connector_id] })],
+);
+
+export const virtual_session_membersPg = pgTable(
+  "virtual_session_members",
+  {
+    session_id: pgText("session_id")
+      .notNull()
+      .references(() => virtual_sessionsPg.id, { onDelete: "cascade" }),
+    connector_id: pgText("connector_id")
+      .notNull()
+      .references(() => connectorsPg.id, { onDelete: "cascade" }),
+    upstream_session: pgText("upstream_session"),
+    protocol_version: pgText("protocol_version"),
+    capabilities: pgText("capabilities"),
+  },
+  (table) => [pgPrimaryKey({ columns: [table.session_id, table.connector_id] })],
+);
+
+export const VIRTUAL_SESSION_ROWS_MATCH: SameRow<typeof virtual_sessions, typeof virtual_sessionsPg> &
+  SameRow<typeof virtual_session_members, typeof virtual_session_membersPg> = true;

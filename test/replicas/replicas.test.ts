@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { SQL } from "bun";
 import { startEverything } from "../peers/everything";
+import { startLabelledServer } from "../peers/labelled-server";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../peers/oauth-mcp-server";
 import { authorizeInBrowser, startOidcProvider, type OidcPeer } from "../peers/oidc";
 import type { Peer } from "../peers/ports";
@@ -107,6 +108,56 @@ describe("through the balancer, requests alternating between replicas", () => {
 
     // Every replica took part in the one session: the proxy keeps no per-session state.
     expect(servedBy(id).every((n) => n > 0)).toBe(true);
+  }, 60_000);
+});
+
+describe("a virtual server through the balancer", () => {
+  test("one client session served by every replica goes on in one upstream session per member; DELETE on one ends it on all", async () => {
+    const member = await startLabelledServer("member");
+    try {
+      const created = await cluster.api("POST", "/api/v1/connectors", { body: { url: member.url } });
+      const connectorId = created.body.id as string;
+      expect((await cluster.api("POST", `/api/v1/connectors/${connectorId}/connect`, { body: {} })).body.state).toBe("connected");
+      const vs = await cluster.api("POST", "/api/v1/virtual-servers", {
+        body: { name: "Across", members: [{ connector_id: connectorId, prefix: "m" }] },
+      });
+      expect(vs.status).toBe(201);
+      const path = `/api/v1/virtual-servers/${vs.body.id}/mcp`;
+      const { started, ended } = member.sessions; // connect's own handshake
+
+      const { client, transport, close } = await mcpClient(`${cluster.url}${path}`);
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain("m__echo");
+      for (let i = 0; i < 6; i++)
+        expect(text(await client.callTool({ name: "m__echo", arguments: { message: `n${i}` } }))).toBe(`member: n${i}`);
+      // Every replica answered requests of the one session, and the member saw one session opened for it.
+      const served = cluster.replicas.map(
+        (r) => r.lines().filter((l) => l.includes(`"path":"${path}"`) && l.includes('"msg":"request"')).length,
+      );
+      expect(served.every((n) => n > 0)).toBe(true);
+      expect(member.sessions.started - started).toBe(1);
+
+      // DELETE through the balancer ends it everywhere: each replica then answers the session's id with 404.
+      const sessionId = transport.sessionId!;
+      await transport.terminateSession();
+      await close();
+      expect(member.sessions.ended - ended).toBe(1);
+      await Bun.sleep(1100); // SESSION_RECHECK_MS: a replica's own copy is trusted this long
+      for (const replica of cluster.replicas) {
+        const res = await fetch(`${replica.url}${path}`, {
+          method: "POST",
+          headers: {
+            authorization: basic,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-session-id": sessionId,
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+        });
+        expect(res.status).toBe(404);
+      }
+    } finally {
+      await member.stop();
+    }
   }, 60_000);
 });
 

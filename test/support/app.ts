@@ -49,6 +49,8 @@ export type TestAppOptions = {
   store?: Store;
   /** The sealing key (32 bytes), when the test opens the sealed values itself or hands the key to a command. */
   sealingKey?: Uint8Array;
+  /** The administrator's user name ("admin"): a second instance on the same store (another replica) needs another. */
+  adminUsername?: string;
 };
 
 export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
@@ -120,7 +122,7 @@ export async function createTestApp(options: TestAppOptions = {}) {
   /** The API through `app.handle`, authenticated as `as` (null: no credentials). */
   const apiOf = (as: Credentials | null): Api => apiOver(handle, publicUrl, as);
 
-  const admin = await user("admin", "admin");
+  const admin = await user(options.adminUsername ?? "admin", "admin");
   return {
     app,
     deps,

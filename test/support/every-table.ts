@@ -3,7 +3,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { TABLES, type Row, type StoredTable } from "../../src/cli/tables";
 import type { Store } from "../../src/db/store";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { pagedToolsServer } from "../peers/paged-tools";
+import { statefulMcp } from "../peers/stateful-mcp";
 import { scriptedOAuth } from "../peers/scripted-oauth";
 import { readResponse } from "./api";
 import { createTestApp, steppedClock } from "./app";
@@ -18,7 +20,7 @@ import { waitFor } from "./wait";
  * connector with sealed headers, client secret and access token, tool pins (one tool changed since) and a captured
  * tool call in the audit trail; a connector connected by OAuth (a registered client with a secret, a grant) and one
  * waiting for its authorization; an MCP client registered with the service's own authorization server, its grants (a
- * connector's and a virtual server's), tokens and one more authorization waiting for consent; a virtual server with a member; connector events delivered to a webhook; an A2A provider;
+ * connector's and a virtual server's), tokens and one more authorization waiting for consent; a virtual server with two members and a client session holding an upstream session; connector events delivered to a webhook; an A2A provider;
  * the scheduler's job leases. Leaves the store closed, every write done. `key` is the sealing key (32 bytes).
  */
 export async function fillEveryTable(store: Store, key: Uint8Array): Promise<void> {
@@ -36,6 +38,13 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     const tools = pagedToolsServer(["search", "fetch", "summarize"], 10);
     t.network.serve("https://tools.example", tools.handler);
     t.network.serve("https://hooks.example", () => new Response(null, { status: 204 }));
+    // A server with sessions, for a virtual server's client session to hold an upstream session of (its id sealed).
+    const withSessions = statefulMcp(() => {
+      const server = new McpServer({ name: "sessions", version: "1.0.0" });
+      server.registerTool("hello", { description: "Says hello" }, async () => ({ content: [{ type: "text", text: "hello" }] }));
+      return server;
+    });
+    t.network.serve("https://sessions.example", withSessions.fetch);
     // An authorization server that registers confidential clients: the service keeps the secret it is given, sealed.
     const oauth = scriptedOAuth();
     t.network.serve(oauth.as, async (request) => {
@@ -70,9 +79,17 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
       200,
     );
     must(await alice.api("PATCH", `/api/v1/connectors/${tooled}`, { body: { tool_policy: { pin: "record" } } }), 200);
-    // A virtual server with the connector as its member.
+    // A virtual server with the connector and a server with sessions as its members, and a client session of it that
+    // called the latter (an upstream session held, its id sealed).
+    const sessioned = must(
+      await alice.api("POST", "/api/v1/connectors", { body: { url: "https://sessions.example/mcp", metadata: { name: "S" } } }),
+      201,
+    ).body.id;
+    must(await alice.api("POST", `/api/v1/connectors/${sessioned}/connect`, { body: {} }), 200);
     const virtualServer = must(
-      await alice.api("POST", "/api/v1/virtual-servers", { body: { name: "Everything", members: [{ connector_id: tooled }] } }),
+      await alice.api("POST", "/api/v1/virtual-servers", {
+        body: { name: "Everything", members: [{ connector_id: tooled }, { connector_id: sessioned, prefix: "s" }] },
+      }),
       201,
     ).body as { mcp_url: string };
     const mcp = new Client({ name: "every-table", version: "1.0.0" });
@@ -89,6 +106,9 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     await mcp.listTools();
     await mcp.callTool({ name: "search", arguments: { query: "captured argument" } });
     await mcp.close();
+    const virtualClient = new Client({ name: "every-table", version: "1.0.0" });
+    await virtualClient.connect(new StreamableHTTPClientTransport(new URL(virtualServer.mcp_url), { fetch: fetchAs }));
+    await virtualClient.callTool({ name: "s__hello", arguments: {} });
 
     // OAuth: one connector connected (a registered client, a grant), one waiting for the person.
     const connectOAuth = async () => {

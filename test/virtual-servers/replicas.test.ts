@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { startLabelledServer } from "../peers/labelled-server";
+import { createTestApp, steppedClock, type TestApp } from "../support/app";
+import { connectedConnector, toolText } from "../support/mcp";
+import { openTestStore } from "../support/store";
+
+// Two instances of the service on one store, as two replicas behind a balancer with no sticky sessions (the
+// end-to-end form, three replicas of the binary behind nginx, is in test/replicas): a virtual server's client session
+// opened on one is served by both, in one upstream session per member, and ended on both by a DELETE on either.
+const member = await startLabelledServer("member");
+let a: TestApp;
+let b: TestApp;
+let token: string;
+let mcpUrl: string;
+
+beforeAll(async () => {
+  const store = await openTestStore();
+  const key = randomBytes(32);
+  const clock = steppedClock();
+  a = await createTestApp({ store, sealingKey: key, clock, realNetwork: true });
+  b = await createTestApp({ store, sealingKey: key, clock, realNetwork: true, adminUsername: "admin-b" });
+  const alice = await a.user("alice");
+  token = alice.token;
+  const connectorId = await connectedConnector(alice.api, member.url);
+  const created = await alice.api("POST", "/api/v1/virtual-servers", {
+    body: { name: "Across", members: [{ connector_id: connectorId, prefix: "m" }] },
+  });
+  mcpUrl = created.body.mcp_url;
+});
+afterAll(async () => {
+  await a.close(); // the store both instances share
+  await member.stop();
+});
+
+/** An SDK client whose requests go to the two instances in turn. */
+async function alternating() {
+  let turn = 0;
+  const fetchFn = (input: string | URL | Request, init?: RequestInit) => {
+    const request = new Request(input, init);
+    request.headers.set("authorization", `Bearer ${token}`);
+    return (turn++ % 2 === 0 ? a : b).fetch(request);
+  };
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { fetch: fetchFn });
+  const client = new Client({ name: "replicas", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+/** tools/list in the session `sessionId`, sent to `instance` with `bearer`. */
+const listWith = (instance: TestApp, bearer: string, sessionId: string) =>
+  instance.fetch(
+    new Request(mcpUrl, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${bearer}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": sessionId,
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+    }),
+  );
+
+test("a session opened on one instance is served by both in one upstream session; DELETE on one ends it on both", async () => {
+  const { started, ended } = member.sessions;
+  const { client, transport } = await alternating();
+  expect((await client.listTools()).tools.map((t) => t.name)).toContain("m__echo");
+  for (let i = 0; i < 5; i++)
+    expect(toolText(await client.callTool({ name: "m__echo", arguments: { message: `n${i}` } }))).toBe(`member: n${i}`);
+  expect(member.sessions.started - started).toBe(1);
+
+  // Another user holding the id gets what an unknown id gets, on the instance that has the session in memory and on
+  // one that would load it from the store.
+  const sessionId = transport.sessionId!;
+  const bob = await b.user("bob");
+  for (const instance of [a, b]) expect((await listWith(instance, bob.token, sessionId)).status).toBe(404);
+
+  await transport.terminateSession();
+  expect(member.sessions.ended - ended).toBe(1);
+  a.clock.advance(2000); // past SESSION_RECHECK_MS: each instance asks the store again
+  for (const instance of [a, b]) expect((await listWith(instance, token, sessionId)).status).toBe(404);
+  await client.close();
+});
