@@ -127,6 +127,7 @@ export function createServices(deps: Deps) {
     newId,
     clock,
     store: createSessionStore(deps.store, sealer),
+    maxPerUser: config.virtual.maxSessionsPerUser,
     log: log.child({ component: "virtual-servers" }),
   });
   const virtualServers = createVirtualServerService({

@@ -35,7 +35,7 @@ export type Config = {
   };
   connector: { maxPerUser: number };
   /** Virtual servers (docs/interface.md §9): how many one user may have. */
-  virtual: { maxPerUser: number; memberTimeoutMs: number };
+  virtual: { maxPerUser: number; memberTimeoutMs: number; maxSessionsPerUser: number };
   presets: readonly Preset[];
   /** Managed stdio servers: where they run; the local driver's sandbox (undefined: bwrap where it runs) and process caps. */
   runtime: {
@@ -267,7 +267,11 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       maxTokensPerUser: raw.auth.max_tokens_per_user,
     },
     connector: { maxPerUser: raw.connector.max_per_user },
-    virtual: { maxPerUser: raw.virtual.max_per_user, memberTimeoutMs: raw.virtual.member_timeout_seconds * 1000 },
+    virtual: {
+      maxPerUser: raw.virtual.max_per_user,
+      memberTimeoutMs: raw.virtual.member_timeout_seconds * 1000,
+      maxSessionsPerUser: raw.virtual.max_sessions_per_user,
+    },
     presets,
     runtime: {
       driver: raw.runtime.driver,

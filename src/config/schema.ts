@@ -63,6 +63,12 @@ export const ConfigSchema = t.Object({
   virtual: t.Object({
     max_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 100, description: "an integer from 1 to 100000" }),
     member_timeout_seconds: t.Integer({ minimum: 1, maximum: 300, default: 5, description: "a number of seconds from 1 to 300" }),
+    max_sessions_per_user: t.Integer({
+      minimum: 1,
+      maximum: 100_000,
+      default: 200,
+      description: "an integer from 1 to 100000",
+    }),
   }),
   runtime: t.Object({
     driver: t.Union([t.Literal("local"), t.Literal("kubernetes")], { default: "local", description: "local or kubernetes" }),

@@ -1,4 +1,9 @@
-import { SUPPORTED_PROTOCOL_VERSIONS, type ClientCapabilities, type Progress } from "@modelcontextprotocol/sdk/types.js";
+import {
+  LoggingLevelSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type ClientCapabilities,
+  type Progress,
+} from "@modelcontextprotocol/sdk/types.js";
 import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
@@ -142,6 +147,8 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         tools: { listChanged: true },
         prompts: { listChanged: true },
         resources: { listChanged: true, subscribe: true },
+        // server/utilities/logging: the level goes to the members, their messages come on the GET stream.
+        logging: {},
       },
       serverInfo: { name: "connector-service-virtual-server", title: server.name, version: VERSION },
       ...(server.description && { instructions: server.description }),
@@ -196,6 +203,13 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     }
     try {
       if (method === "ping") return jsonAnswer(resultOf(id, {}));
+      if (method === "logging/setLevel") {
+        // server/utilities/logging: one of the RFC 5424 levels, else invalid params.
+        const level = LoggingLevelSchema.safeParse(params.level);
+        if (!level.success) throw new RpcError(INVALID_PARAMS, `Invalid level: ${LoggingLevelSchema.options.join(", ")}`);
+        await sessions.setLogLevel(session, level.data);
+        return jsonAnswer(resultOf(id, {}));
+      }
       const list = LIST_METHODS[method];
       // tool_mode search (search.ts): two tools listed, and tools/call answered by them or routed by name.
       const searching = server.tool_mode === "search";

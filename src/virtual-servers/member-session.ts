@@ -6,6 +6,7 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
   McpError,
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
@@ -15,6 +16,7 @@ import {
   type ClientCapabilities,
   type ClientNotification,
   type ClientRequest,
+  type LoggingLevel,
   type Progress,
   type Result,
   type ServerCapabilities,
@@ -47,6 +49,10 @@ export type MemberPeer = {
   relay: Relay;
   listChanged(list: ChangedList): void;
   resourceUpdated(params: Record<string, unknown>): void;
+  /** The level the client set (logging/setLevel), if it did: a member opened later is told it too. */
+  logLevel(): LoggingLevel | undefined;
+  /** A member's log message (server/utilities/logging), for the client. */
+  log(params: Record<string, unknown>): void;
 };
 
 /** A client's call being served by the member: where the member's requests during it go. */
@@ -185,6 +191,7 @@ export function openMemberSession(
       client.setNotificationHandler(PromptListChangedNotificationSchema, () => peer.listChanged("prompts"));
       client.setNotificationHandler(ResourceListChangedNotificationSchema, () => peer.listChanged("resources"));
       client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => peer.resourceUpdated(n.params));
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => peer.log(n.params));
       // The SDK client offers its latest version and accepts the member's choice (basic/lifecycle "Version
       // Negotiation"): the member's era is independent of the one the virtual server agreed with its client. With a
       // session id already (resumed), the SDK sends no initialize: the version and capabilities are the stored ones.
@@ -207,9 +214,17 @@ export function openMemberSession(
         });
       }
       opened = { client, transport };
+      const level = peer.logLevel();
+      if (level) await setLevel(client, level, resumedCapabilities);
       return opened;
     });
     return opening;
+  }
+
+  /** server/utilities/logging "Setting Log Level": told to a member that declared logging (others have no levels). */
+  async function setLevel(client: Client, level: LoggingLevel, capabilities = client.getServerCapabilities()) {
+    if (!(client.getServerCapabilities() ?? capabilities)?.logging) return;
+    await client.setLoggingLevel(level).catch(() => {});
   }
 
   const forgotten = (error: unknown) => error instanceof StreamableHTTPError && error.code === 404;
@@ -255,6 +270,10 @@ export function openMemberSession(
     },
     /** The client's GET stream ended: the member's ends too. */
     unlisten: (): void => listening?.(),
+    /** The client set a log level: told to the member now if its session is open (else when it opens). */
+    async setLogLevel(level: LoggingLevel): Promise<void> {
+      if (opened) await setLevel(opened.client, level, resumedCapabilities);
+    },
     /** The client's roots changed (client/roots "Root List Changes"): told to a member that was offered roots. */
     async rootsChanged(): Promise<void> {
       if (opened && peer.capabilities.roots?.listChanged) await opened.client.sendRootsListChanged().catch(() => {});

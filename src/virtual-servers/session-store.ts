@@ -1,4 +1,4 @@
-import { and, eq, lt } from "drizzle-orm";
+import { and, eq, gte, lt, sql } from "drizzle-orm";
 import type { ClientCapabilities, ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Store } from "../db/store";
 import type { Sealer } from "../secrets/sealer";
@@ -52,6 +52,14 @@ export function createSessionStore(store: Store, sealer: Sealer) {
         created_at: at,
         used_at: at,
       });
+    },
+    /** Sessions the user holds, idle ones left out (they are as good as ended). */
+    async countOf(userId: string, usedSince: number): Promise<number> {
+      const [row] = await db
+        .select({ n: sql<number>`count(*)`.mapWith(Number) })
+        .from(sessions)
+        .where(and(eq(sessions.user_id, userId), gte(sessions.used_at, usedSince)));
+      return row?.n ?? 0;
     },
     async find(id: string): Promise<StoredSession | undefined> {
       const [row] = await db.select().from(sessions).where(eq(sessions.id, id)).limit(1);

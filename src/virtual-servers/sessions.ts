@@ -1,4 +1,5 @@
-import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
+import type { ClientCapabilities, LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
+import { TooManyRequests } from "../http-errors/errors";
 import type { Principal } from "../users/model";
 import { isRequestId, SSE_HEADERS, sseEvent, type RequestId } from "./jsonrpc";
 import type { ListKind } from "./list-cursor";
@@ -62,6 +63,8 @@ type Held = ClientSession & {
   checkedAt: number;
   /** The client's GET stream, while open, and how it is ended. */
   stream?: { channel: Channel; end(): void };
+  /** The level the client set with logging/setLevel (this replica's copy of the session). */
+  logLevel?: LoggingLevel;
   /** List changes gathered for the next notification (LIST_CHANGED_COALESCE_MS). */
   changed: Set<ChangedList>;
   flush?: ReturnType<typeof setTimeout>;
@@ -80,6 +83,8 @@ export function createClientSessions(deps: {
   newId: () => string;
   clock: () => number;
   store: SessionStore;
+  /** VIRTUAL__MAX_SESSIONS_PER_USER. */
+  maxPerUser: number;
   log: { warn(message: string, fields?: Record<string, unknown>): void };
 }) {
   const sessions = new Map<string, Held>();
@@ -161,6 +166,9 @@ export function createClientSessions(deps: {
       listChanged: (list: ChangedList) => changed(session, [list]),
       resourceUpdated: (params: Record<string, unknown>) =>
         void session.stream?.channel({ jsonrpc: "2.0", method: "notifications/resources/updated", params }),
+      logLevel: () => session.logLevel,
+      log: (params: Record<string, unknown>) =>
+        void session.stream?.channel({ jsonrpc: "2.0", method: "notifications/message", params }),
     };
     const remember = (connectorId: string) => (upstream: StoredUpstream) =>
       void deps.store
@@ -206,6 +214,13 @@ export function createClientSessions(deps: {
     ): Promise<ClientSession> {
       const now = deps.clock();
       sweep(now);
+      // Each session may hold an upstream session per member: a client that initializes in a loop is stopped here.
+      // (Sessions written by two replicas at once may pass the count together: the bound is per replica exact.)
+      if ((await deps.store.countOf(caller.id, now - SESSION_TOUCH_MS - SESSION_IDLE_MS)) >= deps.maxPerUser)
+        throw new TooManyRequests(
+          `You hold ${deps.maxPerUser} virtual server sessions, the most a user may (VIRTUAL__MAX_SESSIONS_PER_USER): end one with DELETE, or let one idle out`,
+          60,
+        );
       const stored: StoredSession = { id: deps.newId(), serverId, userId: caller.id, protocolVersion, capabilities, usedAt: now };
       await deps.store.insert(stored, now);
       return hold(stored, caller);
@@ -318,6 +333,17 @@ export function createClientSessions(deps: {
       else if (message.method === "notifications/progress") void session.relay.progress(params);
       else if (message.method === "notifications/roots/list_changed")
         for (const member of session.members.values()) void member.rootsChanged();
+    },
+
+    /**
+     * server/utilities/logging "Setting Log Level": the level goes to every member that declared logging — those whose
+     * sessions are open now, and the others when they open. Their log messages reach the client's GET stream.
+     */
+    async setLogLevel(client: ClientSession, level: LoggingLevel): Promise<void> {
+      const session = sessions.get(client.id);
+      if (!session) return;
+      session.logLevel = level;
+      await Promise.all([...session.members.values()].map((member) => member.setLogLevel(level)));
     },
 
     /**

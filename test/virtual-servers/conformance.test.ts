@@ -20,7 +20,6 @@ const KNOWN: Record<string, string> = {
   // server choose); the kit notes JSON answers as INFO where server-everything's event streams are a SUCCESS.
   "server-sse-multiple-streams": "JSON answers: INFO, not SUCCESS",
   // Not routed yet.
-  "logging-set-level": "not routed yet",
   // Subscriptions go to the member whose listing has the URI; the kit's (test://watched-resource) is in none —
   // server-everything takes any — so it is -32602 `Unknown resource`, as an unknown tool is.
   "resources-subscribe": "the kit's URI is in no member's listing: -32602",
