@@ -1,9 +1,10 @@
 import { DEFAULT_REQUEST_TIMEOUT_MSEC } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { UriTemplate } from "@modelcontextprotocol/sdk/shared/uriTemplate.js";
 import { McpError, type Progress, type Result } from "@modelcontextprotocol/sdk/types.js";
 import { INTERNAL_ERROR, INVALID_PARAMS, RpcError } from "./jsonrpc";
 import type { ListKind } from "./list-cursor";
 import { failureOf, type Member } from "./merge";
-import { resolveName, SEPARATOR } from "./names";
+import { resolveName, SEPARATOR, type Admission, type Route } from "./names";
 import type { Channel } from "./relay";
 import type { ClientSession, Listing } from "./sessions";
 
@@ -49,7 +50,11 @@ export async function routeRequest(
   const name = params[param];
   if (typeof name !== "string") throw new RpcError(INVALID_PARAMS, `params.${param} must be a string`);
   const { admission, failed } = session.listings.get(list) ?? (await listing(list));
-  const route = resolveName(admission, name);
+  const route =
+    resolveName(admission, name) ??
+    (list === "resources"
+      ? templateRoute((session.listings.get("resource_templates") ?? (await listing("resource_templates"))).admission, name)
+      : undefined);
   const member = route && members.find((m) => m.connectorId === route.member);
   if (!route || !member) {
     // A member left out of the last listing (failure_mode open) is named with why, rather than its tools denied.
@@ -75,6 +80,34 @@ export async function routeRequest(
     if (error instanceof McpError && error.code !== -32001) throw ownError(error);
     throw unavailable(member, failureOf(error, CALL_TIMEOUT_MS));
   }
+}
+
+/** Parsed templates, by their text: a template is parsed once, whichever session lists it. */
+const templates = new Map<string, UriTemplate | null>();
+const parsed = (text: string) => {
+  if (!templates.has(text)) {
+    let template: UriTemplate | null = null;
+    try {
+      template = new UriTemplate(text);
+    } catch {
+      // Not an RFC 6570 template: it routes nothing.
+    }
+    if (templates.size > 10_000) templates.clear();
+    templates.set(text, template);
+  }
+  return templates.get(text) ?? undefined;
+};
+
+/**
+ * A URI no member lists, that one member's resource template (RFC 6570) matches: that member's (MCP 2025-11-25
+ * server/resources "Resource Templates"). Templates two members offer were left out of the listing (names.ts), so
+ * they route nothing; a URI that two admitted templates of different members match is as unknown as none.
+ */
+function templateRoute(admission: Admission, uri: string): Route | undefined {
+  const owners = new Map<string, Route>();
+  for (const [text, route] of admission.routes)
+    if (parsed(text)?.match(uri)) owners.set(route.member, { ...route, original: uri });
+  return owners.size === 1 ? [...owners.values()][0] : undefined;
 }
 
 /** A member that could not answer, named with why (issue 24 item 6). */

@@ -1,4 +1,4 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { statefulMcp } from "./stateful-mcp";
 
@@ -38,6 +38,12 @@ export async function startLabelledServer(label: string) {
     server.registerPrompt("hello", { description: "Says hello", argsSchema: { name: z.string() } }, ({ name }) => ({
       messages: [{ role: "user", content: { type: "text", text: `${label} says hello to ${name}` } }],
     }));
+    server.registerResource(
+      "note",
+      new ResourceTemplate(`test://${label}/notes/{id}`, { list: undefined }),
+      { mimeType: "text/plain" },
+      async (uri, { id }) => ({ contents: [{ uri: uri.href, text: `${label}'s note ${String(id)}` }] }),
+    );
     server.registerResource("readme", `test://${label}/readme`, { mimeType: "text/plain" }, async (uri) => ({
       contents: [{ uri: uri.href, text: `${label}'s readme` }],
     }));

@@ -122,6 +122,20 @@ describe("two members with the same tool names", () => {
     await mcp.close();
   });
 
+  test("a URI no member lists goes to the one member whose resource template matches it; one that none matches is -32602", async () => {
+    const server = await virtualServer([
+      { connector_id: idOne, prefix: "one" },
+      { connector_id: idTwo, prefix: "two" },
+    ]);
+    const { mcp } = await client(server.mcp_url);
+    const templates = (await mcp.listResourceTemplates()).resourceTemplates.map((r) => r.uriTemplate).sort();
+    expect(templates).toEqual(["test://one/notes/{id}", "test://two/notes/{id}"]);
+    const read = await mcp.readResource({ uri: "test://two/notes/7" });
+    expect(read.contents[0]).toMatchObject({ text: "two's note 7" });
+    await expect(mcp.readResource({ uri: "test://three/notes/7" })).rejects.toThrow(/Unknown resource/);
+    await mcp.close();
+  });
+
   test("a foreign cursor is -32602", async () => {
     const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
     const { mcp } = await client(server.mcp_url);
@@ -315,10 +329,14 @@ describe("conflicts", () => {
       expect((await mcp.listResources()).resources).toEqual([]);
       const unread = await mcp.readResource({ uri: "test://twin/readme" }).catch((e: Error) => e);
       expect((unread as { code?: number }).code).toBe(-32602);
+      // A URI only the twins' same template matches: that template was left out, so it routes nowhere.
+      const unmatched = await mcp.readResource({ uri: "test://twin/notes/1" }).catch((e: Error) => e);
+      expect((unmatched as { code?: number }).code).toBe(-32602);
       const conflicts = (await alice.api("GET", `/api/v1/virtual-servers/${server.id}`)).body.conflicts;
       expect(conflicts).toEqual([
         { kind: "tool", name: `p__${"a".repeat(63)}`, members: [idLong] },
         { kind: "resource", name: "test://twin/readme", members: [idA, idB] },
+        { kind: "resource_template", name: "test://twin/notes/{id}", members: [idA, idB] },
       ]);
       await mcp.close();
     } finally {
