@@ -51,7 +51,9 @@ async function main() {
   const binary = join(ROOT, "dist/connector-service");
   const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
   // The first member comes with the service (and its API token); the other nine are added through the API.
-  const started = await startProxiedService(command, join(work, "service"), `${upstream}/m0`);
+  const started = await startProxiedService(command, join(work, "service"), `${upstream}/m0`, {
+    VIRTUAL__MAX_SESSIONS_PER_USER: String(SESSIONS + 10),
+  });
   children.track(started.proc);
   const origin = new URL(started.url).origin;
   const auth = started.auth;

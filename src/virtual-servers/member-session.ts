@@ -58,6 +58,14 @@ export type MemberPeer = {
 /** A client's call being served by the member: where the member's requests during it go. */
 export type CallContext = { channel: Channel };
 
+/**
+ * The call each request to a member is made for. The SDK reads a POST's event stream in the asynchronous context of
+ * the request that sent it, so a member's request arriving on that stream — one related to the call (basic/
+ * transports "Sending Messages to the Server") — finds its call here; one on the GET stream finds none. One for all
+ * member sessions (a context is per request, not per session): one each cost memory in every upstream session.
+ */
+const calls = new AsyncLocalStorage<CallContext>();
+
 /** Any URL: the exchange routes by connector id, never by URL. */
 const memberUrl = (connectorId: string) => new URL(`http://member.invalid/api/v1/connectors/${connectorId}/mcp`);
 
@@ -83,12 +91,6 @@ export function openMemberSession(
   let resumedCapabilities: ServerCapabilities | undefined;
   let opening: Promise<{ client: Client; transport: StreamableHTTPClientTransport }> | undefined;
   let opened: { client: Client; transport: StreamableHTTPClientTransport } | undefined;
-  /**
-   * The call each request to the member is made for. The SDK reads a POST's event stream in the asynchronous context
-   * of the request that sent it, so a member's request arriving on that stream — one related to the call (basic/
-   * transports "Sending Messages to the Server") — finds its call here; one on the GET stream finds none.
-   */
-  const calls = new AsyncLocalStorage<CallContext>();
   const serving = new Set<CallContext>();
   /** Ends the member's GET stream, while one is open. */
   let listening: (() => void) | undefined;
