@@ -6,6 +6,7 @@ import appCss from "./assets/app.css" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
 import accountJs from "./assets/account.js" with { type: "text" };
 import agentsJs from "./assets/agents.js" with { type: "text" };
+import auditJs from "./assets/audit.js" with { type: "text" };
 import apiJs from "./assets/api.js" with { type: "text" };
 import appJs from "./assets/app.js" with { type: "text" };
 import clientsJs from "./assets/clients.js" with { type: "text" };
@@ -34,6 +35,7 @@ const FILES: [path: string, body: string, type: string][] = [
   [`${CONSOLE_ASSETS}/tryit.js`, tryitJs, JS],
   [`${CONSOLE_ASSETS}/clients.js`, clientsJs, JS],
   [`${CONSOLE_ASSETS}/virtual-servers.js`, virtualServersJs, JS],
+  [`${CONSOLE_ASSETS}/audit.js`, auditJs, JS],
   [`${CONSOLE_ASSETS}/tokens.js`, tokensJs, JS],
   [`${CONSOLE_ASSETS}/agents.js`, agentsJs, JS],
   [`${CONSOLE_ASSETS}/users.js`, usersJs, JS],

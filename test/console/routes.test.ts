@@ -69,6 +69,7 @@ describe("the web console's files", () => {
       "/console/dom.js": "text/javascript; charset=utf-8",
       "/console/tokens.js": "text/javascript; charset=utf-8",
       "/console/virtual-servers.js": "text/javascript; charset=utf-8",
+      "/console/audit.js": "text/javascript; charset=utf-8",
       "/console/users.js": "text/javascript; charset=utf-8",
     });
   });

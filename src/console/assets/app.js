@@ -1,6 +1,7 @@
 // The console's entry: the session (sign in, sign out), the views and the navigation between them.
 import { api, setCsrfToken, whenSignedOut } from "./api.js";
 import { initAccount, resetAccount, showAccount } from "./account.js";
+import { initAudit, resetAudit, showAudit } from "./audit.js";
 import { initAgents, resetAgents, showAgents } from "./agents.js";
 import { initConnectors, resetConnectors, setPublicUrl, showConnectors } from "./connectors.js";
 import { announce, busy, showError } from "./dom.js";
@@ -8,7 +9,7 @@ import { initTokens, resetTokens, showTokens } from "./tokens.js";
 import { initUsers, resetUsers, showUsers } from "./users.js";
 import { initVirtualServers, resetVirtualServers, showVirtualServers } from "./virtual-servers.js";
 
-const VIEWS = ["connectors", "virtual", "tokens", "agents", "users", "account"];
+const VIEWS = ["connectors", "virtual", "audit", "tokens", "agents", "users", "account"];
 /**
  * A hint that this browser holds a session, so that a visitor who never signed in is not sent to the API first: every
  * 401 of the API carries a Basic challenge, which a browser may answer with its own sign-in prompt.
@@ -51,6 +52,7 @@ async function route(moveFocus) {
   if (moveFocus) $(`${view}-title`).focus();
   if (view === "connectors") await showConnectors();
   if (view === "virtual") await showVirtualServers();
+  if (view === "audit") await showAudit(user);
   if (view === "tokens") await showTokens();
   if (view === "agents") await showAgents(user.role === "admin");
   if (view === "users") await showUsers(user);
@@ -84,6 +86,7 @@ function signedOut(message) {
   resetConnectors();
   resetTokens();
   resetVirtualServers();
+  resetAudit();
   resetAgents();
   resetUsers();
   resetAccount();
@@ -138,6 +141,7 @@ async function start() {
   initConnectors();
   initTokens();
   initVirtualServers();
+  initAudit();
   initAgents();
   initUsers();
   initAccount();
