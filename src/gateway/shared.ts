@@ -1,3 +1,4 @@
+import { PerRequestHTTPServerTransport } from "@modelcontextprotocol/server";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -5,14 +6,20 @@ import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
 import type { Gateway } from "./gateway";
 import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
-import { answerInSession, type ServerTransport } from "./json-answers";
+import { answerInSession, readPostBody, type ServerTransport } from "./json-answers";
+import { classifyPost, discoverResult, legacyParams, MODERN_PROTOCOL_VERSION, modernResult, type ModernMessage } from "./modern";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
 
 type Id = string | number;
 type Session = { id: string; transport: ServerTransport; lastActive: number; answering: number };
-/** A request sent on to the server: whose it is, its own id, and the transport its answer goes back through (json-answers.ts). */
-type Route = { session: Session; id: Id; via: ServerTransport };
+/** Where messages for one request go: a session's transport, a JSON exchange's (json-answers.ts), or a 2026-07-28 request's. */
+type Sink = Pick<Transport, "send">;
+/**
+ * A request sent on to the server: whose it is (a session's, or a 2026-07-28 request's, which has none), its own id, the
+ * transport its answer goes back through, and for a 2026-07-28 request its method (its result is reshaped for it).
+ */
+type Route = { session?: Session; id: Id; via: Sink; modern?: string };
 type Message = JSONRPCMessage & { id?: Id; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown };
 
 const INIT_ID = "gateway-initialize";
@@ -57,7 +64,8 @@ export function createSharedGateway({
   });
   const sessions = new Map<string, Session>();
   const routes = new Map<string, Route>();
-  const progress = new Map<string, { session: Session; token: Id; request: Id }>();
+  /** Gateway progress token → the request's own token, its id and the global id it went out as, and where progress goes. */
+  const progress = new Map<string, { token: Id; request: Id; global: string; via: Sink }>();
   let counter = 0;
   let initResult: Record<string, unknown> | undefined;
   let closed = false;
@@ -74,11 +82,36 @@ export function createSharedGateway({
   /** Requests still waiting whose answer goes to a JSON exchange get an error answer (an event stream would just end). */
   function answerWaiting(which: (route: Route) => boolean, why: string) {
     for (const route of routes.values()) {
-      if (!which(route) || route.via === route.session.transport) continue;
+      if (!which(route) || route.via === route.session?.transport) continue;
       void route.via
         .send({ jsonrpc: "2.0", id: route.id, error: { code: GATEWAY_ERROR, message: why } } as JSONRPCMessage)
         .catch(() => undefined);
     }
+  }
+
+  /** Sends a client's request on to the server under a gateway-unique id, and its progress token as a gateway-unique one. */
+  function forward(route: Route, message: Message, params = message.params) {
+    const global = next("r");
+    routes.set(global, route);
+    const meta = params?._meta as { progressToken?: Id } | undefined;
+    if (meta?.progressToken !== undefined) {
+      const token = next("p");
+      progress.set(token, { token: meta.progressToken, request: route.id, global, via: route.via });
+      params = { ...params, _meta: { ...meta, progressToken: token } };
+    }
+    void server.send({ ...message, id: global, params } as JSONRPCMessage).catch(() => undefined);
+    return global;
+  }
+
+  /** Forgets a request whose client is gone, and tells the server to stop working on it. */
+  function abandon(global: string, reason: string) {
+    routes.delete(global);
+    for (const [token, p] of progress) if (p.global === global) progress.delete(token);
+    // (When the server itself went away, there is no one to tell.)
+    if (!closed)
+      void server
+        .send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: global, reason } })
+        .catch(() => undefined);
   }
 
   function fromClient(session: Session, message: Message, via: ServerTransport = session.transport) {
@@ -97,16 +130,7 @@ export function createSharedGateway({
       return;
     }
     if (message.method !== undefined && message.id !== undefined) {
-      const global = next("r");
-      routes.set(global, { session, id: message.id, via });
-      const meta = message.params?._meta as { progressToken?: Id } | undefined;
-      let params = message.params;
-      if (meta?.progressToken !== undefined) {
-        const token = next("p");
-        progress.set(token, { session, token: meta.progressToken, request: message.id });
-        params = { ...message.params, _meta: { ...meta, progressToken: token } };
-      }
-      void server.send({ ...message, id: global, params } as JSONRPCMessage);
+      forward({ session, id: message.id, via }, message);
       return;
     }
     if (message.method !== undefined) void server.send(message); // other notifications (roots/list_changed, …)
@@ -126,14 +150,18 @@ export function createSharedGateway({
       const route = routes.get(String(message.id));
       if (!route) return;
       routes.delete(String(message.id));
-      for (const [token, p] of progress) if (p.session === route.session && p.request === route.id) progress.delete(token);
-      void route.via.send({ ...message, id: route.id } as JSONRPCMessage).catch(() => undefined);
+      for (const [token, p] of progress) if (p.global === message.id) progress.delete(token);
+      const result =
+        route.modern !== undefined && message.result !== undefined
+          ? { result: modernResult(route.modern, message.result as Record<string, unknown>, initResult!) }
+          : {};
+      void route.via.send({ ...message, ...result, id: route.id } as JSONRPCMessage).catch(() => undefined);
       return;
     }
     if (message.method === "notifications/progress") {
       const p = progress.get(String((message.params as { progressToken: Id }).progressToken));
       if (p)
-        void p.session.transport
+        void p.via
           .send({ ...message, params: { ...message.params, progressToken: p.token } } as JSONRPCMessage, {
             relatedRequestId: p.request,
           })
@@ -149,6 +177,8 @@ export function createSharedGateway({
       } as JSONRPCMessage);
       return;
     }
+    // Not tied to a request (logging, list changes): every session gets it; a 2026-07-28 request has no stream for it
+    // (MCP 2026-07-28 §"Logging": a log notification goes on the stream of the request it belongs to, else nowhere).
     for (const session of sessions.values()) void session.transport.send(message).catch(() => undefined);
   };
   server.onclose = () => {
@@ -180,10 +210,45 @@ export function createSharedGateway({
   const started = initialize();
   started.catch((e) => log.error("the stdio server did not initialize", { error: (e as Error).message }));
 
+  /**
+   * One 2026-07-28 request (modern.ts), served over the gateway's one legacy session with the server: answered through
+   * a transport of its own (JSON, or an event stream once progress comes), its id and progress token rewritten like a
+   * session's. `server/discover` is answered from the initialize result. If the client goes away before the answer (its
+   * response stream closed), the server gets `notifications/cancelled`.
+   */
+  async function serveModern(request: Request, message: ModernMessage): Promise<Response> {
+    await started.catch(() => undefined);
+    if (!initResult) return jsonRpcError(503, "The MCP server is not ready");
+    const exchange = new PerRequestHTTPServerTransport({ classification: { era: "modern", revision: MODERN_PROTOCOL_VERSION } });
+    let global: string | undefined;
+    exchange.onmessage = (m) => {
+      const message = m as Message;
+      if (message.id === undefined) return; // a posted notification has no meaning without a session: accepted, dropped
+      if (message.method === "server/discover")
+        return void exchange.send({ jsonrpc: "2.0", id: message.id, result: discoverResult(initResult!) } as JSONRPCMessage);
+      global = forward({ id: message.id, via: exchange, modern: message.method }, message, legacyParams(message.params));
+    };
+    // MCP 2026-07-28 §"Cancellation": a client cancels a request by closing its response stream.
+    exchange.onclose = () => {
+      if (global !== undefined && routes.has(global)) abandon(global, "The client went away");
+    };
+    await exchange.start();
+    return exchange.handleMessage(message, { request }).catch(() => new Response(null, { status: 499 }));
+  }
+
   async function mcp(request: Request): Promise<Response> {
     await started.catch(() => undefined);
     if (!initResult) return jsonRpcError(503, "The MCP server is not ready");
     const id = request.headers.get("mcp-session-id");
+    if (!id && request.method === "POST") {
+      // A POST without a session is a new session's initialize, or a 2026-07-28 request: its body tells which.
+      const body = await readPostBody(request);
+      if (body !== undefined && "refused" in body) return body.refused;
+      const era = body === undefined ? { era: "legacy" as const } : classifyPost(body.parsed, request.headers);
+      if (era.era === "refused") return era.response;
+      if (era.era === "modern") return serveModern(request, era.message);
+      return startSession(request, body?.parsed);
+    }
     if (id) {
       const session = sessions.get(id);
       if (!session) return sessionNotFound();
@@ -191,6 +256,10 @@ export function createSharedGateway({
         answerInSession(request, session.transport, (message, via) => fromClient(session, message as Message, via)),
       );
     }
+    return startSession(request);
+  }
+
+  async function startSession(request: Request, parsedBody?: unknown): Promise<Response> {
     if (sessions.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
     const session: Session = {
       id: "",
@@ -202,22 +271,10 @@ export function createSharedGateway({
     session.transport.onclose = () => {
       sessions.delete(session.id);
       answerWaiting((route) => route.session === session, "The session ended before the MCP server answered");
-      for (const [global, route] of routes) {
-        if (route.session !== session) continue;
-        routes.delete(global);
-        // (When the server itself went away, there is no one to tell.)
-        if (!closed)
-          void server
-            .send({
-              jsonrpc: "2.0",
-              method: "notifications/cancelled",
-              params: { requestId: global, reason: "The client's session ended" },
-            })
-            .catch(() => undefined);
-      }
+      for (const [global, route] of routes) if (route.session === session) abandon(global, "The client's session ended");
     };
     await session.transport.start();
-    const response = await session.transport.handleRequest(request);
+    const response = await session.transport.handleRequest(request, { parsedBody });
     if (session.transport.sessionId) {
       session.id = session.transport.sessionId;
       sessions.set(session.id, session);
@@ -235,6 +292,7 @@ export function createSharedGateway({
   );
 
   const shared = {
+    serveModern,
     ready: () => readyPromise,
     ended: () => endedPromise,
     async fetch(request: Request) {
