@@ -53,6 +53,10 @@ export function createSharedGateway({
   maxSessions = 1000,
   idleSessionMs = IDLE_SESSION_MS,
 }: SharedGatewayOptions): Gateway & {
+  /** Serves one 2026-07-28 request (classified and checked by modern.ts) over the gateway's legacy session. */
+  serveModern(request: Request, message: ModernMessage): Promise<Response>;
+  /** Requests sent on to the server and not answered yet. */
+  pendingRequests(): number;
   /** Resolves once the server answered initialize; rejects if it does not. */
   ready(): Promise<void>;
   /** Resolves when the server's stdio is gone (the gateway is then of no use). */
@@ -293,6 +297,7 @@ export function createSharedGateway({
 
   const shared = {
     serveModern,
+    pendingRequests: () => routes.size,
     ready: () => readyPromise,
     ended: () => endedPromise,
     async fetch(request: Request) {

@@ -4,7 +4,7 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { createSharedGateway } from "../../src/gateway/shared";
 import { createLogger } from "../../src/observability/logger";
 import { EVERYTHING } from "../peers/everything";
-import { expectBothEras, MODERN, modernClient, modernRequest } from "../support/modern";
+import { cancelMidway, expectBothEras, MODERN, modernRequest } from "../support/modern";
 
 // The Kubernetes sidecar's gateway (one stdio process shared by every client) in front of server-everything, served to
 // 2026-07-28 clients through its one legacy session; requests handed to its fetch, no sockets.
@@ -76,25 +76,5 @@ test("header/body mismatches are 400 with -32020; an unknown version 400 with -3
 });
 
 test("a 2026-07-28 client that goes away mid-call: the process gets notifications/cancelled for that call", async () => {
-  const modern = await modernClient(URL_, gateway.fetch);
-  const controller = new AbortController();
-  let progressed = 0;
-  const call = modern.client.callTool(
-    { name: "trigger-long-running-operation", arguments: { duration: 5, steps: 10 } },
-    {
-      signal: controller.signal,
-      onprogress: () => void progressed++,
-    },
-  );
-  call.catch(() => undefined);
-  while (progressed === 0) await Bun.sleep(20);
-  controller.abort();
-  await expect(call).rejects.toThrow();
-  const sent = toServer.findLast((m) => "method" in m && m.method === "tools/call") as { id: string };
-  for (let i = 0; i < 100 && !toServer.some((m) => "method" in m && m.method === "notifications/cancelled"); i++)
-    await Bun.sleep(20);
-  expect(toServer.find((m) => "method" in m && m.method === "notifications/cancelled")).toMatchObject({
-    params: { requestId: sent.id },
-  });
-  await modern.close();
+  await cancelMidway(URL_, gateway.fetch, () => toServer as { id?: unknown; method?: string; params?: unknown }[]);
 });

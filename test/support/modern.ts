@@ -1,6 +1,7 @@
 import { expect } from "bun:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { mcpClient, toolText } from "./mcp";
+import { waitFor } from "./wait";
 
 export const MODERN = "2026-07-28";
 
@@ -107,5 +108,35 @@ export async function expectBothEras(url: string, handle: Handle) {
   }
   expect(toolText(old)).toBe("Echo: legacy");
   await legacy.close();
+  await modern.close();
+}
+
+/**
+ * A 2026-07-28 client starts a long call and goes away once progress comes (its request aborted: MCP 2026-07-28 cancels
+ * by closing the response stream); resolves with what was sent to the server, read by `sentToServer`, as the call's id
+ * on the pipe, once the server got notifications/cancelled for it.
+ */
+export async function cancelMidway(
+  url: string,
+  handle: Handle,
+  sentToServer: () => { id?: unknown; method?: string; params?: unknown }[],
+) {
+  const modern = await modernClient(url, handle);
+  const controller = new AbortController();
+  let progressed = 0;
+  const call = modern.client.callTool(
+    { name: "trigger-long-running-operation", arguments: { duration: 5, steps: 10 } },
+    { signal: controller.signal, onprogress: () => void progressed++ },
+  );
+  call.catch(() => undefined);
+  await waitFor("progress", () => progressed > 0);
+  controller.abort();
+  await expect(call).rejects.toThrow();
+  const out = sentToServer().findLast((m) => m.method === "tools/call")!;
+  await waitFor("notifications/cancelled", () =>
+    sentToServer().some(
+      (m) => m.method === "notifications/cancelled" && (m.params as { requestId?: unknown }).requestId === out.id,
+    ),
+  );
   await modern.close();
 }
