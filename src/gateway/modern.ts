@@ -10,7 +10,7 @@ import {
   type JSONRPCNotification,
   type JSONRPCRequest,
 } from "@modelcontextprotocol/server";
-import { routingHeaderMismatch, namedBy } from "../proxy/message";
+import { HEADER_MISMATCH, namedBy, routingHeaderMismatch } from "../proxy/message";
 
 /**
  * The 2026-07-28 side of a gateway whose stdio server speaks only the 2025 era: which POSTs are 2026-07-28 requests,
@@ -21,9 +21,6 @@ import { routingHeaderMismatch, namedBy } from "../proxy/message";
 /** The 2026-07-28 revision: the one modern version the gateways serve (the SDK ships no public constant for it). */
 export const MODERN_PROTOCOL_VERSION = "2026-07-28";
 export const SUPPORTED_MODERN_VERSIONS = [MODERN_PROTOCOL_VERSION];
-
-/** SEP-2243 `HeaderMismatch`: a routing header disagrees with the body (HTTP 400). The SDK exports no constant for it. */
-export const HEADER_MISMATCH = -32020;
 
 /**
  * MCP 2026-07-28 §"Lifecycle" / schema: the requests of the revision. The rest of the 2025 vocabulary is gone —
