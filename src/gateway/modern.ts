@@ -38,6 +38,7 @@ const MODERN_METHODS = new Set([
   "resources/read",
   "completion/complete",
   "server/discover",
+  "subscriptions/listen",
 ]);
 
 /** MCP 2026-07-28 §"Caching": the results that carry `ttlMs` and `cacheScope` (the CacheableResult extenders). */

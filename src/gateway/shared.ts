@@ -1,4 +1,9 @@
-import { PerRequestHTTPServerTransport } from "@modelcontextprotocol/server";
+import {
+  PerRequestHTTPServerTransport,
+  SUBSCRIPTION_ID_META_KEY,
+  type JSONRPCRequest,
+  type ServerCapabilities,
+} from "@modelcontextprotocol/server";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -7,6 +12,7 @@ import { VERSION } from "../version";
 import type { Gateway } from "./gateway";
 import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
 import { answerInSession, readPostBody, type ServerTransport } from "./json-answers";
+import { createListenRouter } from "./listen";
 import { classifyPost, discoverResult, legacyParams, MODERN_PROTOCOL_VERSION, modernResult, type ModernMessage } from "./modern";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
@@ -55,7 +61,7 @@ export function createSharedGateway({
 }: SharedGatewayOptions): Gateway & {
   /** Serves one 2026-07-28 request (classified and checked by modern.ts) over the gateway's legacy session. */
   serveModern(request: Request, message: ModernMessage): Promise<Response>;
-  /** Requests sent on to the server and not answered yet. */
+  /** Requests sent on to the server and not answered yet, and open subscriptions/listen streams. */
   pendingRequests(): number;
   /** Resolves once the server answered initialize; rejects if it does not. */
   ready(): Promise<void>;
@@ -106,6 +112,14 @@ export function createSharedGateway({
     void server.send({ ...message, id: global, params } as JSONRPCMessage).catch(() => undefined);
     return global;
   }
+
+  /** A request of the gateway's own (listen.ts: resources/subscribe, unsubscribe); resolves true if it succeeded. */
+  const ask = (method: string, params: Record<string, unknown>) =>
+    new Promise<boolean>((resolve) => {
+      const via = { send: async (answer: JSONRPCMessage) => resolve(!("error" in answer)) };
+      forward({ id: INIT_ID, via }, { jsonrpc: "2.0", id: INIT_ID, method, params } as Message);
+    });
+  const listen = createListenRouter({ capabilities: () => (initResult?.capabilities ?? {}) as ServerCapabilities, ask });
 
   /** Forgets a request whose client is gone, and tells the server to stop working on it. */
   function abandon(global: string, reason: string) {
@@ -184,6 +198,7 @@ export function createSharedGateway({
     // Not tied to a request (logging, list changes): every session gets it; a 2026-07-28 request has no stream for it
     // (MCP 2026-07-28 §"Logging": a log notification goes on the stream of the request it belongs to, else nowhere).
     for (const session of sessions.values()) void session.transport.send(message).catch(() => undefined);
+    if (message.method !== undefined) listen.deliver(message as { method: string; params?: Record<string, unknown> });
   };
   server.onclose = () => {
     if (closed) return;
@@ -230,11 +245,13 @@ export function createSharedGateway({
       if (message.id === undefined) return; // a posted notification has no meaning without a session: accepted, dropped
       if (message.method === "server/discover")
         return void exchange.send({ jsonrpc: "2.0", id: message.id, result: discoverResult(initResult!) } as JSONRPCMessage);
+      if (message.method === "subscriptions/listen") return void listen.open(m as JSONRPCRequest, exchange);
       global = forward({ id: message.id, via: exchange, modern: message.method }, message, legacyParams(message.params));
     };
     // MCP 2026-07-28 §"Cancellation": a client cancels a request by closing its response stream.
     exchange.onclose = () => {
       if (global !== undefined && routes.has(global)) abandon(global, "The client went away");
+      listen.closed(exchange);
     };
     await exchange.start();
     return exchange.handleMessage(message, { request }).catch(() => new Response(null, { status: 499 }));
@@ -297,7 +314,7 @@ export function createSharedGateway({
 
   const shared = {
     serveModern,
-    pendingRequests: () => routes.size,
+    pendingRequests: () => routes.size + listen.size(),
     ready: () => readyPromise,
     ended: () => endedPromise,
     async fetch(request: Request) {
@@ -316,6 +333,9 @@ export function createSharedGateway({
       closed = true;
       stopSweep();
       answerWaiting(() => true, "The MCP server went away before it answered");
+      listen.endAll((id) =>
+        modernResult("subscriptions/listen", { _meta: { [SUBSCRIPTION_ID_META_KEY]: id } }, initResult ?? {}),
+      );
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       await server.close().catch(() => undefined);
     },
