@@ -154,14 +154,19 @@ export function modernResult(method: string, result: Record<string, unknown>, in
   };
 }
 
-/** MCP 2026-07-28 `server/discover`, answered from the server's one `initialize` result. */
+/**
+ * MCP 2026-07-28 `server/discover`, answered from the server's one `initialize` result. Its capabilities lose
+ * `logging` (a legacy server's log lines on stdio name no request, so a 2026-07-28 client never gets one) and `tasks`
+ * (the 2025-11-25 task methods are not in the revision), as the SDK's own 2026-07-28 codec drops `tasks`.
+ */
 export function discoverResult(init: Record<string, unknown>) {
-  const { capabilities, instructions } = init as { capabilities?: unknown; instructions?: unknown };
+  const { capabilities, instructions } = init as { capabilities?: Record<string, unknown>; instructions?: unknown };
+  const { logging: _logging, tasks: _tasks, ...offered } = capabilities ?? {};
   return modernResult(
     "server/discover",
     {
       supportedVersions: SUPPORTED_MODERN_VERSIONS,
-      capabilities: capabilities ?? {},
+      capabilities: offered,
       ...(typeof instructions === "string" ? { instructions } : {}),
     },
     init,

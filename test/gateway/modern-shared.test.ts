@@ -44,6 +44,7 @@ test("server/discover is answered from the cached initialize result, in the 2026
     capabilities: { tools: {} },
     _meta: { "io.modelcontextprotocol/serverInfo": { name: expect.stringContaining("everything") } },
   });
+  expect(result.capabilities.logging).toBeUndefined(); // no log line of the server can reach a 2026-07-28 client
   expect(toServer.length).toBe(before);
 });
 
