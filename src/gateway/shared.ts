@@ -109,7 +109,12 @@ export function createSharedGateway({
       progress.set(token, { token: meta.progressToken, request: route.id, global, via: route.via });
       params = { ...params, _meta: { ...meta, progressToken: token } };
     }
-    void server.send({ ...message, id: global, params } as JSONRPCMessage).catch(() => undefined);
+    // A request the server's stdio did not take is answered at once instead of waiting for nothing.
+    void server.send({ ...message, id: global, params } as JSONRPCMessage).catch((e) => {
+      if (!routes.delete(global)) return;
+      const error = { code: GATEWAY_ERROR, message: `The MCP server could not be reached: ${(e as Error).message}` };
+      void route.via.send({ jsonrpc: "2.0", id: route.id, error } as JSONRPCMessage).catch(() => undefined);
+    });
     return global;
   }
 
@@ -237,7 +242,7 @@ export function createSharedGateway({
    */
   async function serveModern(request: Request, message: ModernMessage): Promise<Response> {
     await started.catch(() => undefined);
-    if (!initResult) return jsonRpcError(503, "The MCP server is not ready");
+    if (!initResult || closed) return jsonRpcError(503, "The MCP server is not ready");
     const exchange = new PerRequestHTTPServerTransport({ classification: { era: "modern", revision: MODERN_PROTOCOL_VERSION } });
     let global: string | undefined;
     exchange.onmessage = (m) => {

@@ -28,7 +28,9 @@ const admit = () => {
   let given = false;
   return () => void (!given && ((given = true), places--));
 };
-const gateway = createGateway({ stdio, log: createLogger({ level: "error", write: () => {} }), admit, idleSessionMs: 1_500 });
+const logs: { msg: string; pid?: number; why?: string }[] = [];
+const log = createLogger({ level: "info", write: (line) => void logs.push(JSON.parse(line)) });
+const gateway = createGateway({ stdio, log, admit, idleSessionMs: 1_500 });
 afterAll(async () => {
   await gateway.close();
   rmSync(dir, { recursive: true, force: true });
@@ -66,4 +68,22 @@ test("a cancelled call reaches the process as notifications/cancelled; idle, the
   expect(toServer().filter((m) => m.method === "initialize").length).toBe(initializes + 1);
   expect(places).toBe(1);
   await again.close();
+});
+
+test("when the process of the 2026-07-28 clients exits, its place is given back and the next request starts and initializes a new one", async () => {
+  const first = await modernClient(URL_, gateway.fetch);
+  const started = logs.findLast((l) => l.msg === "started the stdio server shared by 2026-07-28 clients")!;
+  const initializes = toServer().filter((m) => m.method === "initialize").length;
+  // The process (sh) and what it runs (tee, node): ended by their ids.
+  const children = Bun.spawnSync(["pgrep", "-P", String(started.pid)])
+    .stdout.toString()
+    .split("\n")
+    .filter(Boolean);
+  for (const pid of [...children.map(Number), started.pid!]) process.kill(pid, "SIGKILL");
+  await waitFor("its end", () => logs.some((l) => l.why === "its process exited"));
+  expect(places).toBe(0);
+  expect(toolText(await first.client.callTool({ name: "echo", arguments: { message: "after" } }))).toBe("Echo: after");
+  expect(toServer().filter((m) => m.method === "initialize").length).toBe(initializes + 1);
+  expect(places).toBe(1);
+  await first.close();
 });
