@@ -28,7 +28,8 @@ const LIST_CHANGED: Record<string, keyof SubscriptionFilter> = {
 };
 
 /**
- * MCP 2026-07-28 §"Subscriptions" (`subscriptions/listen`) over a legacy server's one session: each listen stream gets
+ * MCP 2026-07-28 `subscriptions/listen` (schema `SubscriptionsListenRequest`: it replaces the GET stream and
+ * `resources/subscribe`) over a legacy server's one session: each listen stream gets
  * `notifications/subscriptions/acknowledged` first (what it was promised: the kinds it asked for that the server's
  * capabilities offer, and the resources the server agreed to), then the server's list changes and resource updates
  * that match, each tagged with the stream's subscription id (`io.modelcontextprotocol/subscriptionId`, the listen

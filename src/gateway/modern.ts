@@ -23,7 +23,7 @@ export const MODERN_PROTOCOL_VERSION = "2026-07-28";
 export const SUPPORTED_MODERN_VERSIONS = [MODERN_PROTOCOL_VERSION];
 
 /**
- * MCP 2026-07-28 §"Lifecycle" / schema: the requests of the revision. The rest of the 2025 vocabulary is gone —
+ * MCP 2026-07-28 schema (`ClientRequest`): the requests of the revision. The rest of the 2025 vocabulary is gone —
  * `initialize` (and `notifications/initialized`), `ping`, `logging/setLevel` (SEP-2577: the level travels per request),
  * `resources/subscribe`/`unsubscribe` (replaced by `subscriptions/listen`), the task methods — and a modern request for
  * one of them is refused as the SDK's own modern server refuses it: -32601, HTTP 404. (The SDK's registry is internal.)
@@ -41,7 +41,7 @@ const MODERN_METHODS = new Set([
   "subscriptions/listen",
 ]);
 
-/** MCP 2026-07-28 §"Caching": the results that carry `ttlMs` and `cacheScope` (the CacheableResult extenders). */
+/** MCP 2026-07-28 schema: the results that carry `ttlMs` and `cacheScope` (the `CacheableResult` extenders). */
 const CACHEABLE_METHODS = new Set([
   "tools/list",
   "prompts/list",
@@ -51,7 +51,7 @@ const CACHEABLE_METHODS = new Set([
   "server/discover",
 ]);
 
-/** The per-request envelope keys (MCP 2026-07-28 §"_meta"): the gateway's legacy session has no use for them. */
+/** The per-request envelope keys (MCP 2026-07-28 schema, `RequestMetaEnvelope`): the legacy session has no use for them. */
 const ENVELOPE_KEYS = [PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY];
 
 export type ModernMessage = JSONRPCRequest | JSONRPCNotification;
@@ -76,7 +76,7 @@ function mayBeModern(parsed: unknown, headers: Headers): boolean {
 }
 
 /**
- * The era of a POST without a session, by its body (MCP 2026-07-28 §"Protocol version": body-primary; an `initialize`
+ * The era of a POST without a session, by its body (MCP 2026-07-28 Streamable HTTP, SEP-2243: body-primary; an `initialize`
  * or a request without the protocol-version `_meta` key is legacy, and no other reserved key is a signal). Legacy
  * traffic is left as it came, for the session code to serve as before. A 2026-07-28 request must pass the SEP-2243
  * header checks: `MCP-Protocol-Version` and `Mcp-Method` present and equal to the body, `Mcp-Name` (decoded) equal to
@@ -136,7 +136,7 @@ export function legacyParams(params: Record<string, unknown> | undefined): Recor
   return Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest;
 }
 
-/** The server's identity as 2026-07-28 results carry it (`_meta` serverInfo, MCP 2026-07-28 §"_meta"). */
+/** The server's identity as 2026-07-28 results carry it (schema `ResultMetaObject`: `io.modelcontextprotocol/serverInfo`). */
 const serverInfoOf = (init: Record<string, unknown>) => init.serverInfo as Record<string, unknown> | undefined;
 
 /**

@@ -200,8 +200,9 @@ export function createSharedGateway({
       } as JSONRPCMessage);
       return;
     }
-    // Not tied to a request (logging, list changes): every session gets it; a 2026-07-28 request has no stream for it
-    // (MCP 2026-07-28 §"Logging": a log notification goes on the stream of the request it belongs to, else nowhere).
+    // Not tied to a request (logging, list changes): every session gets it. A 2026-07-28 client gets no log line: the
+    // revision sends notifications/message only for a request that asked (its `io.modelcontextprotocol/logLevel`), and
+    // a line on stdio names no request. List changes go to the subscriptions/listen streams that asked (listen.ts).
     for (const session of sessions.values()) void session.transport.send(message).catch(() => undefined);
     if (message.method !== undefined) listen.deliver(message as { method: string; params?: Record<string, unknown> });
   };
@@ -253,12 +254,14 @@ export function createSharedGateway({
       if (message.method === "subscriptions/listen") return void listen.open(m as JSONRPCRequest, exchange);
       global = forward({ id: message.id, via: exchange, modern: message.method }, message, legacyParams(message.params));
     };
-    // MCP 2026-07-28 §"Cancellation": a client cancels a request by closing its response stream.
+    // MCP 2026-07-28 Streamable HTTP: a client cancels a request by closing its response stream (no session to post
+    // notifications/cancelled in).
     exchange.onclose = () => {
       if (global !== undefined && routes.has(global)) abandon(global, "The client went away");
       listen.closed(exchange);
     };
     await exchange.start();
+    // Rejected only when the client went away before any answer: no one reads what is returned then.
     return exchange.handleMessage(message, { request }).catch(() => new Response(null, { status: 499 }));
   }
 
