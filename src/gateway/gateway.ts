@@ -7,9 +7,10 @@ import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
 import { readPostBody } from "./json-answers";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
-import { classifyPost, type ModernMessage } from "./modern";
+import { mayBeModern } from "./era";
+import type { ModernMessage } from "./modern";
 import { logStderr, openSession, type GatewaySession, type StdioCommand } from "./session";
-import { createSharedGateway } from "./shared";
+import type { createSharedGateway } from "./shared";
 
 /** The one server process of the 2026-07-28 clients, the shared gateway over it, and its place to give back. */
 type ModernProcess = { gateway: ReturnType<typeof createSharedGateway>; release?: () => void; ended: boolean };
@@ -119,6 +120,7 @@ export function createGateway({
     const server = new StdioClientTransport({ command: stdio.command, args: stdio.args, env: stdio.env, stderr: "pipe" });
     const modernLog = log.child({ serves: "2026-07-28 clients" });
     logStderr(server, modernLog, () => ({ pid: server.pid }));
+    const { createSharedGateway } = await import("./shared");
     const gateway = createSharedGateway({ server, log: modernLog });
     const started: ModernProcess = { gateway, release, ended: false };
     void gateway.ended().then(() => endModern(started, "its process exited"));
@@ -177,9 +179,12 @@ export function createGateway({
     const body = await readPostBody(request);
     if (body === undefined) return jsonRpcError(415, "Unsupported Media Type: Content-Type must be application/json");
     if ("refused" in body) return body.refused;
-    const era = classifyPost(body.parsed, request.headers);
-    if (era.era === "refused") return era.response;
-    if (era.era === "modern") return serveModern(request, era.message);
+    if (mayBeModern(body.parsed, request.headers)) {
+      // Loaded only now (era.ts: the SDK's v2 package is slow to import at start-up).
+      const era = (await import("./modern")).classifyPost(body.parsed, request.headers);
+      if (era.era === "refused") return era.response;
+      if (era.era === "modern") return serveModern(request, era.message);
+    }
     if (!startsSession(body.parsed))
       return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required (only an initialize request starts a session)");
     if (sessions.size + pending.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);

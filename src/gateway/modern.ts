@@ -10,7 +10,8 @@ import {
   type JSONRPCNotification,
   type JSONRPCRequest,
 } from "@modelcontextprotocol/server";
-import { HEADER_MISMATCH, namedBy, routingHeaderMismatch } from "../proxy/message";
+import { namedBy, routingHeaderMismatch } from "../proxy/message";
+import { HEADER_MISMATCH, mayBeModern, MODERN_PROTOCOL_VERSION } from "./era";
 
 /**
  * The 2026-07-28 side of a gateway whose stdio server speaks only the 2025 era: which POSTs are 2026-07-28 requests,
@@ -18,8 +19,6 @@ import { HEADER_MISMATCH, namedBy, routingHeaderMismatch } from "../proxy/messag
  * one legacy session they keep with the server process.
  */
 
-/** The 2026-07-28 revision: the one modern version the gateways serve (the SDK ships no public constant for it). */
-export const MODERN_PROTOCOL_VERSION = "2026-07-28";
 export const SUPPORTED_MODERN_VERSIONS = [MODERN_PROTOCOL_VERSION];
 
 /**
@@ -64,16 +63,6 @@ const rpcError = (status: number, id: unknown, code: number, message: string, da
   );
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** True when the body claims the per-request envelope (its `_meta` has the protocol-version key) or the header names 2026-07-28 or later. */
-function mayBeModern(parsed: unknown, headers: Headers): boolean {
-  const version = headers.get("mcp-protocol-version")?.trim();
-  if (version !== undefined && version >= MODERN_PROTOCOL_VERSION) return true;
-  const messages = Array.isArray(parsed) ? parsed : [parsed];
-  return messages.some(
-    (m) => isObject(m) && isObject(m.params) && isObject(m.params._meta) && PROTOCOL_VERSION_META_KEY in m.params._meta,
-  );
-}
 
 /**
  * The era of a POST without a session, by its body (MCP 2026-07-28 Streamable HTTP, SEP-2243: body-primary; an `initialize`

@@ -13,7 +13,8 @@ import type { Gateway } from "./gateway";
 import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
 import { answerInSession, readPostBody, type ServerTransport } from "./json-answers";
 import { createListenRouter } from "./listen";
-import { classifyPost, discoverResult, legacyParams, MODERN_PROTOCOL_VERSION, modernResult, type ModernMessage } from "./modern";
+import { MODERN_PROTOCOL_VERSION } from "./era";
+import { classifyPost, discoverResult, legacyParams, modernResult, type ModernMessage } from "./modern";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
 

@@ -1,4 +1,4 @@
-import { PROTOCOL_VERSION_META_KEY } from "@modelcontextprotocol/server";
+import { claimsEnvelope, HEADER_MISMATCH } from "../gateway/era";
 import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
 
 /**
@@ -17,11 +17,6 @@ export type RpcMessage = {
 };
 
 export type ReadMessage = { ok: true; message: RpcMessage | RpcMessage[] } | { ok: false; response: Response };
-
-/** SEP-2243 `HeaderMismatch` (MCP 2026-07-28): a routing header disagrees with the body, HTTP 400. The SDK exports no constant for it. */
-export const HEADER_MISMATCH = -32020;
-
-type RpcParams = { _meta?: unknown } | undefined;
 
 /** The levels of a message the proxy reads: the message, its params, and their `_meta` (progress tokens). */
 const MESSAGE: Levels = { members: { params: { members: { _meta: {} } } } };
@@ -102,8 +97,7 @@ export function readMessage(bytes: Uint8Array, headers: Headers): ReadMessage {
       : undefined
     : routingHeaderMismatch(m, headers);
   // A 2026-07-28 request (its _meta names the protocol version) gets that revision's code for it (SEP-2243 HeaderMismatch).
-  const claimsModern = !Array.isArray(value) && PROTOCOL_VERSION_META_KEY in (((m.params as RpcParams)?._meta ?? {}) as object);
-  if (mismatch) return { ok: false, response: rpcError(m.id, claimsModern ? HEADER_MISMATCH : -32600, mismatch, 400) };
+  if (mismatch) return { ok: false, response: rpcError(m.id, claimsEnvelope(value) ? HEADER_MISMATCH : -32600, mismatch, 400) };
   return { ok: true, message: value as RpcMessage | RpcMessage[] };
 }
 

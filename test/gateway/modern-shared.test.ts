@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { PROTOCOL_VERSION_META_KEY } from "@modelcontextprotocol/server";
+import { PROTOCOL_VERSION_META_KEY as OURS } from "../../src/gateway/era";
 import { createSharedGateway } from "../../src/gateway/shared";
 import { createLogger } from "../../src/observability/logger";
 import { EVERYTHING } from "../peers/everything";
@@ -78,4 +80,8 @@ test("header/body mismatches are 400 with -32020; an unknown version 400 with -3
 
 test("a 2026-07-28 client that goes away mid-call: the process gets notifications/cancelled for that call", async () => {
   await cancelMidway(URL_, gateway.fetch, () => toServer as { id?: unknown; method?: string; params?: unknown }[]);
+});
+
+test("the envelope key the service reads without the SDK's v2 package (era.ts) is the SDK's", () => {
+  expect(OURS).toBe(PROTOCOL_VERSION_META_KEY);
 });
