@@ -50,6 +50,30 @@ test("server/discover is answered from the cached initialize result, in the 2026
   expect(toServer.length).toBe(before);
 });
 
+test("progress tokens are mapped both ways: the process sees the gateway's own, the client gets its own back", async () => {
+  const res = await gateway.fetch(
+    modernRequest(URL_, {
+      id: 9,
+      method: "tools/call",
+      params: {
+        name: "trigger-long-running-operation",
+        arguments: { duration: 0.2, steps: 2 },
+        _meta: { progressToken: "mine" },
+      },
+    }),
+  );
+  expect(res.headers.get("content-type")).toBe("text/event-stream");
+  const events = (await res.text())
+    .split("\n")
+    .filter((l) => l.startsWith("data: "))
+    .map((l) => JSON.parse(l.slice(6)));
+  expect(events.map((e) => e.params?.progressToken ?? e.id)).toEqual(["mine", "mine", 9]);
+  const out = toServer.findLast((m) => "method" in m && m.method === "tools/call") as {
+    params: { _meta: Record<string, unknown> };
+  };
+  expect(out.params._meta).toEqual({ progressToken: expect.stringMatching(/^p-\d+$/) });
+});
+
 test("header/body mismatches are 400 with -32020; an unknown version 400 with -32022 and the supported list; removed methods 404 -32601", async () => {
   const call = { method: "tools/call", params: { name: "echo", arguments: { message: "x" } } };
   for (const headers of [
