@@ -105,6 +105,7 @@ export function createGateway({
 
   let modern: Promise<ModernProcess | Response> | undefined;
   let modernNow: ModernProcess | undefined;
+  let closing = false;
   const modernActivity = { lastActive: Date.now(), answering: 0 };
   const stopModernSweep = sweepIdleSessions(
     // Not while it still answers a request (an event stream outlives the fetch that returned it).
@@ -131,6 +132,10 @@ export function createGateway({
       await endModern(started, "it did not start");
       return jsonRpcError(502, `The stdio server could not be started: ${(e as Error).message}`);
     }
+    if (closing) {
+      await endModern(started, "the gateway closed while it started");
+      return jsonRpcError(503, "The gateway is closing");
+    }
     modernNow = started;
     log.info("started the stdio server shared by 2026-07-28 clients", { pid: server.pid });
     return started;
@@ -150,6 +155,7 @@ export function createGateway({
   }
 
   async function serveModern(request: Request, message: ModernMessage): Promise<Response> {
+    if (closing) return jsonRpcError(503, "The gateway is closing");
     modern ??= startModern();
     const process = await modern;
     if (process instanceof Response) {
@@ -241,11 +247,12 @@ export function createGateway({
             reason: `the server exited before answering in ${failedStarts} sessions in a row (last: ${lastFailure})`,
           },
     async close() {
+      closing = true;
       stopSweep();
       stopModernSweep();
-      await Promise.allSettled(
-        [...sessions.values(), ...pending].map((s) => s.close()).concat(modernNow ? [endModern(modernNow, "closing")] : []),
-      );
+      // The modern process too, even one still starting (it is ended once started: see startModern).
+      const modernProcess = modern?.then((p) => (p instanceof Response ? undefined : endModern(p, "closing")));
+      await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()).concat(modernProcess ?? []));
     },
   };
 }

@@ -87,3 +87,17 @@ test("when the process of the 2026-07-28 clients exits, its place is given back 
   expect(places).toBe(1);
   await first.close();
 });
+
+test("a gateway closed while the process of the 2026-07-28 clients starts ends that process too", async () => {
+  let held = 0;
+  const own = createGateway({
+    stdio,
+    log,
+    admit: () => (held++, () => void held--),
+  });
+  const answer = own.fetch(modernRequest(URL_, { method: "tools/list" }));
+  await waitFor("its process to be admitted", () => held === 1);
+  await own.close();
+  expect((await answer).status).toBe(503);
+  await waitFor("its place back", () => held === 0);
+});
