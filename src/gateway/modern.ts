@@ -22,7 +22,7 @@ import { HEADER_MISMATCH, mayBeModern, MODERN_PROTOCOL_VERSION } from "./era";
 export const SUPPORTED_MODERN_VERSIONS = [MODERN_PROTOCOL_VERSION];
 
 /**
- * MCP 2026-07-28 schema (`ClientRequest`): the requests of the revision. The rest of the 2025 vocabulary is gone —
+ * The requests of MCP 2026-07-28, as the SDK's 2026-07-28 codec registers them. The rest of the 2025 vocabulary is gone —
  * `initialize` (and `notifications/initialized`), `ping`, `logging/setLevel` (SEP-2577: the level travels per request),
  * `resources/subscribe`/`unsubscribe` (replaced by `subscriptions/listen`), the task methods — and a modern request for
  * one of them is refused as the SDK's own modern server refuses it: -32601, HTTP 404. (The SDK's registry is internal.)
