@@ -101,3 +101,18 @@ test("a gateway closed while the process of the 2026-07-28 clients starts ends t
   expect((await answer).status).toBe(503);
   await waitFor("its place back", () => held === 0);
 });
+
+test("an open subscriptions/listen stream keeps the process of the 2026-07-28 clients from its idle end", async () => {
+  let held = 0;
+  const own = createGateway({ stdio, log, idleSessionMs: 300, admit: () => (held++, () => void held--) });
+  const res = await own.fetch(
+    modernRequest(URL_, { method: "subscriptions/listen", params: { notifications: { toolsListChanged: true } } }),
+  );
+  const reader = res.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toContain("notifications/subscriptions/acknowledged");
+  await Bun.sleep(1_000); // more than three idle periods
+  expect(held).toBe(1);
+  await reader.cancel();
+  await waitFor("the idle end once the stream closed", () => held === 0, 5_000);
+  await own.close();
+});
