@@ -1,3 +1,4 @@
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { AppError } from "../http-errors/errors";
 import { problemResponse } from "../http-errors/problem";
@@ -6,7 +7,13 @@ import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
 import { readPostBody } from "./json-answers";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
-import { openSession, type GatewaySession, type StdioCommand } from "./session";
+import { mayBeModern } from "./era";
+import type { ModernMessage } from "./modern";
+import { logStderr, openSession, type GatewaySession, type StdioCommand } from "./session";
+import type { createSharedGateway } from "./shared";
+
+/** The one server process of the 2026-07-28 clients, the shared gateway over it, and its place to give back. */
+type ModernProcess = { gateway: ReturnType<typeof createSharedGateway>; release?: () => void; ended: boolean };
 
 export type Gateway = {
   /** Handles `/mcp` (MCP Streamable HTTP) and `/healthz`. */
@@ -80,6 +87,91 @@ export function createGateway({
     },
   );
 
+  /**
+   * The process 2026-07-28 clients share (they have no sessions, so no process of their own): started on the first
+   * modern request, holding one of the owner's places like any session's (admit), initialized once by the shared
+   * gateway that serves it (shared.ts), ended when idle. If it exits, the next modern request starts (and initializes)
+   * a new one — never a second initialize to the same process, which some servers do not survive.
+   */
+  /** A place for one more server process (admit's caps), or the problem document a client gets when there is none. */
+  function takePlace(): { release?: () => void } | Response {
+    try {
+      return { release: admit?.() };
+    } catch (e) {
+      if (e instanceof AppError) return problemResponse(e);
+      throw e;
+    }
+  }
+
+  let modern: Promise<ModernProcess | Response> | undefined;
+  let modernNow: ModernProcess | undefined;
+  let closing = false;
+  const modernActivity = { lastActive: Date.now(), answering: 0 };
+  const stopModernSweep = sweepIdleSessions(
+    // Not while it still answers a request (an event stream outlives the fetch that returned it).
+    () => (modernNow && modernNow.gateway.pendingRequests() === 0 ? [modernActivity] : []),
+    idleSessionMs,
+    () => void (modernNow && endModern(modernNow, "idle")),
+  );
+
+  async function startModern(): Promise<ModernProcess | Response> {
+    const place = takePlace();
+    if (place instanceof Response) return place;
+    const { release } = place;
+    const server = new StdioClientTransport({ command: stdio.command, args: stdio.args, env: stdio.env, stderr: "pipe" });
+    const modernLog = log.child({ serves: "2026-07-28 clients" });
+    logStderr(server, modernLog, () => ({ pid: server.pid }));
+    const { createSharedGateway } = await import("./shared");
+    const gateway = createSharedGateway({ server, log: modernLog });
+    const started: ModernProcess = { gateway, release, ended: false };
+    void gateway.ended().then(() => endModern(started, "its process exited"));
+    try {
+      await gateway.ready();
+    } catch (e) {
+      log.error("the stdio server for 2026-07-28 clients did not start", { error: (e as Error).message });
+      await endModern(started, "it did not start");
+      return jsonRpcError(502, `The stdio server could not be started: ${(e as Error).message}`);
+    }
+    if (closing) {
+      await endModern(started, "the gateway closed while it started");
+      return jsonRpcError(503, "The gateway is closing");
+    }
+    modernNow = started;
+    log.info("started the stdio server shared by 2026-07-28 clients", { pid: server.pid });
+    return started;
+  }
+
+  /** Ends a modern process (once), gives its place back, and forgets it if it is the current one. */
+  async function endModern(process: ModernProcess, why: string) {
+    if (modernNow === process) {
+      modern = undefined;
+      modernNow = undefined;
+    }
+    if (process.ended) return;
+    process.ended = true;
+    log.info("the stdio server shared by 2026-07-28 clients ends", { why });
+    process.release?.();
+    await process.gateway.close();
+  }
+
+  async function serveModern(request: Request, message: ModernMessage): Promise<Response> {
+    if (closing) return jsonRpcError(503, "The gateway is closing");
+    modern ??= startModern();
+    const process = await modern;
+    if (process instanceof Response) {
+      modern = undefined;
+      return process.clone();
+    }
+    modernActivity.answering++;
+    modernActivity.lastActive = Date.now();
+    try {
+      return await process.gateway.serveModern(request, message);
+    } finally {
+      modernActivity.answering--;
+      modernActivity.lastActive = Date.now();
+    }
+  }
+
   async function mcp(request: Request): Promise<Response> {
     const id = request.headers.get("mcp-session-id");
     if (id) {
@@ -93,16 +185,18 @@ export function createGateway({
     const body = await readPostBody(request);
     if (body === undefined) return jsonRpcError(415, "Unsupported Media Type: Content-Type must be application/json");
     if ("refused" in body) return body.refused;
+    if (mayBeModern(body.parsed, request.headers)) {
+      // Loaded only now (era.ts: the SDK's v2 package is slow to import at start-up).
+      const era = (await import("./modern")).classifyPost(body.parsed, request.headers);
+      if (era.era === "refused") return era.response;
+      if (era.era === "modern") return serveModern(request, era.message);
+    }
     if (!startsSession(body.parsed))
       return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required (only an initialize request starts a session)");
     if (sessions.size + pending.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
-    let release: (() => void) | undefined;
-    try {
-      release = admit?.();
-    } catch (e) {
-      if (e instanceof AppError) return problemResponse(e);
-      throw e;
-    }
+    const place = takePlace();
+    if (place instanceof Response) return place;
+    const { release } = place;
     let session: GatewaySession;
     try {
       session = await openSession(stdio, log, {
@@ -153,8 +247,12 @@ export function createGateway({
             reason: `the server exited before answering in ${failedStarts} sessions in a row (last: ${lastFailure})`,
           },
     async close() {
+      closing = true;
       stopSweep();
-      await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()));
+      stopModernSweep();
+      // The modern process too, even one still starting (it is ended once started: see startModern).
+      const modernProcess = modern?.then((p) => (p instanceof Response ? undefined : endModern(p, "closing")));
+      await Promise.allSettled([...sessions.values(), ...pending].map((s) => s.close()).concat(modernProcess ?? []));
     },
   };
 }

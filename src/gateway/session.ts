@@ -37,6 +37,24 @@ const answerId = (m: JSONRPCMessage): string | number | undefined => ("id" in m 
  * session to one process). The SDK's transports do the framing on both sides; this relays messages and
  * routes progress notifications to the request that asked for them (by its progressToken).
  */
+/**
+ * Writes a stdio server's stderr to the log line by line, tagged with `fields`; the object returned holds the last
+ * complete line and the unfinished rest (a server's last words when it exits).
+ */
+export function logStderr(child: StdioClientTransport, log: Logger, fields: () => Record<string, unknown>) {
+  const seen = { tail: "", last: "" };
+  child.stderr?.on("data", (chunk: Buffer) => {
+    const lines = (seen.tail + chunk.toString("utf8")).split("\n");
+    seen.tail = lines.pop() ?? "";
+    for (const line of lines) {
+      if (!line.trim()) continue;
+      seen.last = line.trim();
+      log.info("stdio server stderr", { ...fields(), line });
+    }
+  });
+  return seen;
+}
+
 export type SessionEvents = {
   /** The session ended, however it ended. */
   closed(session: GatewaySession): void;
@@ -98,17 +116,7 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
     },
   };
 
-  let stderrTail = "";
-  let lastStderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    const lines = (stderrTail + chunk.toString("utf8")).split("\n");
-    stderrTail = lines.pop() ?? "";
-    for (const line of lines) {
-      if (!line.trim()) continue;
-      lastStderr = line.trim();
-      log.info("stdio server stderr", { session: transport.sessionId, pid: child.pid, line });
-    }
-  });
+  const stderr = logStderr(child, log, () => ({ session: transport.sessionId, pid: child.pid }));
 
   transport.onmessage = (message) => fromClient(message, transport);
   child.onmessage = (message) => {
@@ -128,8 +136,9 @@ export async function openSession(stdio: StdioCommand, log: Logger, events: Sess
   };
   child.onclose = async () => {
     if (!closing) {
-      log.warn("stdio server exited; its session ends", { session: transport.sessionId, last_stderr: stderrTail || undefined });
-      const why = `The stdio server exited${stderrTail ? `: ${stderrTail.trim()}` : lastStderr ? `: ${lastStderr}` : ""}`;
+      const { tail, last } = stderr;
+      log.warn("stdio server exited; its session ends", { session: transport.sessionId, last_stderr: tail || undefined });
+      const why = `The stdio server exited${tail ? `: ${tail.trim()}` : last ? `: ${last}` : ""}`;
       if (!answered) exitedUnanswered = why;
       answerUnanswered(why);
     }

@@ -1,3 +1,9 @@
+import {
+  PerRequestHTTPServerTransport,
+  SUBSCRIPTION_ID_META_KEY,
+  type JSONRPCRequest,
+  type ServerCapabilities,
+} from "@modelcontextprotocol/server";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -5,14 +11,22 @@ import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
 import type { Gateway } from "./gateway";
 import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
-import { answerInSession, type ServerTransport } from "./json-answers";
+import { answerInSession, readPostBody, type ServerTransport } from "./json-answers";
+import { createListenRouter } from "./listen";
+import { MODERN_PROTOCOL_VERSION } from "./era";
+import { classifyPost, discoverResult, legacyParams, modernResult, type ModernMessage } from "./modern";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
 
 type Id = string | number;
 type Session = { id: string; transport: ServerTransport; lastActive: number; answering: number };
-/** A request sent on to the server: whose it is, its own id, and the transport its answer goes back through (json-answers.ts). */
-type Route = { session: Session; id: Id; via: ServerTransport };
+/** Where messages for one request go: a session's transport, a JSON exchange's (json-answers.ts), or a 2026-07-28 request's. */
+type Sink = Pick<Transport, "send">;
+/**
+ * A request sent on to the server: whose it is (a session's, or a 2026-07-28 request's, which has none), its own id, the
+ * transport its answer goes back through, and for a 2026-07-28 request its method (its result is reshaped for it).
+ */
+type Route = { session?: Session; id: Id; via: Sink; modern?: string };
 type Message = JSONRPCMessage & { id?: Id; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown };
 
 const INIT_ID = "gateway-initialize";
@@ -46,6 +60,10 @@ export function createSharedGateway({
   maxSessions = 1000,
   idleSessionMs = IDLE_SESSION_MS,
 }: SharedGatewayOptions): Gateway & {
+  /** Serves one 2026-07-28 request (classified and checked by modern.ts) over the gateway's legacy session. */
+  serveModern(request: Request, message: ModernMessage): Promise<Response>;
+  /** Requests sent on to the server and not answered yet, and open subscriptions/listen streams. */
+  pendingRequests(): number;
   /** Resolves once the server answered initialize; rejects if it does not. */
   ready(): Promise<void>;
   /** Resolves when the server's stdio is gone (the gateway is then of no use). */
@@ -57,7 +75,8 @@ export function createSharedGateway({
   });
   const sessions = new Map<string, Session>();
   const routes = new Map<string, Route>();
-  const progress = new Map<string, { session: Session; token: Id; request: Id }>();
+  /** Gateway progress token → the request's own token, its id and the global id it went out as, and where progress goes. */
+  const progress = new Map<string, { token: Id; request: Id; global: string; via: Sink }>();
   let counter = 0;
   let initResult: Record<string, unknown> | undefined;
   let closed = false;
@@ -74,11 +93,49 @@ export function createSharedGateway({
   /** Requests still waiting whose answer goes to a JSON exchange get an error answer (an event stream would just end). */
   function answerWaiting(which: (route: Route) => boolean, why: string) {
     for (const route of routes.values()) {
-      if (!which(route) || route.via === route.session.transport) continue;
+      if (!which(route) || route.via === route.session?.transport) continue;
       void route.via
         .send({ jsonrpc: "2.0", id: route.id, error: { code: GATEWAY_ERROR, message: why } } as JSONRPCMessage)
         .catch(() => undefined);
     }
+  }
+
+  /** Sends a client's request on to the server under a gateway-unique id, and its progress token as a gateway-unique one. */
+  function forward(route: Route, message: Message, params = message.params) {
+    const global = next("r");
+    routes.set(global, route);
+    const meta = params?._meta as { progressToken?: Id } | undefined;
+    if (meta?.progressToken !== undefined) {
+      const token = next("p");
+      progress.set(token, { token: meta.progressToken, request: route.id, global, via: route.via });
+      params = { ...params, _meta: { ...meta, progressToken: token } };
+    }
+    // A request the server's stdio did not take is answered at once instead of waiting for nothing.
+    void server.send({ ...message, id: global, params } as JSONRPCMessage).catch((e) => {
+      if (!routes.delete(global)) return;
+      const error = { code: GATEWAY_ERROR, message: `The MCP server could not be reached: ${(e as Error).message}` };
+      void route.via.send({ jsonrpc: "2.0", id: route.id, error } as JSONRPCMessage).catch(() => undefined);
+    });
+    return global;
+  }
+
+  /** A request of the gateway's own (listen.ts: resources/subscribe, unsubscribe); resolves true if it succeeded. */
+  const ask = (method: string, params: Record<string, unknown>) =>
+    new Promise<boolean>((resolve) => {
+      const via = { send: async (answer: JSONRPCMessage) => resolve(!("error" in answer)) };
+      forward({ id: INIT_ID, via }, { jsonrpc: "2.0", id: INIT_ID, method, params } as Message);
+    });
+  const listen = createListenRouter({ capabilities: () => (initResult?.capabilities ?? {}) as ServerCapabilities, ask });
+
+  /** Forgets a request whose client is gone, and tells the server to stop working on it. */
+  function abandon(global: string, reason: string) {
+    routes.delete(global);
+    for (const [token, p] of progress) if (p.global === global) progress.delete(token);
+    // (When the server itself went away, there is no one to tell.)
+    if (!closed)
+      void server
+        .send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: global, reason } })
+        .catch(() => undefined);
   }
 
   function fromClient(session: Session, message: Message, via: ServerTransport = session.transport) {
@@ -97,16 +154,7 @@ export function createSharedGateway({
       return;
     }
     if (message.method !== undefined && message.id !== undefined) {
-      const global = next("r");
-      routes.set(global, { session, id: message.id, via });
-      const meta = message.params?._meta as { progressToken?: Id } | undefined;
-      let params = message.params;
-      if (meta?.progressToken !== undefined) {
-        const token = next("p");
-        progress.set(token, { session, token: meta.progressToken, request: message.id });
-        params = { ...message.params, _meta: { ...meta, progressToken: token } };
-      }
-      void server.send({ ...message, id: global, params } as JSONRPCMessage);
+      forward({ session, id: message.id, via }, message);
       return;
     }
     if (message.method !== undefined) void server.send(message); // other notifications (roots/list_changed, …)
@@ -126,14 +174,18 @@ export function createSharedGateway({
       const route = routes.get(String(message.id));
       if (!route) return;
       routes.delete(String(message.id));
-      for (const [token, p] of progress) if (p.session === route.session && p.request === route.id) progress.delete(token);
-      void route.via.send({ ...message, id: route.id } as JSONRPCMessage).catch(() => undefined);
+      for (const [token, p] of progress) if (p.global === message.id) progress.delete(token);
+      const result =
+        route.modern !== undefined && message.result !== undefined
+          ? { result: modernResult(route.modern, message.result as Record<string, unknown>, initResult!) }
+          : {};
+      void route.via.send({ ...message, ...result, id: route.id } as JSONRPCMessage).catch(() => undefined);
       return;
     }
     if (message.method === "notifications/progress") {
       const p = progress.get(String((message.params as { progressToken: Id }).progressToken));
       if (p)
-        void p.session.transport
+        void p.via
           .send({ ...message, params: { ...message.params, progressToken: p.token } } as JSONRPCMessage, {
             relatedRequestId: p.request,
           })
@@ -149,7 +201,11 @@ export function createSharedGateway({
       } as JSONRPCMessage);
       return;
     }
+    // Not tied to a request (logging, list changes): every session gets it. A 2026-07-28 client gets no log line: the
+    // revision sends notifications/message only for a request that asked (its `io.modelcontextprotocol/logLevel`), and
+    // a line on stdio names no request. List changes go to the subscriptions/listen streams that asked (listen.ts).
     for (const session of sessions.values()) void session.transport.send(message).catch(() => undefined);
+    if (message.method !== undefined) listen.deliver(message as { method: string; params?: Record<string, unknown> });
   };
   server.onclose = () => {
     if (closed) return;
@@ -180,10 +236,49 @@ export function createSharedGateway({
   const started = initialize();
   started.catch((e) => log.error("the stdio server did not initialize", { error: (e as Error).message }));
 
+  /**
+   * One 2026-07-28 request (modern.ts), served over the gateway's one legacy session with the server: answered through
+   * a transport of its own (JSON, or an event stream once progress comes), its id and progress token rewritten like a
+   * session's. `server/discover` is answered from the initialize result. If the client goes away before the answer (its
+   * response stream closed), the server gets `notifications/cancelled`.
+   */
+  async function serveModern(request: Request, message: ModernMessage): Promise<Response> {
+    await started.catch(() => undefined);
+    if (!initResult || closed) return jsonRpcError(503, "The MCP server is not ready");
+    const exchange = new PerRequestHTTPServerTransport({ classification: { era: "modern", revision: MODERN_PROTOCOL_VERSION } });
+    let global: string | undefined;
+    exchange.onmessage = (m) => {
+      const message = m as Message;
+      if (message.id === undefined) return; // a posted notification has no meaning without a session: accepted, dropped
+      if (message.method === "server/discover")
+        return void exchange.send({ jsonrpc: "2.0", id: message.id, result: discoverResult(initResult!) } as JSONRPCMessage);
+      if (message.method === "subscriptions/listen") return void listen.open(m as JSONRPCRequest, exchange);
+      global = forward({ id: message.id, via: exchange, modern: message.method }, message, legacyParams(message.params));
+    };
+    // MCP 2026-07-28 Streamable HTTP: a client cancels a request by closing its response stream (no session to post
+    // notifications/cancelled in).
+    exchange.onclose = () => {
+      if (global !== undefined && routes.has(global)) abandon(global, "The client went away");
+      listen.closed(exchange);
+    };
+    await exchange.start();
+    // Rejected only when the client went away before any answer: no one reads what is returned then.
+    return exchange.handleMessage(message, { request }).catch(() => new Response(null, { status: 499 }));
+  }
+
   async function mcp(request: Request): Promise<Response> {
     await started.catch(() => undefined);
     if (!initResult) return jsonRpcError(503, "The MCP server is not ready");
     const id = request.headers.get("mcp-session-id");
+    if (!id && request.method === "POST") {
+      // A POST without a session is a new session's initialize, or a 2026-07-28 request: its body tells which.
+      const body = await readPostBody(request);
+      if (body !== undefined && "refused" in body) return body.refused;
+      const era = body === undefined ? { era: "legacy" as const } : classifyPost(body.parsed, request.headers);
+      if (era.era === "refused") return era.response;
+      if (era.era === "modern") return serveModern(request, era.message);
+      return startSession(request, body?.parsed);
+    }
     if (id) {
       const session = sessions.get(id);
       if (!session) return sessionNotFound();
@@ -191,6 +286,10 @@ export function createSharedGateway({
         answerInSession(request, session.transport, (message, via) => fromClient(session, message as Message, via)),
       );
     }
+    return startSession(request);
+  }
+
+  async function startSession(request: Request, parsedBody?: unknown): Promise<Response> {
     if (sessions.size >= maxSessions) return jsonRpcError(503, `Too many sessions (at most ${maxSessions})`);
     const session: Session = {
       id: "",
@@ -202,22 +301,10 @@ export function createSharedGateway({
     session.transport.onclose = () => {
       sessions.delete(session.id);
       answerWaiting((route) => route.session === session, "The session ended before the MCP server answered");
-      for (const [global, route] of routes) {
-        if (route.session !== session) continue;
-        routes.delete(global);
-        // (When the server itself went away, there is no one to tell.)
-        if (!closed)
-          void server
-            .send({
-              jsonrpc: "2.0",
-              method: "notifications/cancelled",
-              params: { requestId: global, reason: "The client's session ended" },
-            })
-            .catch(() => undefined);
-      }
+      for (const [global, route] of routes) if (route.session === session) abandon(global, "The client's session ended");
     };
     await session.transport.start();
-    const response = await session.transport.handleRequest(request);
+    const response = await session.transport.handleRequest(request, { parsedBody });
     if (session.transport.sessionId) {
       session.id = session.transport.sessionId;
       sessions.set(session.id, session);
@@ -235,6 +322,8 @@ export function createSharedGateway({
   );
 
   const shared = {
+    serveModern,
+    pendingRequests: () => routes.size + listen.size(),
     ready: () => readyPromise,
     ended: () => endedPromise,
     async fetch(request: Request) {
@@ -253,6 +342,9 @@ export function createSharedGateway({
       closed = true;
       stopSweep();
       answerWaiting(() => true, "The MCP server went away before it answered");
+      listen.endAll((id) =>
+        modernResult("subscriptions/listen", { _meta: { [SUBSCRIPTION_ID_META_KEY]: id } }, initResult ?? {}),
+      );
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       await server.close().catch(() => undefined);
     },

@@ -1,3 +1,4 @@
+import { claimsEnvelope, HEADER_MISMATCH } from "../gateway/era";
 import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
 
 /**
@@ -89,29 +90,30 @@ export function readMessage(bytes: Uint8Array, headers: Headers): ReadMessage {
     const why = invalid(message);
     if (why) return { ok: false, response: rpcError((message as RpcMessage | null)?.id, -32600, `Invalid Request: ${why}`, 400) };
   }
+  const m = messages[0] as RpcMessage;
+  const mismatch = Array.isArray(value)
+    ? headers.has("mcp-method") || headers.has("mcp-name")
+      ? `Mcp-Method says ${headers.get("mcp-method")}, the body is a batch`
+      : undefined
+    : routingHeaderMismatch(m, headers);
+  // A 2026-07-28 request (its _meta names the protocol version) gets that revision's code for it (SEP-2243 HeaderMismatch).
+  if (mismatch) return { ok: false, response: rpcError(m.id, claimsEnvelope(value) ? HEADER_MISMATCH : -32600, mismatch, 400) };
+  return { ok: true, message: value as RpcMessage | RpcMessage[] };
+}
+
+/**
+ * Why a message's `Mcp-Method` and `Mcp-Name` headers disagree with its body, or undefined when they agree or are absent
+ * (MCP 2026-07-28 transports, SEP-2243 standard request headers: a gateway routing by header and a server reading the
+ * body must not see two different calls). `Mcp-Name` is compared after its `=?base64?…?=` decoding.
+ */
+export function routingHeaderMismatch(message: RpcMessage, headers: Headers): string | undefined {
   const methodHeader = headers.get("mcp-method");
   const nameHeader = headers.get("mcp-name");
-  if (methodHeader !== null || nameHeader !== null) {
-    const m = messages[0] as RpcMessage;
-    if (Array.isArray(value) || (methodHeader !== null && methodHeader !== m.method)) {
-      return {
-        ok: false,
-        response: rpcError(
-          m.id,
-          -32600,
-          `Mcp-Method says ${methodHeader}, the body ${Array.isArray(value) ? "is a batch" : String(m.method)}`,
-          400,
-        ),
-      };
-    }
-    if (nameHeader !== null && NAMING_METHODS.has(m.method as string) && headerValue(nameHeader) !== namedBy(m)) {
-      return {
-        ok: false,
-        response: rpcError(m.id, -32600, `Mcp-Name says ${nameHeader}, the body ${namedBy(m) ?? "names nothing"}`, 400),
-      };
-    }
-  }
-  return { ok: true, message: value as RpcMessage | RpcMessage[] };
+  if (methodHeader !== null && methodHeader !== message.method)
+    return `Mcp-Method says ${methodHeader}, the body ${String(message.method)}`;
+  if (nameHeader !== null && NAMING_METHODS.has(message.method as string) && headerValue(nameHeader) !== namedBy(message))
+    return `Mcp-Name says ${nameHeader}, the body ${namedBy(message) ?? "names nothing"}`;
+  return undefined;
 }
 
 const encoder = new TextEncoder();

@@ -9,6 +9,7 @@ import { createLogger } from "../../src/observability/logger";
 import { EVERYTHING } from "../peers/everything";
 import { freePort, waitForHttp } from "../peers/ports";
 import { expectIsolatedSessions, mcpClient } from "../support/mcp";
+import { expectBothEras } from "../support/modern";
 import { waitFor } from "../support/wait";
 
 test("one shared server process: ids and progress tokens are rewritten, so concurrent sessions do not interfere; an unknown session is a 404 with the same code", async () => {
@@ -89,6 +90,11 @@ afterAll(async () => {
   server.kill("SIGTERM");
   await Promise.all([gatewayProc.exited, server.exited]);
   rmSync(dir, { recursive: true, force: true });
+});
+
+test("the sidecar over named pipes serves 2026-07-28 clients too, next to 2025 sessions (real sockets)", async () => {
+  await waitFor("the gateway to be ready", async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 10_000);
+  await expectBothEras(`http://127.0.0.1:${port}/mcp`, (request) => fetch(request));
 });
 
 test("the gateway over named pipes: ready once the server answered, sessions isolated; it exits when the server does", async () => {
