@@ -15,13 +15,8 @@ import type { createSharedGateway } from "./shared";
 /** The one server process of the 2026-07-28 clients, the shared gateway over it, and its place to give back. */
 type ModernProcess = { gateway: ReturnType<typeof createSharedGateway>; release?: () => void; ended: boolean };
 
-export type Gateway = {
-  /** Handles `/mcp` (MCP Streamable HTTP) and `/healthz`. */
-  fetch(request: Request): Promise<Response>;
-  /** Open MCP sessions. */
-  sessionCount(): number;
-  close(): Promise<void>;
-};
+export type { Gateway } from "./json-answers";
+import type { Gateway } from "./json-answers";
 
 /** The gateway of one process per session: it alone sees a server that exits at every start. */
 export type SessionGateway = Gateway & {

@@ -88,3 +88,12 @@ async function jsonExchange(
     response.headers.set("mcp-session-id", sessionId);
   return response;
 }
+
+/** What either gateway (gateway.ts: a process per session; shared.ts: one process shared) offers its HTTP server. */
+export type Gateway = {
+  /** Handles `/mcp` (MCP Streamable HTTP) and `/healthz`. */
+  fetch(request: Request): Promise<Response>;
+  /** Open MCP sessions. */
+  sessionCount(): number;
+  close(): Promise<void>;
+};

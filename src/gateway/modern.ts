@@ -10,7 +10,7 @@ import {
   type JSONRPCNotification,
   type JSONRPCRequest,
 } from "@modelcontextprotocol/server";
-import { namedBy, routingHeaderMismatch } from "../proxy/message";
+import { namedBy, routingHeaderMismatch } from "./routing-headers";
 import { HEADER_MISMATCH, mayBeModern, MODERN_PROTOCOL_VERSION } from "./era";
 
 /**

@@ -1,4 +1,5 @@
 import { claimsEnvelope, HEADER_MISMATCH } from "../gateway/era";
+import { routingHeaderMismatch } from "../gateway/routing-headers";
 import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
 
 /**
@@ -30,34 +31,6 @@ export function rpcError(id: unknown, code: number, message: string, status = 20
     status,
     headers: { "content-type": "application/json", "content-length": String(body.byteLength) },
   });
-}
-
-/** The tool, prompt or resource a method names; the one `Mcp-Name` must repeat (MCP 2026-07-28 routing headers). */
-export function namedBy(message: RpcMessage): string | undefined {
-  const params = message.params as { name?: unknown; uri?: unknown } | undefined;
-  if (typeof params !== "object" || params === null) return undefined;
-  const named =
-    message.method === "resources/read"
-      ? params.uri
-      : message.method === "tools/call" || message.method === "prompts/get"
-        ? params.name
-        : undefined;
-  return typeof named === "string" ? named : undefined;
-}
-
-const NAMING_METHODS = new Set(["tools/call", "prompts/get", "resources/read"]);
-
-/**
- * An `Mcp-Name` value as the client meant it: a value that is not plain visible ASCII travels as
- * `=?base64?<UTF-8 as base64>?=` (MCP 2026-07-28, SEP-2243 value encoding); undefined if that does not decode.
- */
-function headerValue(value: string): string | undefined {
-  if (!(value.startsWith("=?base64?") && value.endsWith("?=") && value.length >= 11)) return value;
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(value.slice(9, -2), "base64"));
-  } catch {
-    return undefined;
-  }
 }
 
 /** [JSON-RPC 2.0 §4](https://www.jsonrpc.org/specification#request_object): a request object's members, as far as the proxy reads them. */
@@ -99,21 +72,6 @@ export function readMessage(bytes: Uint8Array, headers: Headers): ReadMessage {
   // A 2026-07-28 request (its _meta names the protocol version) gets that revision's code for it (SEP-2243 HeaderMismatch).
   if (mismatch) return { ok: false, response: rpcError(m.id, claimsEnvelope(value) ? HEADER_MISMATCH : -32600, mismatch, 400) };
   return { ok: true, message: value as RpcMessage | RpcMessage[] };
-}
-
-/**
- * Why a message's `Mcp-Method` and `Mcp-Name` headers disagree with its body, or undefined when they agree or are absent
- * (MCP 2026-07-28 transports, SEP-2243 standard request headers: a gateway routing by header and a server reading the
- * body must not see two different calls). `Mcp-Name` is compared after its `=?base64?…?=` decoding.
- */
-export function routingHeaderMismatch(message: RpcMessage, headers: Headers): string | undefined {
-  const methodHeader = headers.get("mcp-method");
-  const nameHeader = headers.get("mcp-name");
-  if (methodHeader !== null && methodHeader !== message.method)
-    return `Mcp-Method says ${methodHeader}, the body ${String(message.method)}`;
-  if (nameHeader !== null && NAMING_METHODS.has(message.method as string) && headerValue(nameHeader) !== namedBy(message))
-    return `Mcp-Name says ${nameHeader}, the body ${namedBy(message) ?? "names nothing"}`;
-  return undefined;
 }
 
 const encoder = new TextEncoder();
