@@ -257,6 +257,7 @@ export function createServices(deps: Deps) {
         sealer,
         memberTimeoutMs: config.virtual.memberTimeoutMs,
         maxMessageBytes: config.proxy.maxMessageBytes,
+        ...(tracing && { tracing }),
       }),
       authenticate: authentication.proxy,
       publicUrl: deps.publicUrl,

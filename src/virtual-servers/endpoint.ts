@@ -5,6 +5,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
+import type { Tracing } from "../observability/tracing";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
 import { VERSION } from "../version";
@@ -28,6 +29,7 @@ import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor
 import { closedListingError, LISTS, listMember, mergeLists, type Member } from "./merge";
 import { compareNames } from "./names";
 import type { VirtualServerRow } from "./repository";
+import { withSpan } from "./trace-context";
 import { ROUTED, routeRequest, type RoutedMethod } from "./route";
 import type { VirtualServerService } from "./service";
 import { createToolSearch } from "./search";
@@ -59,6 +61,8 @@ export type VirtualEndpointDeps = {
   memberTimeoutMs: number;
   /** The largest message accepted (PROXY__MAX_MESSAGE_BYTES). */
   maxMessageBytes: number;
+  /** OpenTelemetry, when on: a span per request, the member calls made for it its children (trace-context.ts). */
+  tracing?: Tracing;
 };
 
 const SESSION_HEADER = "mcp-session-id";
@@ -247,30 +251,49 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     }
   }
 
+  /** One request at the endpoint, by its HTTP method. */
+  async function serve(caller: Principal, serverId: string, request: Request): Promise<Response> {
+    if (request.method === "POST") return post(caller, serverId, request);
+    if (request.method !== "GET" && request.method !== "DELETE")
+      return new Response(null, { status: 405, headers: { allow: "POST, GET, DELETE" } });
+    await serverOf(caller, serverId);
+    const sessionId = request.headers.get(SESSION_HEADER);
+    if (!sessionId) return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required")), 400);
+    // The member GET streams and DELETEs that follow are marked as through this virtual server, as calls are.
+    const session = await sessions.find(sessionId, serverId, memberCaller(caller, serverId));
+    if (!session) return jsonAnswer(errorOf(null, new RpcError(-32001, "Session not found")), 404);
+    if (request.method === "GET") {
+      // basic/transports "Listening for Messages from the Server": the client asks for an event stream, and this
+      // server keeps one per session (a second is a 409, as the transport allows).
+      if (!(request.headers.get("accept") ?? "").includes("text/event-stream"))
+        return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "GET must accept text/event-stream")), 400);
+      const stream = sessions.listen(session);
+      if (!stream) throw new Conflict("This session's GET stream is open already: one at a time");
+      return stream;
+    }
+    // basic/transports "Session Management": the client ends its session; the upstream sessions end with it.
+    await sessions.end(session.id);
+    return new Response(null, { status: 204 });
+  }
+
   return {
-    /** One HTTP request at `/api/v1/virtual-servers/{id}/mcp` of an authenticated caller. */
+    /**
+     * One HTTP request at `/api/v1/virtual-servers/{id}/mcp` of an authenticated caller; with tracing on, in a span of
+     * its own that the member calls made for it continue (trace-context.ts).
+     */
     async handle(caller: Principal, serverId: string, request: Request): Promise<Response> {
-      if (request.method === "POST") return post(caller, serverId, request);
-      if (request.method !== "GET" && request.method !== "DELETE")
-        return new Response(null, { status: 405, headers: { allow: "POST, GET, DELETE" } });
-      await serverOf(caller, serverId);
-      const sessionId = request.headers.get(SESSION_HEADER);
-      if (!sessionId) return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Mcp-Session-Id is required")), 400);
-      // The member GET streams and DELETEs that follow are marked as through this virtual server, as calls are.
-      const session = await sessions.find(sessionId, serverId, memberCaller(caller, serverId));
-      if (!session) return jsonAnswer(errorOf(null, new RpcError(-32001, "Session not found")), 404);
-      if (request.method === "GET") {
-        // basic/transports "Listening for Messages from the Server": the client asks for an event stream, and this
-        // server keeps one per session (a second is a 409, as the transport allows).
-        if (!(request.headers.get("accept") ?? "").includes("text/event-stream"))
-          return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "GET must accept text/event-stream")), 400);
-        const stream = sessions.listen(session);
-        if (!stream) throw new Conflict("This session's GET stream is open already: one at a time");
-        return stream;
+      const span = deps.tracing?.server("mcp.virtual_server", request, {
+        "mcp.virtual_server.id": serverId,
+        "http.request.method": request.method,
+      });
+      try {
+        const response = await withSpan(span, () => serve(caller, serverId, request));
+        span?.end({ "http.response.status_code": response.status });
+        return response;
+      } catch (error) {
+        span?.end(undefined, (error as Error).message);
+        throw error;
       }
-      // basic/transports "Session Management": the client ends its session; the upstream sessions end with it.
-      await sessions.end(session.id);
-      return new Response(null, { status: 204 });
     },
   };
 }

@@ -25,6 +25,7 @@ import { VERSION } from "../version";
 import { INTERNAL_ERROR } from "./jsonrpc";
 import type { Channel, Relay } from "./relay";
 import type { StoredUpstream } from "./session-store";
+import { injectSpan } from "./trace-context";
 
 /**
  * How a virtual server reaches a member: one MCP request of the caller to the member connector's proxy URL, through
@@ -143,6 +144,7 @@ export function openMemberSession(
 
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init);
+    injectSpan(request.headers);
     // basic/transports "Resumability": a GET with Last-Event-ID resumes a POST's stream; any other GET listens.
     if (request.method === "GET" && !request.headers.has("last-event-id")) return openGetStream(request);
     return exchange(connectorId, request);

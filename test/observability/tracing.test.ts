@@ -106,7 +106,7 @@ describe("traces", () => {
   });
 });
 
-test("a virtual server's member call gets the proxy's span, naming the virtual server", async () => {
+test("a virtual server's member call gets the proxy's span, naming the virtual server, under the virtual server's span", async () => {
   const id = await connectedConnector(service.api, `http://127.0.0.1:${upstream.port}/mcp`);
   const created = await service.api("POST", "/api/v1/virtual-servers", {
     body: { name: "Traced", members: [{ connector_id: id, prefix: "t" }] },
@@ -126,6 +126,11 @@ test("a virtual server's member call gets the proxy's span, naming the virtual s
   );
   expect(attribute(call, "mcp.virtual_server.id")).toBe(created.body.id);
   expect(attribute(call, "mcp.tool.name")).toBe("lookup");
+  // It is a child of the virtual server's own span for the client's request, in the same trace.
+  const parent = await waitFor("the virtual server's span", () => spans.find((s) => s.spanId === call.parentSpanId), 5_000);
+  expect(parent.name).toBe("mcp.virtual_server");
+  expect(parent.traceId).toBe(call.traceId);
+  expect(attribute(parent, "mcp.virtual_server.id")).toBe(created.body.id);
 });
 
 test("a connect made by PATCH (new headers) and a token refresh get a span each", async () => {
