@@ -134,16 +134,13 @@ export function createClientSessions(deps: {
    * A session unused here for SESSION_IDLE_MS: ended if the store agrees it is idle (or gone); else another replica
    * uses it, and this replica only lets go of its copy — its upstream sessions are the other replica's too, and stay.
    */
-  async function expire(id: string, now: number): Promise<boolean> {
+  async function expire(id: string, now: number): Promise<void> {
     const session = sessions.get(id);
+    // The store not answering now: tried again at the next sweep.
     const stored = await deps.store.find(id).catch(() => null);
-    if (stored === null) return false;
-    if (!stored || now - Math.max(stored.usedAt, session?.usedAt ?? 0) > SESSION_IDLE_MS) {
-      await end(id);
-      return true;
-    }
-    if (session && now - session.usedAt > SESSION_IDLE_MS) release(session);
-    return false;
+    if (stored === null) return;
+    if (!stored || now - Math.max(stored.usedAt, session?.usedAt ?? 0) > SESSION_IDLE_MS) await end(id);
+    else if (session && now - session.usedAt > SESSION_IDLE_MS) release(session);
   }
 
   /** Lets go of this replica's copy of a session without ending it (its GET stream and pending requests end). */
