@@ -84,3 +84,24 @@ test("a session opened on one instance is served by both in one upstream session
   for (const instance of [a, b]) expect((await listWith(instance, token, sessionId)).status).toBe(404);
   await client.close();
 });
+
+test("a session idle on one instance but used on the other is not ended by the first one's sweep", async () => {
+  const { client, transport } = await alternating(); // initialize on a, then b, a, …
+  await client.callTool({ name: "m__echo", arguments: { message: "both" } });
+  await client.callTool({ name: "m__echo", arguments: { message: "both" } });
+  const sessionId = transport.sessionId!;
+  const { ended } = member.sessions;
+
+  // 20 minutes on, then used on b alone for 15 more: a's copy is 35 minutes idle, the session is not.
+  a.clock.advance(20 * 60_000);
+  expect((await listWith(b, token, sessionId)).status).toBe(200);
+  a.clock.advance(15 * 60_000);
+  // a sweeps when a session opens there: it lets go of its copy, and ends nothing.
+  const other = await alternating();
+  expect(member.sessions.ended).toBe(ended);
+  // Both go on serving the session, a from the store again.
+  expect((await listWith(a, token, sessionId)).status).toBe(200);
+  expect((await listWith(b, token, sessionId)).status).toBe(200);
+  await other.client.close();
+  await client.close();
+});
