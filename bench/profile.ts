@@ -4,7 +4,7 @@
  * samples summed by function — self (the function's own code) and total (with what it calls) — and by file.
  *
  *   bun bench/profile.ts [--seconds 10] [--concurrency 32] [--top 40] [--settings "AUDIT__ENABLED=false,…"] [--keep DIR]
- *                        [--through virtual]
+ *                        [--through virtual] [--list yes]
  *
  * `--through virtual`: the same call through a virtual server whose one member is that connector (prefix `m0`), in
  * one MCP session of the virtual server.
@@ -30,6 +30,8 @@ const TOP = Number(args.get("top") ?? 40);
 const SETTINGS = settingsFrom(args.get("settings") ?? "");
 const KEEP = args.get("keep");
 const THROUGH = args.get("through") ?? "connector";
+/** `--list`: tools/list instead of tools/call (through a virtual server: the listing that asks every member). */
+const LIST = args.get("list") === "yes";
 
 const work = mkdtempSync(join(tmpdir(), "cs-profile-"));
 const children = benchChildren();
@@ -92,7 +94,11 @@ async function throughVirtualServer(proxyUrl: string, auth: string) {
     headers: { ...headers, "mcp-session-id": session },
     body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
   });
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "m0__ping", arguments: {} } });
+  const body = JSON.stringify(
+    LIST
+      ? { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }
+      : { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "m0__ping", arguments: {} } },
+  );
   return { url, message: { body, session } };
 }
 
