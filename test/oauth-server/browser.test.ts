@@ -6,7 +6,7 @@ import { type Browser } from "playwright-core";
 import { launchChromium } from "../support/chromium";
 import { startEverything, type Peer } from "../peers/everything";
 import type { Api } from "../support/api";
-import { framedUrl, watchPolicy } from "../support/browser";
+import { framedUrl, signInToConsole, watchPolicy } from "../support/browser";
 import { connectedConnector, proxyUrl, toolText } from "../support/mcp";
 import { memoryOAuthProvider } from "../support/oauth-client";
 import { startTestService, type TestService } from "../support/service";
@@ -225,6 +225,18 @@ describe("an MCP client given only a virtual server's URL, with a person in a re
     const atMember = await pingWith(mcp.provider.saved.tokens!.access_token);
     expect(atMember.status).toBe(401);
     expect(atMember.headers.get("www-authenticate")).toContain('error="invalid_token"');
+
+    // The console's list of allowed clients names the grant by the virtual server's name.
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${service.url}/`);
+      await signInToConsole(page, alice);
+      await page.getByRole("link", { name: "API tokens" }).click();
+      await page.locator("#grant-list li", { hasText: "Virtual server Everything, virtually" }).waitFor();
+    } finally {
+      await context.close();
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 // API tokens (created, shown once, revoked) and the grants MCP clients were given (revoked).
-import { api } from "./api.js";
+import { api, page } from "./api.js";
 import { connectorName } from "./connectors.js";
 import { announce, busy, confirmAction, copyField, h, hidden, openDialog, showError, when } from "./dom.js";
 
@@ -122,10 +122,18 @@ async function revokeToken(token) {
   document.getElementById("token-list-title").focus();
 }
 
+/** Virtual servers' names by id, for their grants. */
+let virtualServerNames = new Map();
+
 async function loadGrants() {
   const listElement = document.getElementById("grant-list");
   try {
     const { items } = await api("GET", "/api/v1/grants");
+    // A grant for a virtual server's MCP URL is named by the virtual server's name, when it is one of the first page's.
+    if (items.some((grant) => grant.virtual_server_id)) {
+      const servers = await page("/api/v1/virtual-servers").catch(() => ({ items: [] }));
+      virtualServerNames = new Map(servers.items.map((s) => [s.id, s.name]));
+    }
     listElement.replaceChildren(...items.map(grantRow));
     document.getElementById("grants-empty").hidden = items.length > 0;
   } catch (error) {
@@ -145,7 +153,7 @@ function grantRow(grant) {
         "p",
         { class: "muted small" },
         grant.virtual_server_id
-          ? `Virtual server ${grant.virtual_server_id}`
+          ? `Virtual server ${virtualServerNames.get(grant.virtual_server_id) ?? grant.virtual_server_id}`
           : `Connector ${connectorName(grant.connector_id) ?? grant.connector_id}`,
         grant.scope ? ` · scope ${grant.scope}` : "",
       ),
