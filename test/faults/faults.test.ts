@@ -42,7 +42,16 @@ describe("the disk fills up", () => {
         // A real full disk: a file takes what the database does not use yet.
         filler = join(dir, "filler");
         const free = Number(Bun.spawnSync(["df", "--output=avail", "-B1", dir]).stdout.toString().trim().split("\n").at(-1));
-        writeFileSync(filler, Buffer.alloc(Math.max(0, free - 64 * 1024)));
+        // The service writes meanwhile (its log's checkpoints, the scheduler): what df said may be gone by the write,
+        // so a write that does not fit is tried 64 KiB smaller.
+        for (let size = Math.max(0, free - 64 * 1024); ; size = Math.max(0, size - 64 * 1024)) {
+          try {
+            writeFileSync(filler, Buffer.alloc(size));
+            break;
+          } catch (error) {
+            if ((error as { code?: string }).code !== "ENOSPC" || size === 0) throw error;
+          }
+        }
       } else {
         // No tmpfs here (no privilege to mount one): SQLite's own cap on the database's size gives the same error.
         sqliteOf(service.deps).exec(
