@@ -1,7 +1,8 @@
 import { AppError } from "../http-errors/errors";
 import { errorResponse } from "../http-errors/problem";
 import type { Cors } from "../http/cors";
-import { crossSiteRefusal, fromBrowser } from "../http/cross-site";
+import { crossSiteRefusal } from "../http/cross-site";
+import { mcpChallenge, protectedResourceMetadataUrl } from "../http/mcp-challenge";
 import type { Logger } from "../observability/logger";
 import type { RequestAuthenticator } from "../users/authenticate";
 import type { ProxyService } from "./service";
@@ -19,9 +20,9 @@ export type ProxyEntryDeps = {
 
 const METHODS = "POST, GET, DELETE";
 
-/** Where a connector's proxy URL publishes its protected resource metadata ([RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1): path inserted after the well-known prefix). */
+/** Where a connector's proxy URL publishes its protected resource metadata (http/mcp-challenge.ts). */
 export const resourceMetadataUrl = (publicUrl: string, id: string) =>
-  `${publicUrl}/.well-known/oauth-protected-resource/api/v1/connectors/${encodeURIComponent(id)}/mcp`;
+  protectedResourceMetadataUrl(publicUrl, `/api/v1/connectors/${encodeURIComponent(id)}/mcp`);
 
 /**
  * One MCP request at a connector's proxy URL, for Bun's native route and the Elysia routes alike: authenticated,
@@ -30,13 +31,7 @@ export const resourceMetadataUrl = (publicUrl: string, id: string) =>
  */
 export function proxyEntry(deps: ProxyEntryDeps) {
   const challenge = (request: Request, response: Response, id: string, invalidToken = false) => {
-    const invalid = invalidToken ? ', error="invalid_token"' : "";
-    // Basic only for programs: a browser would cache what the person types and send it by itself (http/cross-site.ts).
-    const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
-    response.headers.set(
-      "www-authenticate",
-      `Bearer resource_metadata="${resourceMetadataUrl(deps.publicUrl(), id)}"${invalid}${basic}`,
-    );
+    response.headers.set("www-authenticate", mcpChallenge(request, resourceMetadataUrl(deps.publicUrl(), id), { invalidToken }));
     return response;
   };
   // The public URL's origin, parsed again only when the URL changes (not on every request).

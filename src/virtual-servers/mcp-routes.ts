@@ -4,7 +4,8 @@ import { AppError } from "../http-errors/errors";
 import { Problem } from "../http-errors/model";
 import { errorResponse } from "../http-errors/problem";
 import type { Cors } from "../http/cors";
-import { crossSiteRefusal, fromBrowser } from "../http/cross-site";
+import { crossSiteRefusal } from "../http/cross-site";
+import { mcpChallenge, protectedResourceMetadataUrl } from "../http/mcp-challenge";
 import { RELAYED_JSON_BODY } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { Logger } from "../observability/logger";
@@ -23,9 +24,9 @@ export type VirtualEntryDeps = {
 
 const METHODS = "POST, GET, DELETE";
 
-/** Where a virtual server's MCP URL publishes its protected resource metadata ([RFC 9728 §3.1](https://www.rfc-editor.org/rfc/rfc9728#section-3.1): path inserted after the well-known prefix). */
+/** Where a virtual server's MCP URL publishes its protected resource metadata (http/mcp-challenge.ts). */
 export const virtualResourceMetadataUrl = (publicUrl: string, id: string) =>
-  `${publicUrl}/.well-known/oauth-protected-resource/api/v1/virtual-servers/${encodeURIComponent(id)}/mcp`;
+  protectedResourceMetadataUrl(publicUrl, `/api/v1/virtual-servers/${encodeURIComponent(id)}/mcp`);
 
 /**
  * One request at a virtual server's MCP URL: authenticated like a connector's proxy URL (proxy/entry.ts), then
@@ -41,17 +42,15 @@ export function virtualEntry(deps: VirtualEntryDeps) {
       return await deps.endpoint.handle(await deps.authenticate(request), id, request);
     } catch (error) {
       const response = errorResponse(error, deps.log, deps.requestId(request));
-      if (response.status === 401) {
-        // RFC 6750 §3.1: a token refused (expired, revoked, or for another resource) is an invalid_token.
-        const invalid = error instanceof AppError && error.type === "invalid-token" ? ', error="invalid_token"' : "";
-        // Basic only for programs: a browser would cache what the person types and send it by itself (http/cross-site.ts).
-        const basic = fromBrowser(request) ? "" : ', Basic realm="connector-service", charset="UTF-8"';
-        const metadata = virtualResourceMetadataUrl(deps.publicUrl(), id);
+      if (response.status === 401)
         response.headers.set(
           "www-authenticate",
-          `Bearer resource_metadata="${metadata}", realm="connector-service"${invalid}${basic}`,
+          mcpChallenge(request, virtualResourceMetadataUrl(deps.publicUrl(), id), {
+            // A token refused (expired, revoked, or for another resource) is an invalid_token.
+            invalidToken: error instanceof AppError && error.type === "invalid-token",
+            realm: true,
+          }),
         );
-      }
       return response;
     }
   };
