@@ -218,6 +218,9 @@ export function openMemberSession(
         });
       }
       opened = { client, transport };
+      // The client's GET stream may have opened while this session was opening (listen() then found none to hold a
+      // stream for): the member's is opened now, whichever came last (a second GET is refused with 405 and dropped).
+      if (peer.stream() && !listening) transport.resumeStream("").catch(() => {});
       const level = peer.logLevel();
       if (level) await setLevel(client, level, resumedCapabilities);
       return opened;
