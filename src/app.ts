@@ -59,6 +59,7 @@ import { createStreamLimits } from "./proxy/stream-limits";
 import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
+import { createEraBridges } from "./era-bridge/bridges";
 import { createTargets } from "./proxy/target";
 import { forwardOptions } from "./forward/forward";
 import type { Runtime } from "./runtime/runtime";
@@ -180,6 +181,12 @@ export function createServices(deps: Deps) {
     credentialCheck: createCredentialCheck({ handshake: mcpHandshake, clock }),
     clock,
     watch: accessWatch,
+    // A 2026-07-28 client of a 2025-only server is served over a session the bridge opens through the proxy itself.
+    eraBridges: createEraBridges({
+      hop: (caller, id, request) => proxy.handle(caller, id, request),
+      log,
+      clock,
+    }),
     forward: forwardOptions(
       metrics,
       "mcp",

@@ -348,6 +348,7 @@ async function stopService({
   const stopped = running.stop(config.server.shutdownTimeoutMs);
   await scheduler.stop();
   await deps.runtime.close();
+  await services.proxy.closeBridges().catch(() => undefined);
   const closed = services.proxy.closeNotificationStreams();
   if (closed) log.info("ended notification streams for shutdown", { streams: closed });
   await stopped;

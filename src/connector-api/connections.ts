@@ -12,6 +12,7 @@ import type { OAuthClient } from "../oauth-client/client";
 import type { Logger } from "../observability/logger";
 import type { Tracing } from "../observability/tracing";
 import { DeploymentFailed } from "../runtime/runtime";
+import { MANAGED_PROTOCOL_VERSIONS } from "../gateway/era";
 import { handshakeFailure, mcpHandshake } from "../upstream/handshake";
 import type { Principal } from "../users/model";
 import { assertAllowedRedirect } from "./redirect-url";
@@ -67,7 +68,9 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
       await transitions.disconnected(row, reason);
       throw e.timedOut ? new UpstreamTimeout(reason) : new UpstreamFailed(reason);
     }
-    return connectorView(await transitions.connected(row, { method: "none", accessToken: body.accessToken }, redirectUrl));
+    // The gateway in front of the stdio server serves both eras itself (gateway/modern.ts): no client is bridged.
+    const auth = { method: "none" as const, accessToken: body.accessToken };
+    return connectorView(await transitions.connected(row, auth, redirectUrl, MANAGED_PROTOCOL_VERSIONS));
   }
 
   /**
@@ -83,7 +86,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     assertStorableHeaders(headers);
     if (isManaged(row)) return connectManaged(row, body, redirectUrl);
     const withHeaders = Object.keys(headers).length > 0;
-    const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers });
+    const result = await mcpHandshake(new URL(row.url), { fetch: deps.upstreamFetch, headers, discover: true });
     if (!result.ok && result.kind === "unauthorized" && result.status === 401 && !withHeaders) {
       const challenge = new Response(null, {
         status: 401,
@@ -103,7 +106,7 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     const auth = withHeaders
       ? { method: "headers" as const, headers, accessToken: body.accessToken }
       : { method: "none" as const, accessToken: body.accessToken };
-    return connectorView(await transitions.connected(row, auth, redirectUrl));
+    return connectorView(await transitions.connected(row, auth, redirectUrl, result.protocolVersions));
   }
 
   /** A span around each connect when tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT): PATCH's connects too. */

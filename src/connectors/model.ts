@@ -85,6 +85,10 @@ export const Connector = t.Object(
     tool_changes: t.Array(ToolChange, {
       description: "With pinning on: tools whose definition differs from the approved one (approve with POST …/tools/approve)",
     }),
+    protocol_versions: t.Union([t.Array(t.String()), t.Null()], {
+      description:
+        "The MCP revisions the server speaks, found at connect (server/discover, then initialize); clients of another era are bridged by the proxy. Null until connected",
+    }),
     created_at: t.String({ format: "date-time" }),
     updated_at: t.String({ format: "date-time" }),
   },

@@ -29,7 +29,8 @@ export type ConnectionColumns = Pick<
   | "access_token"
   | "authorization_url"
   | "redirect_url"
->;
+> &
+  Partial<Pick<ConnectorRow, "protocol_versions">>;
 /** Where a connection goes: written with the connection that ends when the connector moves to another server (PATCH url). */
 export type TargetColumns = Pick<ConnectorRow, "url" | "preset_url" | "client_id" | "client_secret">;
 

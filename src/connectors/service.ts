@@ -47,6 +47,7 @@ export function connectorView(row: ConnectorRow): Connector {
     tool_policy: row.tool_policy,
     tools_pinned_at: row.tools_pinned_at === null ? null : new Date(row.tools_pinned_at).toISOString(),
     tool_changes: row.tool_changes ?? [],
+    protocol_versions: row.protocol_versions ?? null,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };
@@ -175,6 +176,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         tool_policy: null,
         tools_pinned_at: null,
         tool_changes: null,
+        protocol_versions: null,
         access_token: null,
         authorization_url: null,
         redirect_url: null,

@@ -48,6 +48,8 @@ export const connectors = sqliteTable(
     tools_pinned_at: integer("tools_pinned_at"),
     /** Tools whose definition differs from the approved one (kept with the pins, for the connector's view). */
     tool_changes: text("tool_changes", { mode: "json" }).$type<ToolChange[]>(),
+    /** The MCP revisions the server speaks, found at connect (upstream/handshake.ts); null: not known (connected before). */
+    protocol_versions: text("protocol_versions", { mode: "json" }).$type<string[]>(),
     ...timestamps,
   },
   (table) => [
@@ -82,6 +84,7 @@ export const connectorsPg = pgTable(
     tool_policy: jsonb("tool_policy").$type<ToolPolicy>(),
     tools_pinned_at: millis("tools_pinned_at"),
     tool_changes: jsonb("tool_changes").$type<ToolChange[]>(),
+    protocol_versions: jsonb("protocol_versions").$type<string[]>(),
     ...timestampsPg,
   },
   (table) => [

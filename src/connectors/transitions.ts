@@ -78,10 +78,17 @@ export function createTransitions(deps: TransitionDeps) {
 
   return {
     /** Connect succeeded: a handshake with these credentials, a ready deployment, or an OAuth callback. */
-    connected(row: ConnectorRow, auth: ConnectedWith, redirectUrl: string | null): Promise<ConnectorRow> {
+    connected(
+      row: ConnectorRow,
+      auth: ConnectedWith,
+      redirectUrl: string | null,
+      /** What the handshake found the server speaks (upstream/handshake.ts); left as it was when not given. */
+      protocolVersions?: string[],
+    ): Promise<ConnectorRow> {
       const headers = auth.method === "headers" ? auth.headers : undefined;
       return write(row, {
         state: "connected",
+        ...(protocolVersions && { protocol_versions: protocolVersions }),
         disconnect_reason: null,
         auth_method: auth.method,
         headers: seal(row, "headers", headers && JSON.stringify(headers)),

@@ -31,3 +31,9 @@ export function mayBeModern(parsed: unknown, headers: Headers): boolean {
   if (version !== undefined && version >= MODERN_PROTOCOL_VERSION) return true;
   return (Array.isArray(parsed) ? parsed : [parsed]).some(claimsEnvelope);
 }
+
+/**
+ * What a managed stdio connector's gateway speaks, recorded on the connector at connect: 2026-07-28 (modern.ts) and the
+ * 2025 session era its clients' `initialize` agrees (the SDK's latest; the gateway relays older ones as they come).
+ */
+export const MANAGED_PROTOCOL_VERSIONS = [MODERN_PROTOCOL_VERSION, "2025-11-25"];

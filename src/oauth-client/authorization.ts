@@ -112,6 +112,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
       const result = await mcpHandshake(new URL(row.url), {
         fetch: deps.upstreamFetch,
         headers: { authorization: `Bearer ${token}` },
+        discover: true,
       });
       if (!result.ok) {
         const reason = `The MCP server refused the new access token: ${describeHandshake(result)}`;
@@ -124,7 +125,7 @@ export function createAuthorization(deps: AuthorizationDeps) {
           error_description: reason,
         };
       }
-      await transitions.connected(row, { method: "oauth" }, row.redirect_url);
+      await transitions.connected(row, { method: "oauth" }, row.redirect_url, result.protocolVersions);
       return outcome;
     },
 

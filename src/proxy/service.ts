@@ -8,6 +8,7 @@ import type { Tracing } from "../observability/tracing";
 import type { VirtualServerMetrics } from "../virtual-servers/metrics";
 import { streamCredential, type AccessWatch } from "../users/access-watch";
 import type { Principal } from "../users/model";
+import type { EraBridges } from "../era-bridge/bridges";
 import { createAdmission, type Admitted } from "./admit";
 import type { CredentialCheck } from "./credential-check";
 import type { HeldBytes } from "./held-bytes";
@@ -45,6 +46,8 @@ export type ProxyServiceDeps = {
   clock: () => number;
   /** Ends a relayed event stream whose caller lost access (users/access-watch.ts). */
   watch?: AccessWatch;
+  /** Serves 2026-07-28 clients of servers that speak only the 2025 era (era-bridge/bridges.ts). */
+  eraBridges?: Pick<EraBridges, "wants" | "serve" | "closeAll">;
 };
 
 /**
@@ -107,6 +110,9 @@ export function createProxyService(deps: ProxyServiceDeps) {
   }
 
   return {
+    /** Ends the 2026-07-28 bridges' upstream sessions; called when the service shuts down. */
+    closeBridges: () => deps.eraBridges?.closeAll() ?? Promise.resolve(),
+
     /** Ends the relayed notification (GET) streams; called when the service shuts down. */
     closeNotificationStreams(): number {
       const closers = [...deps.forward.streams];
@@ -123,6 +129,11 @@ export function createProxyService(deps: ProxyServiceDeps) {
      */
     async handle(caller: Principal, id: string, request: Request): Promise<Response> {
       const admitted = await admit(caller, id);
+      if (deps.eraBridges?.wants(admitted.row, request)) {
+        // The bridge's own requests come back here in the server's era, each admitted and observed as any other.
+        admitted.release();
+        return deps.eraBridges.serve(caller, admitted.row, request);
+      }
       const observation = observer.begin(caller, admitted.row, request);
       try {
         return await observation.answered(await exchange(admitted, request, observation));

@@ -3,23 +3,40 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { AppError, UpstreamFailed, UpstreamRejectedCredentials, UpstreamTimeout, invalidField } from "../http-errors/errors";
 import { classifyFetchFailure, UPSTREAM_CALL_TIMEOUT_MS, type FetchLike } from "../http/fetch";
 import { VERSION } from "../version";
+import { discoverVersions } from "./discover";
 
 export type HandshakeResult =
-  | { ok: true; protocolVersion: string | undefined; serverName: string | undefined }
+  | {
+      ok: true;
+      protocolVersion: string | undefined;
+      serverName: string | undefined;
+      /** Every revision the server speaks: those `server/discover` names (2026-07-28 on), then the one initialize agreed. */
+      protocolVersions: string[];
+    }
   | { ok: false; kind: "unauthorized"; status: number; wwwAuthenticate: string | null; body?: string }
   | { ok: false; kind: "redirect"; status: number; location: string | null }
   | { ok: false; kind: "unreachable" | "timeout" | "unsafe" | "http" | "protocol"; detail: string };
 
-export type HandshakeOptions = { fetch: FetchLike; headers: Record<string, string>; timeoutMs?: number };
+export type HandshakeOptions = {
+  fetch: FetchLike;
+  headers: Record<string, string>;
+  timeoutMs?: number;
+  /**
+   * Ask `server/discover` too (discover.ts), for the revisions recorded at connect; not for a readiness or credential
+   * check, where only "does it answer" matters (and a local gateway would start its 2026-07-28 process for nothing).
+   */
+  discover?: boolean;
+};
 
 /**
  * Verifies that `url` is an MCP server that accepts `headers`: the MCP lifecycle's initialize request and
  * initialized notification (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#initialization),
- * run by the SDK client, then the session is ended.
+ * run by the SDK client, then the session is ended; then the 2026-07-28 revisions it speaks (discover.ts), so the proxy
+ * knows which clients it must bridge (docs/behaviour.md "Protocol eras").
  */
 export async function mcpHandshake(
   url: URL,
-  { fetch, headers, timeoutMs = UPSTREAM_CALL_TIMEOUT_MS }: HandshakeOptions,
+  { fetch, headers, timeoutMs = UPSTREAM_CALL_TIMEOUT_MS, discover = false }: HandshakeOptions,
 ): Promise<HandshakeResult> {
   let last: { status: number; wwwAuthenticate: string | null; redirect: string | null; body?: string } | undefined;
   let cause: unknown;
@@ -45,7 +62,14 @@ export async function mcpHandshake(
   const client = new Client({ name: "connector-service", version: VERSION });
   try {
     await client.connect(transport, { timeout: timeoutMs });
-    return { ok: true, protocolVersion: transport.protocolVersion, serverName: client.getServerVersion()?.name };
+    const modern = discover ? await discoverVersions(url, fetch, headers, timeoutMs) : [];
+    const legacy = transport.protocolVersion;
+    return {
+      ok: true,
+      protocolVersion: legacy,
+      serverName: client.getServerVersion()?.name,
+      protocolVersions: [...new Set([...modern, ...(legacy ? [legacy] : [])])].sort().reverse(),
+    };
   } catch (e) {
     const failure = cause === undefined ? undefined : classifyFetchFailure(cause, timeoutMs);
     if (failure?.kind === "unsafe") return { ok: false, kind: "unsafe", detail: failure.detail };

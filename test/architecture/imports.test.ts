@@ -12,12 +12,13 @@ const LAYERS: string[][] = [
   ["version", "executable", "observability", "cache", "secrets", "urls", "metrics", "db"],
   ["http-errors"],
   ["http", "docs", "console"],
-  ["security", "upstream", "gateway", "health", "scheduler", "demo"],
-  ["users", "forward"],
+  ["security", "gateway", "health", "scheduler", "demo"],
+  // Above the gateways: the handshake asks server/discover as a 2026-07-28 client would (gateway/era.ts).
+  ["upstream", "users", "forward"],
   ["presets"],
   ["connectors", "runtime", "config"],
   // Below the authorization server, which issues tokens for a virtual server's MCP URL as for a connector's.
-  ["virtual-servers"],
+  ["virtual-servers", "era-bridge"],
   ["oauth-client", "deployments", "a2a", "oauth-server", "events", "audit"],
   ["connector-api", "proxy"],
   ["app"],

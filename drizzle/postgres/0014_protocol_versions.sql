@@ -1,0 +1,1 @@
+ALTER TABLE "connectors" ADD COLUMN "protocol_versions" jsonb;

@@ -1,0 +1,1 @@
+ALTER TABLE `connectors` ADD `protocol_versions` text;

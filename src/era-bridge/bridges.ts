@@ -1,0 +1,156 @@
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { ConnectorRow } from "../connectors/repository";
+import { MODERN_PROTOCOL_VERSION } from "../gateway/era";
+import { readPostBody } from "../gateway/json-answers";
+import { jsonRpcError } from "../gateway/json-rpc";
+import { ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";
+import type { Logger } from "../observability/logger";
+import type { Principal } from "../users/model";
+import { reopeningTransport } from "./reopening-transport";
+
+/** One MCP request of `caller` to a connector's proxy URL, through the proxy's own service (its governance applies). */
+export type Hop = (caller: Principal, connectorId: string, request: Request) => Promise<Response>;
+
+export type EraBridgeOptions = {
+  hop: Hop;
+  log: Logger;
+  clock: () => number;
+  /** A bridge no request used for this long is closed (its upstream session DELETEd). */
+  idleMs?: number;
+  /** Bridges kept at most (each holds an upstream session and its GET stream); beyond, the longest idle goes. */
+  maxBridges?: number;
+};
+
+type SharedGateway = Awaited<ReturnType<typeof loadGateway>>;
+type Bridge = { key: string; gateway: Promise<SharedGateway>; lastUsed: number };
+
+const loadGateway = async (options: Parameters<typeof import("../gateway/shared").createSharedGateway>[0]) =>
+  (await import("../gateway/shared")).createSharedGateway(options);
+
+/** Any URL: the hop routes by connector id, never by URL. */
+const connectorUrl = (id: string) => new URL(`http://bridge.invalid/api/v1/connectors/${id}/mcp`);
+
+/**
+ * A 2026-07-28 client in front of a server that speaks only the 2025 session era (docs/behaviour.md "Protocol eras";
+ * MCP 2026-07-28 says these two cannot talk, and a gateway is where they can). Each caller of a connector gets one
+ * bridge: the managed stdio gateway's shared code (gateway/shared.ts) over one 2025 session with the server, opened
+ * through the proxy's own service as that caller — so credentials, refresh, tool policy, pinning and the audit trail
+ * apply to what is sent — initialized once and opened again when the server forgets it (reopening-transport.ts). The
+ * gateway gives each request a unique id on the shared session, answers `server/discover` from the initialize result,
+ * reshapes results for 2026-07-28, serves `subscriptions/listen`, and cancels upstream a request whose client went away.
+ */
+export function createEraBridges({ hop, log, clock, idleMs = 5 * 60_000, maxBridges = 1000 }: EraBridgeOptions) {
+  const bridges = new Map<string, Bridge>();
+
+  function open(caller: Principal, row: ConnectorRow, key: string): Bridge {
+    const id = row.id;
+    const bridgeLog = log.child({ connector_id: id, component: "era-bridge" });
+    const gateway = (async () => {
+      const server = reopeningTransport(
+        () =>
+          new StreamableHTTPClientTransport(connectorUrl(id), {
+            fetch: (input, init) => hop(caller, id, new Request(input, init)),
+          }),
+      );
+      const shared = await loadGateway({ server, log: bridgeLog, initTimeoutMs: 15_000 });
+      try {
+        await shared.ready();
+      } catch (error) {
+        await shared.close().catch(() => undefined);
+        throw error;
+      }
+      return shared;
+    })();
+    const bridge = { key, gateway, lastUsed: clock() };
+    // A bridge that could not open is not kept: the next request tries again.
+    gateway.catch(() => bridges.get(key) === bridge && bridges.delete(key));
+    return bridge;
+  }
+
+  /** Makes room for one more, closing the longest idle bridge that has nothing in flight. */
+  async function makeRoom(): Promise<void> {
+    if (bridges.size < maxBridges) return;
+    const idle = [...bridges.values()].sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const bridge of idle) {
+      const gateway = await bridge.gateway.catch(() => undefined);
+      if (gateway && gateway.pendingRequests() > 0) continue;
+      close(bridge);
+      return;
+    }
+    throw new ServiceUnavailable(`Too many 2026-07-28 bridges in use (at most ${maxBridges}); try again shortly`);
+  }
+
+  function close(bridge: Bridge) {
+    bridges.delete(bridge.key);
+    void bridge.gateway.then((g) => g.close()).catch(() => undefined);
+  }
+
+  const sweep = setInterval(
+    () => {
+      const now = clock();
+      for (const bridge of bridges.values()) {
+        if (now - bridge.lastUsed < idleMs) continue;
+        void bridge.gateway
+          .then((g) => g.pendingRequests() === 0 && bridges.get(bridge.key) === bridge && close(bridge))
+          .catch(() => undefined);
+      }
+    },
+    Math.min(idleMs, 60_000),
+  );
+  sweep.unref?.();
+
+  return {
+    /**
+     * Whether `request` is a 2026-07-28 POST (SEP-2243: such a request always names its revision in
+     * `MCP-Protocol-Version`) for a connector whose server is known not to speak that revision. A connector whose
+     * revisions are unknown (connected before they were recorded) is relayed as it always was.
+     */
+    wants(row: ConnectorRow, request: Request): boolean {
+      if (request.method !== "POST" || !row.protocol_versions) return false;
+      const version = request.headers.get("mcp-protocol-version");
+      return version !== null && version >= MODERN_PROTOCOL_VERSION && !row.protocol_versions.includes(version);
+    },
+
+    /** Serves one 2026-07-28 request of `caller` over the caller's bridge to the connector's 2025 server. */
+    async serve(caller: Principal, row: ConnectorRow, request: Request): Promise<Response> {
+      const body = await readPostBody(request);
+      if (body === undefined) return jsonRpcError(415, "Unsupported Media Type: Content-Type must be application/json");
+      if ("refused" in body) return body.refused;
+      const { classifyPost } = await import("../gateway/modern");
+      const era = classifyPost(body.parsed, request.headers);
+      if (era.era === "refused") return era.response;
+      // A modern header on a 2025 body is refused by classifyPost; this is the same answer for anything left.
+      if (era.era === "legacy")
+        return jsonRpcError(400, "Bad Request: a 2026-07-28 request must carry its envelope in _meta", -32020);
+      const key = `${row.id}\n${caller.id}\n${caller.credential ?? ""}\n${caller.virtualServer ?? ""}`;
+      let bridge = bridges.get(key);
+      if (!bridge) {
+        await makeRoom();
+        bridge = bridges.get(key) ?? open(caller, row, key);
+        bridges.set(key, bridge);
+      }
+      bridge.lastUsed = clock();
+      let gateway: SharedGateway;
+      try {
+        gateway = await bridge.gateway;
+      } catch (error) {
+        throw new UpstreamFailed(
+          `The MCP server speaks only the 2025 session era, and a session to bridge this 2026-07-28 request could not be opened: ${(error as Error).message}`,
+        );
+      }
+      return gateway.serveModern(request, era.message);
+    },
+
+    /** Bridges open now. */
+    size: () => bridges.size,
+
+    /** Ends every bridge's upstream session (at shutdown). */
+    async closeAll(): Promise<void> {
+      clearInterval(sweep);
+      const all = [...bridges.values()];
+      bridges.clear();
+      await Promise.allSettled(all.map((b) => b.gateway.then((g) => g.close())));
+    },
+  };
+}
+export type EraBridges = ReturnType<typeof createEraBridges>;
