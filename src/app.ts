@@ -186,6 +186,7 @@ export function createServices(deps: Deps) {
       hop: (caller, id, request) => proxy.handle(caller, id, request),
       log,
       clock,
+      inputTimeoutMs: config.proxy.inputTimeoutMs,
     }),
     forward: forwardOptions(
       metrics,

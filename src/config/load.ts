@@ -64,6 +64,8 @@ export type Config = {
     heldBytesPerUser: number;
     heldBytesTotal: number;
     upstreamTimeoutMs: number;
+    /** How long a bridged call waits for the client's answer to its server's question (era-bridge/, gateway/parked.ts). */
+    inputTimeoutMs: number;
     maxStreamsPerUser: number;
     maxStreamsPerConnector: number;
   };
@@ -308,6 +310,7 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
       heldBytesPerUser: raw.proxy.held_bytes_per_user,
       heldBytesTotal: raw.proxy.held_bytes_total,
       upstreamTimeoutMs: raw.proxy.upstream_timeout_seconds * 1000,
+      inputTimeoutMs: raw.proxy.input_timeout_seconds * 1000,
       maxStreamsPerUser: raw.proxy.max_streams_per_user,
       maxStreamsPerConnector: raw.proxy.max_streams_per_connector,
     },

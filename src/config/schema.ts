@@ -161,6 +161,12 @@ export const ConfigSchema = t.Object({
       default: 60,
       description: "a number of seconds from 1 to 3600",
     }),
+    input_timeout_seconds: t.Number({
+      minimum: 1,
+      maximum: 3600,
+      default: 300,
+      description: "a number of seconds from 1 to 3600",
+    }),
     max_streams_per_user: t.Integer({ minimum: 1, maximum: 100_000, default: 500, description: "an integer from 1 to 100000" }),
     max_streams_per_connector: t.Integer({
       minimum: 1,

@@ -19,6 +19,8 @@ export type EraBridgeOptions = {
   idleMs?: number;
   /** Bridges kept at most (each holds an upstream session and its GET stream); beyond, the longest idle goes. */
   maxBridges?: number;
+  /** How long a call whose server asked the client something waits for the client's retry (gateway/parked.ts). */
+  inputTimeoutMs: number;
 };
 
 type SharedGateway = Awaited<ReturnType<typeof loadGateway>>;
@@ -37,9 +39,10 @@ const connectorUrl = (id: string) => new URL(`http://bridge.invalid/api/v1/conne
  * through the proxy's own service as that caller — so credentials, refresh, tool policy, pinning and the audit trail
  * apply to what is sent — initialized once and opened again when the server forgets it (reopening-transport.ts). The
  * gateway gives each request a unique id on the shared session, answers `server/discover` from the initialize result,
- * reshapes results for 2026-07-28, serves `subscriptions/listen`, and cancels upstream a request whose client went away.
+ * reshapes results for 2026-07-28, serves `subscriptions/listen`, cancels upstream a request whose client went away,
+ * and parks a call whose server asks the client something (elicitation, sampling, roots) until the client retries it.
  */
-export function createEraBridges({ hop, log, clock, idleMs = 5 * 60_000, maxBridges = 1000 }: EraBridgeOptions) {
+export function createEraBridges({ hop, log, clock, idleMs = 5 * 60_000, maxBridges = 1000, inputTimeoutMs }: EraBridgeOptions) {
   const bridges = new Map<string, Bridge>();
 
   function open(caller: Principal, row: ConnectorRow, key: string): Bridge {
@@ -52,7 +55,15 @@ export function createEraBridges({ hop, log, clock, idleMs = 5 * 60_000, maxBrid
             fetch: (input, init) => hop(caller, id, new Request(input, init)),
           }),
       );
-      const shared = await loadGateway({ server, log: bridgeLog, initTimeoutMs: 15_000 });
+      const shared = await loadGateway({
+        server,
+        log: bridgeLog,
+        initTimeoutMs: 15_000,
+        // The server may ask during a call; a 2026-07-28 client is asked through a parked call (gateway/parked.ts),
+        // and one that did not declare what is asked is refused to the server then.
+        offer: { elicitation: {}, sampling: {}, roots: {} },
+        parkCalls: { timeoutMs: inputTimeoutMs },
+      });
       try {
         await shared.ready();
       } catch (error) {

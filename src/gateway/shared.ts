@@ -1,4 +1,6 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import {
+  CLIENT_CAPABILITIES_META_KEY,
   PerRequestHTTPServerTransport,
   SUBSCRIPTION_ID_META_KEY,
   type JSONRPCRequest,
@@ -15,6 +17,7 @@ import { createListenRouter } from "./listen";
 import { MODERN_PROTOCOL_VERSION } from "./era";
 import { classifyPost, discoverResult, legacyParams, modernResult, type ModernMessage } from "./modern";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
+import { createParkedCalls } from "./parked";
 import { refuseWithoutToken } from "./token";
 
 type Id = string | number;
@@ -25,7 +28,7 @@ type Sink = Pick<Transport, "send">;
  * A request sent on to the server: whose it is (a session's, or a 2026-07-28 request's, which has none), its own id, the
  * transport its answer goes back through, and for a 2026-07-28 request its method (its result is reshaped for it).
  */
-type Route = { session?: Session; id: Id; via: Sink; modern?: string };
+type Route = { session?: Session; id: Id; via: Sink; modern?: string; capabilities?: Record<string, unknown> };
 type Message = JSONRPCMessage & { id?: Id; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown };
 
 const INIT_ID = "gateway-initialize";
@@ -49,6 +52,14 @@ export type SharedGatewayOptions = {
   maxSessions?: number;
   /** A session with no request for this long is closed (idle.ts). */
   idleSessionMs?: number;
+  /** The client capabilities the gateway's initialize declares (none unless said: then the server asks nothing). */
+  offer?: Record<string, unknown>;
+  /**
+   * Parks a 2026-07-28 call whose server asks its client something (parked.ts), waiting at most `timeoutMs` for the
+   * client's retry. Only where the server's requests can be told apart by the call they belong to and one caller
+   * owns every park (the era bridge's HTTP session); the shared sidecar's stdio server refuses such requests.
+   */
+  parkCalls?: { timeoutMs: number };
 };
 
 export function createSharedGateway({
@@ -58,6 +69,8 @@ export function createSharedGateway({
   token,
   maxSessions = 1000,
   idleSessionMs = IDLE_SESSION_MS,
+  offer = {},
+  parkCalls,
 }: SharedGatewayOptions): Gateway & {
   /** Serves one 2026-07-28 request (classified and checked by modern.ts) over the gateway's legacy session. */
   serveModern(request: Request, message: ModernMessage): Promise<Response>;
@@ -80,6 +93,12 @@ export function createSharedGateway({
   let initResult: Record<string, unknown> | undefined;
   let closed = false;
   const next = (prefix: string) => `${prefix}-${++counter}`;
+  /**
+   * Which request a message from the server came for: an HTTP client transport reads a POST's event stream in the
+   * asynchronous context of the send that made it, so a server's request on that stream — one about that call (MCP
+   * 2025-11-25 basic/transports "Sending Messages to the Server") — finds its request here.
+   */
+  const sending = new AsyncLocalStorage<string>();
 
   let resolveReady!: () => void;
   let rejectReady!: (e: Error) => void;
@@ -110,11 +129,13 @@ export function createSharedGateway({
       params = { ...params, _meta: { ...meta, progressToken: token } };
     }
     // A request the server's stdio did not take is answered at once instead of waiting for nothing.
-    void server.send({ ...message, id: global, params } as JSONRPCMessage).catch((e) => {
-      if (!routes.delete(global)) return;
-      const error = { code: GATEWAY_ERROR, message: `The MCP server could not be reached: ${(e as Error).message}` };
-      void route.via.send({ jsonrpc: "2.0", id: route.id, error } as JSONRPCMessage).catch(() => undefined);
-    });
+    void sending
+      .run(global, () => server.send({ ...message, id: global, params } as JSONRPCMessage))
+      .catch((e) => {
+        if (!routes.delete(global)) return;
+        const error = { code: GATEWAY_ERROR, message: `The MCP server could not be reached: ${(e as Error).message}` };
+        void route.via.send({ jsonrpc: "2.0", id: route.id, error } as JSONRPCMessage).catch(() => undefined);
+      });
     return global;
   }
 
@@ -123,6 +144,13 @@ export function createSharedGateway({
     new Promise<boolean>((resolve) => {
       const via = { send: async (answer: JSONRPCMessage) => resolve(!("error" in answer)) };
       forward({ id: INIT_ID, via }, { jsonrpc: "2.0", id: INIT_ID, method, params } as Message);
+    });
+  const parked =
+    parkCalls &&
+    createParkedCalls({
+      timeoutMs: parkCalls.timeoutMs,
+      answerServer: (id, answer) => void server.send({ jsonrpc: "2.0", id, ...answer } as JSONRPCMessage).catch(() => undefined),
+      abandon: (global, reason) => abandon(global, reason),
     });
   const listen = createListenRouter({ capabilities: () => (initResult?.capabilities ?? {}) as ServerCapabilities, ask });
 
@@ -192,7 +220,16 @@ export function createSharedGateway({
       return;
     }
     if (message.method !== undefined && message.id !== undefined) {
-      // A request from the server (sampling, elicitation, roots): no client capability was declared.
+      // A request from the server during a 2026-07-28 call: the call is parked and its client asked (parked.ts).
+      const global = sending.getStore();
+      const route = global === undefined ? undefined : routes.get(global);
+      if (parked && global !== undefined && route?.modern !== undefined) {
+        const request = { id: message.id, method: message.method, ...(message.params && { params: message.params }) };
+        const sink = parked.ask(global, { via: route.via, id: route.id }, route.capabilities, request);
+        if (sink) route.via = sink;
+        return;
+      }
+      // Any other request from the server (sampling, elicitation, roots): no client of a session can be asked.
       void server.send({
         jsonrpc: "2.0",
         id: message.id,
@@ -226,7 +263,7 @@ export function createSharedGateway({
       method: "initialize",
       params: {
         protocolVersion: "2025-11-25",
-        capabilities: {},
+        capabilities: offer,
         clientInfo: { name: "connector-service-gateway", version: VERSION },
       },
     });
@@ -246,18 +283,33 @@ export function createSharedGateway({
     if (!initResult || closed) return jsonRpcError(503, "The MCP server is not ready");
     const exchange = new PerRequestHTTPServerTransport({ classification: { era: "modern", revision: MODERN_PROTOCOL_VERSION } });
     let global: string | undefined;
+    let resumed: { cancel: () => void } | undefined;
     exchange.onmessage = (m) => {
       const message = m as Message;
       if (message.id === undefined) return; // a posted notification has no meaning without a session: accepted, dropped
       if (message.method === "server/discover")
         return void exchange.send({ jsonrpc: "2.0", id: message.id, result: discoverResult(initResult!) } as JSONRPCMessage);
       if (message.method === "subscriptions/listen") return void listen.open(m as JSONRPCRequest, exchange);
-      global = forward({ id: message.id, via: exchange, modern: message.method }, message, legacyParams(message.params));
+      const state = message.params?.requestState;
+      if (parked && typeof state === "string") {
+        const retried = parked.retry(state, message.params?.inputResponses, { via: exchange, id: message.id });
+        if ("error" in retried) return void exchange.send({ jsonrpc: "2.0", id: message.id, ...retried } as JSONRPCMessage);
+        resumed = retried.resumed;
+        return;
+      }
+      const capabilities = (message.params?._meta as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY];
+      global = forward(
+        { id: message.id, via: exchange, modern: message.method, capabilities: capabilities as Record<string, unknown> },
+        message,
+        legacyParams(message.params),
+      );
     };
     // MCP 2026-07-28 Streamable HTTP: a client cancels a request by closing its response stream (no session to post
     // notifications/cancelled in).
     exchange.onclose = () => {
-      if (global !== undefined && routes.has(global)) abandon(global, "The client went away");
+      // A parked call's answer goes elsewhere now (its client retries): closing this stream cancels nothing.
+      if (global !== undefined && routes.get(global)?.via === exchange) abandon(global, "The client went away");
+      resumed?.cancel();
       listen.closed(exchange);
     };
     await exchange.start();
@@ -341,6 +393,7 @@ export function createSharedGateway({
       closed = true;
       stopSweep();
       answerWaiting(() => true, "The MCP server went away before it answered");
+      parked?.endAll("The gateway closed");
       listen.endAll((id) =>
         modernResult("subscriptions/listen", { _meta: { [SUBSCRIPTION_ID_META_KEY]: id } }, initResult ?? {}),
       );

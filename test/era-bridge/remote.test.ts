@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { startEverything, type Peer } from "../peers/everything";
 import { startModernServer } from "../peers/mcp-proxy";
 import { freePort } from "../peers/ports";
@@ -157,5 +158,99 @@ describe("a server that speaks both eras", () => {
     await t.services.audit.flush();
     const audit = await t.api("GET", `/api/v1/audit?connector_id=${id}`);
     expect(audit.body.items.map((r: { method: string }) => r.method)).not.toContain("initialize");
+  });
+});
+
+describe("parked calls: a 2025 server asks a 2026-07-28 client during a call", () => {
+  /** The v2 client pinned to 2026-07-28, answering elicitation and sampling; it fulfils input_required by itself. */
+  async function askingClient(url: string, token: string) {
+    const asked: string[] = [];
+    const client = new ModernClient({ name: "parked-test", version: "1.0.0" }, {
+      capabilities: { elicitation: { form: {} }, sampling: {} },
+      versionNegotiation: { mode: { pin: MODERN } },
+    } as never);
+    client.setRequestHandler("elicitation/create", async (request) => {
+      asked.push(`elicitation: ${request.params.message}`);
+      return { action: "accept", content: { color: "blue" } };
+    });
+    client.setRequestHandler("sampling/createMessage", async (request) => {
+      asked.push(`sampling: ${JSON.stringify(request.params.messages[0]?.content)}`);
+      return { role: "assistant", content: { type: "text", text: "sampled here" }, model: "test-model" };
+    });
+    await client.connect(new ModernTransport(new URL(url), { fetch: (input, init) => as(token)(new Request(input, init)) }));
+    return { client, asked };
+  }
+
+  test("sampling: the client is asked through input_required, and the same upstream call completes", async () => {
+    const id = await connectedConnector(t.api, recorderUrl);
+    const { client, asked } = await askingClient(proxyUrl(id), t.admin.token);
+    const before = sent.filter((m) => m.method === "tools/call").length;
+    const result = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hello", maxTokens: 10 } });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain("hello");
+    expect(JSON.stringify(result)).toContain("sampled here");
+    // One upstream call, not one per round: the retry went on in the call the server was serving.
+    expect(sent.filter((m) => m.method === "tools/call").length).toBe(before + 1);
+    await client.close();
+  });
+
+  test("elicitation: the client's answer reaches the server's waiting request", async () => {
+    const id = await connectedConnector(t.api, everything.url);
+    const { client, asked } = await askingClient(proxyUrl(id), t.admin.token);
+    const result = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
+    expect(asked).toHaveLength(1);
+    expect(JSON.stringify(result)).toContain("blue");
+    await client.close();
+  });
+
+  test("the input_required result, its requestState, and a retry that does not fit", async () => {
+    const id = await connectedConnector(t.api, everything.url);
+    const url = proxyUrl(id);
+    const capabilities = { sampling: {} };
+    const call = { method: "tools/call", params: { name: "trigger-sampling-request", arguments: { prompt: "p", maxTokens: 5 } } };
+    const first = await (await as(t.admin.token)(modernRequest(url, call, {}, MODERN, capabilities))).json();
+    expect(first.result).toMatchObject({ resultType: "input_required" });
+    const [key] = Object.keys(first.result.inputRequests);
+    expect(first.result.inputRequests[key!]).toMatchObject({ method: "sampling/createMessage" });
+    const state = first.result.requestState as string;
+    expect(state.length).toBeGreaterThanOrEqual(22);
+    // Another user's retry with that state is refused at the door; the same user with another credential (another
+    // caller: another bridge) finds nothing waiting on it.
+    const other = await t.user(`parked-${crypto.randomUUID().slice(0, 8)}`);
+    const sampled = { role: "assistant", content: { type: "text", text: "from the retry" }, model: "m" };
+    const retry = (token: string, params: Record<string, unknown>) =>
+      as(token)(
+        modernRequest(url, { id: 2, method: "tools/call", params: { ...call.params, ...params } }, {}, MODERN, capabilities),
+      );
+    expect((await retry(other.token, { requestState: state, inputResponses: { [key!]: sampled } })).status).toBe(404);
+    const basic = `Basic ${btoa(`${t.admin.basic.username}:${t.admin.basic.password}`)}`;
+    const byBasic = modernRequest(
+      url,
+      { id: 2, method: "tools/call", params: { ...call.params, requestState: state, inputResponses: { [key!]: sampled } } },
+      { authorization: basic },
+      MODERN,
+      capabilities,
+    );
+    expect((await (await t.handle(byBasic)).json()).error).toMatchObject({ code: -32602 });
+    // A retry that leaves the asked input out, and one with a state that names nothing.
+    const missing = await (await retry(t.admin.token, { requestState: state, inputResponses: {} })).json();
+    expect(missing.error).toMatchObject({ code: -32602 });
+    const unknown = await (await retry(t.admin.token, { requestState: "no-such-state", inputResponses: {} })).json();
+    expect(unknown.error).toMatchObject({ code: -32602 });
+    // The right retry gets the call's result, and the state cannot be used twice.
+    const done = await (await retry(t.admin.token, { requestState: state, inputResponses: { [key!]: sampled } })).json();
+    expect(done.id).toBe(2);
+    expect(done.result).toMatchObject({ resultType: "complete" });
+    expect(JSON.stringify(done.result)).toContain("from the retry");
+    const again = await (await retry(t.admin.token, { requestState: state, inputResponses: { [key!]: sampled } })).json();
+    expect(again.error).toMatchObject({ code: -32602 });
+  });
+
+  test("a client that declared no sampling: the server's request is refused, the call still answers", async () => {
+    const id = await connectedConnector(t.api, everything.url);
+    const call = { method: "tools/call", params: { name: "trigger-sampling-request", arguments: { prompt: "p", maxTokens: 5 } } };
+    const answer = await (await as(t.admin.token)(modernRequest(proxyUrl(id), call))).json();
+    expect(answer.result ?? answer.error).toBeDefined();
+    expect(answer.result?.resultType).not.toBe("input_required");
   });
 });

@@ -30,6 +30,7 @@ export function modernRequest(
   body: { id?: unknown; method: string; params?: Record<string, unknown> },
   headers: Record<string, string | undefined> = {},
   version = MODERN,
+  capabilities: Record<string, unknown> = {},
 ) {
   const name = (body.params?.name ?? body.params?.uri) as string | undefined;
   const all: Record<string, string | undefined> = {
@@ -53,7 +54,7 @@ export function modernRequest(
           ...(body.params?._meta as object),
           "io.modelcontextprotocol/protocolVersion": version,
           "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-          "io.modelcontextprotocol/clientCapabilities": {},
+          "io.modelcontextprotocol/clientCapabilities": capabilities,
         },
       },
     }),
