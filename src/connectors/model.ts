@@ -61,6 +61,51 @@ export const ToolChange = t.Object({
 });
 export type ToolChange = typeof ToolChange.static;
 
+/**
+ * A tool's definition as its server listed it: the parts pinning compares (proxy/tool-pins.ts `DEFINITION`). What the
+ * server sent is kept as it was, so each part is any JSON; only the name is sure to be a string.
+ */
+export const ToolDefinition = t.Object(
+  {
+    name: t.String(),
+    title: t.Optional(t.Unknown()),
+    description: t.Optional(t.Unknown()),
+    inputSchema: t.Optional(t.Unknown()),
+    outputSchema: t.Optional(t.Unknown()),
+    annotations: t.Optional(t.Unknown()),
+  },
+  { title: "ToolDefinition" },
+);
+export type ToolDefinition = typeof ToolDefinition.static;
+
+/** A tool of a listing, as pinning records it: the server's name, the digest of its definition, the definition. */
+export type SeenTool = { name: string; digest: string; definition: ToolDefinition };
+
+/** A changed tool with both definitions, for a person to compare before approving (GET …/tools/changes). */
+export const ToolChangeDetail = t.Object(
+  {
+    ...ToolChange.properties,
+    approved: t.Union([ToolDefinition, t.Null()], {
+      description: "The approved definition; null for a tool added since the first listing",
+    }),
+    current: t.Union([ToolDefinition, t.Null()], {
+      description: "The definition as the server last listed it; null when it was recorded before definitions were kept",
+    }),
+  },
+  { title: "ToolChangeDetail" },
+);
+export type ToolChangeDetail = typeof ToolChangeDetail.static;
+
+export const ToolChangeList = t.Object({ items: t.Array(ToolChangeDetail) }, { title: "ToolChangeList" });
+export type ToolChangeList = typeof ToolChangeList.static;
+
+/** The server's tools as it lists them now, before the connector's tool policy and pinning (GET …/tools). */
+export const ServerToolList = t.Object(
+  { items: t.Array(ToolDefinition, { description: "Every page of the server's tools/list, in its order" }) },
+  { title: "ServerToolList" },
+);
+export type ServerToolList = typeof ServerToolList.static;
+
 export const Connector = t.Object(
   {
     id: t.String({ format: "uuid" }),
