@@ -15,7 +15,11 @@ export const MAX_HEADER_VALUE_LENGTH = 8192;
 /** A tool name as a server may spell it (the policy names a server's tools by their own names). */
 const ServerToolName = t.String({ minLength: 1, maxLength: 256 });
 /** A name the policy gives a tool: MCP 2025-11-25's tool name rules (1 to 128 of A-Z a-z 0-9 _ - . /). */
-const ExposedToolName = t.String({ pattern: "^[A-Za-z0-9_./-]{1,128}$", description: "1 to 128 of A-Z a-z 0-9 _ - . /" });
+const ExposedToolName = t.String({
+  pattern: "^[A-Za-z0-9_./-]{1,128}$",
+  description: "1 to 128 of A-Z a-z 0-9 _ - . /",
+  error: "must be 1 to 128 of A-Z a-z 0-9 _ - . / (MCP's tool name rules)",
+});
 
 /**
  * Which of a server's tools clients see, and as what (docs/behaviour.md "Tool policy"). The proxy applies it to both MCP eras:

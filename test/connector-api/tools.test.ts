@@ -76,6 +76,27 @@ describe("the server's tools, before the policy", () => {
   });
 });
 
+describe("a tool policy's refusals name the field", () => {
+  test("a bad new name, a description too long and two tools given one name: 422 at the tool's own field", async () => {
+    const { body } = await alice.api("POST", "/api/v1/connectors", { body: { url: "https://fields.example/mcp" } });
+    const refused = async (tool_policy: unknown) => {
+      const res = await alice.api("PATCH", `/api/v1/connectors/${body.id}`, { body: { tool_policy } });
+      expectProblem(res, 422);
+      return res.body.errors;
+    };
+    expect(await refused({ rename: { alpha: "two words" } })).toEqual([
+      { field: "body.tool_policy.rename.alpha", detail: expect.stringContaining("1 to 128 of A-Z a-z 0-9") },
+    ]);
+    expect(await refused({ descriptions: { beta: "x".repeat(4097) } })).toEqual([
+      { field: "body.tool_policy.descriptions.beta", detail: expect.stringContaining("4096") },
+    ]);
+    expect(await refused({ rename: { alpha: "same", beta: "same" } })).toEqual([
+      { field: "body.tool_policy.rename.beta", detail: 'gives "alpha" and "beta" the same name "same"' },
+    ]);
+    expect(await refused({ pin: "sometimes" })).toEqual([{ field: "body.tool_policy.pin", detail: expect.any(String) }]);
+  });
+});
+
 describe("changed tools with both definitions", () => {
   test("a changed description and a new tool: approved and current definitions; approving one leaves the other", async () => {
     const s = await setUp("https://changes.example", { pin: "strict" });
