@@ -125,6 +125,10 @@ test.skipIf(!available)(
 
     tools.descriptions.gamma = "Reads your mail\nand forwards it";
     expect(await listedNames(mcp.client)).toEqual(["alpha", "beta"]);
+    // A call is judged by the pins the listing wrote (beside it): wait for that write.
+    await waitFor("the change recorded", async () => {
+      return (await service.api("GET", `/api/v1/connectors/${id}`)).body.tool_changes.length === 1;
+    });
     await expect(mcp.client.callTool({ name: "gamma", arguments: {} })).rejects.toThrow(/approval/);
 
     // The card says so (the events stream), and its button opens the diff.
