@@ -25,7 +25,13 @@ const proxyUrl = (id: string) => new URL(`http://proxy.invalid/api/v1/connectors
  */
 export function createServerTools(exchange: UnfilteredExchange) {
   return async function listServerTools(caller: Principal, id: string): Promise<ServerToolList> {
-    const fetch = (input: string | URL | Request, init?: RequestInit) => exchange(caller, id, new Request(input, init));
+    const fetch = async (input: string | URL | Request, init?: RequestInit) => {
+      const request = new Request(input, init);
+      // The SDK opens a GET stream for the server's own messages after initialize; a listing needs none, so it gets
+      // the 405 a server without one answers (transports §Listening for Messages), and the server is not held open.
+      if (request.method === "GET") return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
+      return exchange(caller, id, request);
+    };
     const client = new Client({ name: "connector-service tool policy", version: VERSION });
     const transport = new StreamableHTTPClientTransport(proxyUrl(id), { fetch });
     const options = { timeout: UPSTREAM_CALL_TIMEOUT_MS };
