@@ -155,6 +155,7 @@ test.skipIf(!available)(
     await page.locator("#status:has-text('Approved gamma')").waitFor();
     await change.waitFor({ state: "detached" });
     await card.locator("[data-tool-changes]").waitFor({ state: "detached" });
+    expect(await dialog.locator('[data-tool="gamma"]').textContent()).not.toContain("needs approval");
 
     expect(await listedNames(mcp.client)).toEqual(["alpha", "beta", "gamma"]);
     expect(toolText(await mcp.client.callTool({ name: "gamma", arguments: {} }))).toBe("called gamma");

@@ -72,6 +72,10 @@ export function openTools(c, name, onSaved) {
         try {
           const result = await api("POST", pathOf(c.id, "/tools/approve"), names ? { names } : undefined);
           saved(result);
+          // The rows' "needs approval" notes of what is approved now go (the rows keep any unsaved edits).
+          const still = new Set(result.tool_changes.map((change) => change.name));
+          for (const note of form.querySelectorAll("[data-pending]"))
+            if (!still.has(note.closest("[data-tool]").dataset.tool)) note.remove();
           announce(names ? `Approved ${names.join(", ")}.` : "Approved every changed tool.");
           renderChanges((await api("GET", pathOf(c.id, "/tools/changes"))).items);
           const heading = changes.querySelector("h3") ?? form.querySelector("legend");
@@ -230,7 +234,7 @@ function row(toolName, tool, policy, allowMode, pendingChange) {
       "div",
       { class: "tool-name" },
       h("strong", {}, toolName),
-      note ? h("span", { class: "muted" }, ` (${note})`) : null,
+      note ? h("span", { class: "muted", "data-pending": pendingChange ? "" : undefined }, ` (${note})`) : null,
       h("label", { class: "choice", for: ids.shown }, toggle, h("span", {}, "Shown to clients", hidden(`: ${toolName}`))),
     ),
     h(
