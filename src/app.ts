@@ -53,6 +53,7 @@ import { createTracing } from "./observability/tracing";
 import { createPresetCatalog } from "./presets/catalog";
 import { presetRoutes } from "./presets/routes";
 import { proxyEntry } from "./proxy/entry";
+import { createServerTools } from "./proxy/server-tools";
 import { proxyRoutes } from "./proxy/routes";
 import { createProxyService } from "./proxy/service";
 import { createStreamLimits } from "./proxy/stream-limits";
@@ -242,6 +243,8 @@ export function createServices(deps: Deps) {
     deployments,
     presets: base.presets,
     proxy,
+    // The console's tool policy editor lists the server's tools before the policy (proxy/server-tools.ts).
+    serverTools: createServerTools((caller, id, request) => proxy.handle(caller, id, request, { policy: false })),
     providers,
     audit,
     tracing,
@@ -491,7 +494,7 @@ export function buildApp(deps: Deps, services: Services = createServices(deps)) 
     .use(oauthRoutes(services.callback, deps.publicUrl))
     .use(eventRoutes(services.eventStreams, auth))
     .use(auditRoutes(services.audit, auth))
-    .use(connectorRoutes(services.connectors, services.connections, auth, apiBody))
+    .use(connectorRoutes(services.connectors, services.connections, services.serverTools, auth, apiBody))
     .use(proxyRoutes(services.proxyEntry))
     .use(virtualServerRoutes(services.virtualServers, auth, apiBody))
     .use(virtualMcpRoutes(services.virtualEntry))

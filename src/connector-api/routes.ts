@@ -5,6 +5,8 @@ import {
   Connector,
   ConnectorList,
   CreateConnectorBody,
+  ServerToolList,
+  ToolChangeList,
   UpdateConnectorBody,
 } from "../connectors/model";
 import type { ConnectorService } from "../connectors/service";
@@ -14,7 +16,11 @@ import type { ApiBodyPlugin } from "../http/json-body";
 import { ListQuery } from "../http/pages";
 import { IdParams } from "../http/params";
 import type { AuthPlugin } from "../users/auth-plugin";
+import type { Principal } from "../users/model";
 import type { ConnectionService } from "./connections";
+
+/** The server's tools before the tool policy, by an MCP session through the proxy (app.ts wires proxy/server-tools.ts). */
+export type ServerTools = (caller: Principal, id: string) => Promise<ServerToolList>;
 
 const connectorProblems = { 401: Problem, 404: Problem, 409: Problem, 422: Problem };
 
@@ -26,6 +32,7 @@ const connectorProblems = { 401: Problem, 404: Problem, 409: Problem, 422: Probl
 export function connectorRoutes(
   connectors: ConnectorService,
   connections: ConnectionService,
+  serverTools: ServerTools,
   auth: AuthPlugin,
   apiBody: ApiBodyPlugin,
 ) {
@@ -62,6 +69,26 @@ export function connectorRoutes(
       params: IdParams,
       response: { 200: Connector, ...connectorProblems },
       detail: { summary: "Get a connector" },
+    })
+    .get("/:id/tools", ({ principal, params }) => serverTools(principal, params.id), {
+      auth: true,
+      params: IdParams,
+      response: { 200: ServerToolList, ...connectorProblems, 502: Problem, 504: Problem },
+      detail: {
+        summary: "List the server's tools, before the tool policy",
+        description:
+          "Every page of the connected server's `tools/list`, as the server names and describes its tools: those the tool policy or strict pinning hide are there too (this is what the policy is written against; clients at the proxy URL see the policy's view). One MCP session through the proxy, so the connector's credentials, refresh and audit apply: 409 when the connector is not connected, 502/504 when the server fails or is silent.",
+      },
+    })
+    .get("/:id/tools/changes", ({ principal, params }) => connectors.toolChanges(principal, params.id), {
+      auth: true,
+      params: IdParams,
+      response: { 200: ToolChangeList, ...connectorProblems },
+      detail: {
+        summary: "Compare changed tools with their approved definitions",
+        description:
+          "With tool pinning: each tool of `tool_changes` with the definition a person approved (`approved`, null for a tool added since the first listing) and the one the server lists now (`current`), by name. Approve with POST …/tools/approve.",
+      },
     })
     .post("/:id/tools/approve", ({ principal, params, body }) => connectors.approveTools(principal, params.id, body?.names), {
       auth: true,

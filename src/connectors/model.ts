@@ -15,7 +15,11 @@ export const MAX_HEADER_VALUE_LENGTH = 8192;
 /** A tool name as a server may spell it (the policy names a server's tools by their own names). */
 const ServerToolName = t.String({ minLength: 1, maxLength: 256 });
 /** A name the policy gives a tool: MCP 2025-11-25's tool name rules (1 to 128 of A-Z a-z 0-9 _ - . /). */
-const ExposedToolName = t.String({ pattern: "^[A-Za-z0-9_./-]{1,128}$", description: "1 to 128 of A-Z a-z 0-9 _ - . /" });
+const ExposedToolName = t.String({
+  pattern: "^[A-Za-z0-9_./-]{1,128}$",
+  description: "1 to 128 of A-Z a-z 0-9 _ - . /",
+  error: "must be 1 to 128 of A-Z a-z 0-9 _ - . / (MCP's tool name rules)",
+});
 
 /**
  * Which of a server's tools clients see, and as what (docs/behaviour.md "Tool policy"). The proxy applies it to both MCP eras:
@@ -60,6 +64,51 @@ export const ToolChange = t.Object({
   detected_at: t.String({ format: "date-time" }),
 });
 export type ToolChange = typeof ToolChange.static;
+
+/**
+ * A tool's definition as its server listed it: the parts pinning compares (proxy/tool-pins.ts `DEFINITION`). What the
+ * server sent is kept as it was, so each part is any JSON; only the name is sure to be a string.
+ */
+export const ToolDefinition = t.Object(
+  {
+    name: t.String(),
+    title: t.Optional(t.Unknown()),
+    description: t.Optional(t.Unknown()),
+    inputSchema: t.Optional(t.Unknown()),
+    outputSchema: t.Optional(t.Unknown()),
+    annotations: t.Optional(t.Unknown()),
+  },
+  { title: "ToolDefinition" },
+);
+export type ToolDefinition = typeof ToolDefinition.static;
+
+/** A tool of a listing, as pinning records it: the server's name, the digest of its definition, the definition. */
+export type SeenTool = { name: string; digest: string; definition: ToolDefinition };
+
+/** A changed tool with both definitions, for a person to compare before approving (GET …/tools/changes). */
+export const ToolChangeDetail = t.Object(
+  {
+    ...ToolChange.properties,
+    approved: t.Union([ToolDefinition, t.Null()], {
+      description: "The approved definition; null for a tool added since the first listing",
+    }),
+    current: t.Union([ToolDefinition, t.Null()], {
+      description: "The definition as the server last listed it; null when it was recorded before definitions were kept",
+    }),
+  },
+  { title: "ToolChangeDetail" },
+);
+export type ToolChangeDetail = typeof ToolChangeDetail.static;
+
+export const ToolChangeList = t.Object({ items: t.Array(ToolChangeDetail) }, { title: "ToolChangeList" });
+export type ToolChangeList = typeof ToolChangeList.static;
+
+/** The server's tools as it lists them now, before the connector's tool policy and pinning (GET …/tools). */
+export const ServerToolList = t.Object(
+  { items: t.Array(ToolDefinition, { description: "Every page of the server's tools/list, in its order" }) },
+  { title: "ServerToolList" },
+);
+export type ServerToolList = typeof ServerToolList.static;
 
 export const Connector = t.Object(
   {

@@ -1,4 +1,5 @@
 import type { Logger } from "../observability/logger";
+import type { SeenTool } from "./model";
 import type { ConnectorRepository, ConnectorRow } from "./repository";
 
 export type PinRecordsDeps = {
@@ -16,7 +17,7 @@ export function createPinRecords({ connectorRows: rows, clock, log }: PinRecords
   const writes = new Map<string, Promise<void>>();
 
   /** Records a listing's tool pins (repository.ts) and says in the log what differs from the approved. */
-  async function write(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> {
+  async function write(row: ConnectorRow, seen: SeenTool[], complete: boolean): Promise<void> {
     try {
       const changed = await rows.recordToolPins(row.id, seen, complete, clock());
       const changes = changed?.tool_changes ?? [];
@@ -34,7 +35,7 @@ export function createPinRecords({ connectorRows: rows, clock, log }: PinRecords
 
   return {
     list: (connectorId: string) => rows.toolPins(connectorId),
-    record(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void> {
+    record(row: ConnectorRow, seen: SeenTool[], complete: boolean): Promise<void> {
       const next = (writes.get(row.id) ?? Promise.resolve()).then(() => write(row, seen, complete));
       writes.set(row.id, next);
       void next.then(() => {

@@ -3,7 +3,7 @@ import { hasRoom } from "../db/caps";
 import { newestFirstPage, type PageCursor } from "../db/pages";
 import { createTtlCache } from "../cache/ttl-cache";
 import type { Store, TransactionBody } from "../db/store";
-import type { ConnectorEventType, ConnectorState, ToolChange } from "./model";
+import type { ConnectorEventType, ConnectorState, SeenTool, ToolChange, ToolChangeDetail } from "./model";
 import {
   connector_events as sqliteEvents,
   connector_eventsPg,
@@ -64,12 +64,9 @@ export type ConnectorRepository = {
    * (`complete`: a page without a next cursor) what is seen is approved as it is. Returns the connector when its
    * tool_changes changed (an event was written), else undefined.
    */
-  recordToolPins(
-    connectorId: string,
-    seen: { name: string; digest: string }[],
-    complete: boolean,
-    at: number,
-  ): Promise<ConnectorRow | undefined>;
+  recordToolPins(connectorId: string, seen: SeenTool[], complete: boolean, at: number): Promise<ConnectorRow | undefined>;
+  /** The tools whose definition is not the approved one, with both definitions (read afresh, never cached). */
+  toolChanges(connectorId: string): Promise<ToolChangeDetail[]>;
   /** Approves the current definitions of `names` (all changed tools when undefined); the connector, or undefined if none. */
   approveToolPins(connectorId: string, names: string[] | undefined, at: number): Promise<ConnectorRow | undefined>;
   /** Events after `afterId`, oldest first (at most `limit`). */
@@ -79,6 +76,28 @@ export type ConnectorRepository = {
   /** Forgets events older than `before`; how many. */
   deleteEventsBefore(before: number): Promise<number>;
 };
+
+/** Pins whose definition is not the approved one, by name. */
+const changedPins = (pins: ToolPinRow[]) =>
+  pins.filter((pin) => pin.digest !== pin.approved_digest).sort((a, b) => a.name.localeCompare(b.name));
+
+const changeOf = (pin: ToolPinRow): ToolChange => ({
+  name: pin.name,
+  change: pin.approved_digest === null ? "added" : "changed",
+  detected_at: new Date(pin.changed_at ?? pin.first_seen_at).toISOString(),
+});
+
+/** What a listing changes of a known pin: a new digest with its definition, or a definition it lacked; else nothing. */
+function pinUpdate(
+  pin: ToolPinRow,
+  digest: string,
+  definition: SeenTool["definition"],
+  at: number,
+): Partial<ToolPinRow> | undefined {
+  if (pin.digest !== digest) return { digest, definition, changed_at: at };
+  if (pin.definition !== null) return undefined;
+  return { definition, ...(pin.approved_digest === digest && { approved_definition: definition }) };
+}
 
 /** How long a connector row read for the proxy may be reused (see cache/ttl-cache.ts). */
 export const CONNECTOR_CACHE_MS = 1000;
@@ -131,15 +150,7 @@ export function createConnectorRepository(
   }
 
   /** The tools whose definition is not the approved one, as the connector's view shows them. */
-  const changesOf = (pins: ToolPinRow[]): ToolChange[] =>
-    pins
-      .filter((pin) => pin.digest !== pin.approved_digest)
-      .map((pin) => ({
-        name: pin.name,
-        change: pin.approved_digest === null ? ("added" as const) : ("changed" as const),
-        detected_at: new Date(pin.changed_at ?? pin.first_seen_at).toISOString(),
-      }))
-      .sort((a, b) => a.name.localeCompare(b.name));
+  const changesOf = (pins: ToolPinRow[]): ToolChange[] => changedPins(pins).map(changeOf);
   const sameChanges = (a: ToolChange[] | null, b: ToolChange[]) => JSON.stringify(a ?? []) === JSON.stringify(b);
 
   /** After a settings or pin write: this process reads the pins and the row afresh, and its event readers hear of it. */
@@ -209,7 +220,7 @@ export function createConnectorRepository(
         const baseline = connector.tools_pinned_at === null;
         const pins: ToolPinRow[] = yield tx.select().from(tools).where(eq(tools.connector_id, connectorId));
         const known: Record<string, ToolPinRow> = Object.fromEntries(pins.map((pin) => [pin.name, pin]));
-        for (const { name, digest } of seen) {
+        for (const { name, digest, definition } of seen) {
           const pin = Object.hasOwn(known, name) ? known[name] : undefined;
           if (!pin) {
             const added: ToolPinRow = {
@@ -217,18 +228,23 @@ export function createConnectorRepository(
               name,
               digest,
               approved_digest: baseline ? digest : null,
+              definition,
+              approved_definition: baseline ? definition : null,
               first_seen_at: at,
               changed_at: baseline ? null : at,
             };
             yield tx.insert(tools).values(added).onConflictDoNothing();
             known[name] = added;
-          } else if (pin.digest !== digest) {
-            yield tx
-              .update(tools)
-              .set({ digest, changed_at: at })
-              .where(and(eq(tools.connector_id, connectorId), eq(tools.name, name)));
-            known[name] = { ...pin, digest, changed_at: at };
+            continue;
           }
+          // Pins written before definitions were kept get theirs now: the approved one too, while it is the same.
+          const update = pinUpdate(pin, digest, definition, at);
+          if (!update) continue;
+          yield tx
+            .update(tools)
+            .set(update)
+            .where(and(eq(tools.connector_id, connectorId), eq(tools.name, name)));
+          known[name] = { ...pin, ...update };
         }
         const changes = changesOf(Object.values(known));
         const settings: ConnectorSettings = {
@@ -249,13 +265,18 @@ export function createConnectorRepository(
           if (pin.digest === pin.approved_digest || (wanted && !wanted.has(pin.name))) continue;
           yield tx
             .update(tools)
-            .set({ approved_digest: pin.digest })
+            .set({ approved_digest: pin.digest, approved_definition: pin.definition })
             .where(and(eq(tools.connector_id, connectorId), eq(tools.name, pin.name)));
           pin.approved_digest = pin.digest;
+          pin.approved_definition = pin.definition;
         }
         return yield* updateSettings(tx, connectorId, { tool_changes: changesOf(pins) }, at);
       });
       return written(connectorId, row);
+    },
+    async toolChanges(connectorId) {
+      const pins = await db.select().from(tools).where(eq(tools.connector_id, connectorId));
+      return changedPins(pins).map((pin) => ({ ...changeOf(pin), approved: pin.approved_definition, current: pin.definition }));
     },
     eventsAfter: async (afterId, limit) =>
       db.select().from(events).where(gt(events.id, afterId)).orderBy(asc(events.id)).limit(limit),

@@ -9,7 +9,7 @@ import { parseConnectorUrl } from "../urls/server-url";
 import type { Principal } from "../users/model";
 import { sealContext } from "./sealing";
 import { readPage, type ListQuery } from "../http/pages";
-import { type Connector, type ConnectorList, type CreateConnectorBody, type ToolPolicy } from "./model";
+import { type Connector, type ConnectorList, type CreateConnectorBody, type ToolChangeList, type ToolPolicy } from "./model";
 import { checkToolPolicy } from "./tool-policy";
 import type { ConnectorRepository, ConnectorRow, TargetColumns } from "./repository";
 
@@ -97,6 +97,12 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       const written = await rows.approveToolPins(id, names, clock());
       if (!written) throw new NotFound(`No connector ${id}`);
       return connectorView(written);
+    },
+
+    /** The tools `tool_changes` names, each with its approved and its current definition, to compare before approving. */
+    async toolChanges(caller: Principal, id: string): Promise<ToolChangeList> {
+      await owned(caller, id);
+      return { items: await rows.toolChanges(id) };
     },
 
     /** PATCH's settings: `metadata` fields replace the stored ones (the others stay); `tool_policy` replaces the policy (null: none). */

@@ -11,6 +11,7 @@ import {
   type ConnectorEventData,
   type VirtualServerEventData,
   type ToolChange,
+  type ToolDefinition,
   type ToolPolicy,
 } from "./model";
 
@@ -126,7 +127,8 @@ export const connector_eventsPg = pgTable(
 
 /**
  * Tool pinning (proxy/tool-pins.ts): a digest of each tool's definition as the server last listed it, and the digest a
- * person approved (the first whole listing is approved as it is). They differ when a server changed a tool.
+ * person approved (the first whole listing is approved as it is). They differ when a server changed a tool. The
+ * definitions themselves are kept beside them, so the change can be shown (null for pins written before they were).
  */
 export const connector_tools = sqliteTable(
   "connector_tools",
@@ -137,6 +139,9 @@ export const connector_tools = sqliteTable(
     name: text("name").notNull(),
     digest: text("digest").notNull(),
     approved_digest: text("approved_digest"),
+    /** The definitions behind the two digests, for a person comparing them (plain: a server's tools are no secret). */
+    definition: text("definition", { mode: "json" }).$type<ToolDefinition>(),
+    approved_definition: text("approved_definition", { mode: "json" }).$type<ToolDefinition>(),
     first_seen_at: integer("first_seen_at").notNull(),
     changed_at: integer("changed_at"),
   },
@@ -152,6 +157,8 @@ export const connector_toolsPg = pgTable(
     name: pgText("name").notNull(),
     digest: pgText("digest").notNull(),
     approved_digest: pgText("approved_digest"),
+    definition: jsonb("definition").$type<ToolDefinition>(),
+    approved_definition: jsonb("approved_definition").$type<ToolDefinition>(),
     first_seen_at: millis("first_seen_at").notNull(),
     changed_at: millis("changed_at"),
   },

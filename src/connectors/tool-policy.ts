@@ -42,7 +42,7 @@ export function checkToolPolicy(policy: ToolPolicy): void {
     const other = exposed.get(name);
     if (other !== undefined)
       throw invalidField(
-        "body.tool_policy.rename",
+        `body.tool_policy.rename.${server}`,
         `gives ${JSON.stringify(other)} and ${JSON.stringify(server)} the same name ${JSON.stringify(name)}`,
       );
     exposed.set(name, server);
@@ -51,7 +51,7 @@ export function checkToolPolicy(policy: ToolPolicy): void {
   for (const [name, server] of exposed) {
     if (name !== server && !Object.hasOwn(policy.rename ?? {}, name) && (policy.allow?.includes(name) ?? false)) {
       throw invalidField(
-        "body.tool_policy.rename",
+        `body.tool_policy.rename.${server}`,
         `renames ${JSON.stringify(server)} to ${JSON.stringify(name)}, which another allowed tool is called`,
       );
     }

@@ -14,6 +14,8 @@ import connectorsJs from "./assets/connectors.js" with { type: "text" };
 import domJs from "./assets/dom.js" with { type: "text" };
 import mcpJs from "./assets/mcp.js" with { type: "text" };
 import tokensJs from "./assets/tokens.js" with { type: "text" };
+import toolDiffJs from "./assets/tool-diff.js" with { type: "text" };
+import toolsJs from "./assets/tools.js" with { type: "text" };
 import tryitJs from "./assets/tryit.js" with { type: "text" };
 import usersJs from "./assets/users.js" with { type: "text" };
 import virtualServersJs from "./assets/virtual-servers.js" with { type: "text" };
@@ -33,6 +35,8 @@ const FILES: [path: string, body: string, type: string][] = [
   [`${CONSOLE_ASSETS}/connectors.js`, connectorsJs, JS],
   [`${CONSOLE_ASSETS}/mcp.js`, mcpJs, JS],
   [`${CONSOLE_ASSETS}/tryit.js`, tryitJs, JS],
+  [`${CONSOLE_ASSETS}/tools.js`, toolsJs, JS],
+  [`${CONSOLE_ASSETS}/tool-diff.js`, toolDiffJs, JS],
   [`${CONSOLE_ASSETS}/clients.js`, clientsJs, JS],
   [`${CONSOLE_ASSETS}/virtual-servers.js`, virtualServersJs, JS],
   [`${CONSOLE_ASSETS}/audit.js`, auditJs, JS],

@@ -41,10 +41,26 @@ function asAppError(code: string | number, error: unknown, request: Request): un
   return error;
 }
 
+/** What TypeBox says of one value (its ValueError): a union's also says what each variant found wrong. */
+type ValueIssue = { path?: unknown; message?: unknown; schema?: unknown; errors?: Iterable<ValueIssue>[] };
+
+/**
+ * A union's error as the errors of the variant the value was meant for: "tool_policy.rename.x: must match …" rather
+ * than "tool_policy: Expected union value". That variant is the one whose errors lie deeper than the union (it took
+ * the value's shape; `null` or another type fails at the union's own path); when none does, the union's own stays.
+ */
+function specific(e: ValueIssue): ValueIssue[] {
+  const path = typeof e.path === "string" ? e.path : "";
+  const deeper = (e.errors ?? [])
+    .map((variant) => [...variant])
+    .filter((issues) => issues.length > 0 && issues.every((i) => typeof i.path === "string" && i.path.startsWith(`${path}/`)));
+  return deeper.length > 0 ? deeper[0]!.flatMap(specific) : [e];
+}
+
 function validationErrors(error: ValidationError): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
-  for (const e of error.all) {
+  for (const e of (error.all as ValueIssue[]).flatMap(specific)) {
     const path = "path" in e && typeof e.path === "string" ? e.path : "";
     const field = `${error.type}${path.replaceAll("/", ".")}`;
     // A schema's own `error` says it in words ("must be a whole number from 1 to 100"), else TypeBox's message.

@@ -1,3 +1,4 @@
+import type { SeenTool } from "../connectors/model";
 import type { ConnectorRow, ToolPinRow } from "../connectors/repository";
 import { compileToolPolicy, type CompiledToolPolicy } from "../connectors/tool-policy";
 import type { ToolView } from "./tool-filter";
@@ -6,7 +7,7 @@ import { createPinning } from "./tool-pins";
 /** A connector's tool pins, and where a listing's tools are recorded (off the request: it does not wait). */
 export type PinStore = {
   list(connectorId: string): Promise<ToolPinRow[]>;
-  record(row: ConnectorRow, seen: { name: string; digest: string }[], complete: boolean): Promise<void>;
+  record(row: ConnectorRow, seen: SeenTool[], complete: boolean): Promise<void>;
 };
 
 /**

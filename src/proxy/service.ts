@@ -65,10 +65,15 @@ export function createProxyService(deps: ProxyServiceDeps) {
   const send = createSender(deps);
 
   /** One admitted exchange, from its request to the answer the client gets (before the observer reads it). */
-  async function exchange({ caller, row, release }: Admitted, request: Request, observation: Observation): Promise<Response> {
+  async function exchange(
+    { caller, row, release }: Admitted,
+    request: Request,
+    observation: Observation,
+    policy: boolean,
+  ): Promise<Response> {
     const target = targets.target(row);
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
-    const view = await viewOf(row);
+    const view = policy ? await viewOf(row) : undefined;
     const outgoing = await readRequest(caller.id, request, {
       decide: view !== undefined || observation.reads,
       replay: row.auth_method === "oauth",
@@ -125,9 +130,10 @@ export function createProxyService(deps: ProxyServiceDeps) {
 
     /**
      * Relays one MCP request of `caller` to the connector's server, holding one of the caller's and the connector's
-     * places (stream-limits.ts) until the exchange is over.
+     * places (stream-limits.ts) until the exchange is over. `policy: false` leaves the tool policy and pinning out:
+     * only the owner's own listing of the server's tools asks for that (server-tools.ts), to edit the policy.
      */
-    async handle(caller: Principal, id: string, request: Request): Promise<Response> {
+    async handle(caller: Principal, id: string, request: Request, { policy = true } = {}): Promise<Response> {
       const admitted = await admit(caller, id);
       if (deps.eraBridges?.wants(admitted.row, request)) {
         // The bridge's own requests come back here in the server's era, each admitted and observed as any other.
@@ -136,7 +142,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
       }
       const observation = observer.begin(caller, admitted.row, request);
       try {
-        return await observation.answered(await exchange(admitted, request, observation));
+        return await observation.answered(await exchange(admitted, request, observation, policy));
       } catch (e) {
         admitted.release();
         observation.failed(e);

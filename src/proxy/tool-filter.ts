@@ -3,7 +3,7 @@ import { eventData } from "./event-data";
 import { readCapped } from "../http/read-capped";
 import { rpcError, type RpcMessage } from "./message";
 import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
-import { toolDigest, type Pinning } from "./tool-pins";
+import { seenTool, type Pinning } from "./tool-pins";
 
 /** A connector's policy on the wire, with its pins when the policy pins tool definitions. */
 export type ToolView = CompiledToolPolicy & { pinning?: Pinning };
@@ -76,12 +76,9 @@ export function rewriteToolList(result: unknown, view: ToolView): unknown {
   let hiddenByPins = (_: { name: string }) => false;
   if (view.pinning) {
     const pinning = view.pinning;
-    const digests = new Map(tools.map((tool) => [tool, toolDigest(tool)]));
-    pinning.observe(
-      tools.map((tool) => ({ name: tool.name, digest: digests.get(tool)! })),
-      (result as { nextCursor?: unknown }).nextCursor === undefined,
-    );
-    hiddenByPins = (tool) => pinning.hidden(tool.name, digests.get(tool)!);
+    const seen = new Map(tools.map((tool) => [tool, seenTool(tool)]));
+    pinning.observe([...seen.values()], (result as { nextCursor?: unknown }).nextCursor === undefined);
+    hiddenByPins = (tool) => pinning.hidden(tool.name, seen.get(tool)!.digest);
   }
   const shown = tools.filter((tool) => view.visible(tool.name) && !hiddenByPins(tool));
   // A tool renamed to another's own name takes it: the other would not be callable, so it is not listed either.

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { SeenTool, ToolDefinition } from "../connectors/model";
 import type { ConnectorRow, ToolPinRow } from "../connectors/repository";
 
 /**
@@ -21,9 +22,12 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-export function toolDigest(tool: Record<string, unknown>): string {
-  const definition = Object.fromEntries(DEFINITION.map((key) => [key, tool[key]]));
-  return createHash("sha256").update(canonical(definition)).digest("hex");
+/** A listed tool as pinning keeps it: its definition (the parts above, as the server sent them) and that one's digest. */
+export function seenTool(tool: { name: string } & Record<string, unknown>): SeenTool {
+  const definition = Object.fromEntries(
+    DEFINITION.filter((key) => tool[key] !== undefined).map((key) => [key, tool[key]]),
+  ) as ToolDefinition;
+  return { name: tool.name, digest: createHash("sha256").update(canonical(definition)).digest("hex"), definition };
 }
 
 export type Pinning = {
@@ -32,13 +36,13 @@ export type Pinning = {
   /** The same for a call, by the server's name: from the pins, as the last listing left them. */
   hiddenByName(name: string): boolean;
   /** What a listing page showed (server names and digests); `complete`: it was the last page. */
-  observe(seen: { name: string; digest: string }[], complete: boolean): void;
+  observe(seen: SeenTool[], complete: boolean): void;
 };
 
 export function createPinning(
   row: ConnectorRow,
   pins: ToolPinRow[],
-  record: (seen: { name: string; digest: string }[], complete: boolean) => void,
+  record: (seen: SeenTool[], complete: boolean) => void,
 ): Pinning {
   const strict = row.tool_policy?.pin === "strict";
   const pinned = row.tools_pinned_at !== null;

@@ -26,7 +26,8 @@ function recorder(delays: Record<string, number>, failing: string[] = []) {
     log: createLogger({ level: "debug", write: (line) => lines.push(line) }),
   });
   const row = (id: string) => ({ id, owner_id: "u" }) as ConnectorRow;
-  const record = (id: string, page: string, complete = false) => pins.record(row(id), [{ name: page, digest: "d" }], complete);
+  const record = (id: string, page: string, complete = false) =>
+    pins.record(row(id), [{ name: page, digest: "d", definition: { name: page } }], complete);
   return { events, lines, record };
 }
 

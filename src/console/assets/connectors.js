@@ -1,8 +1,9 @@
 // Connectors: the list (kept current by the events stream), create, edit (URL and metadata), connect (OAuth in a
 // window of its own, or headers), re-authorize, disconnect, delete, the proxy URL to copy, "Try it" (tryit.js) and
-// client configurations (clients.js).
+// client configurations (clients.js), its tools and their policy (tools.js).
 import { api, page } from "./api.js";
 import { openClientConfigs } from "./clients.js";
+import { openTools } from "./tools.js";
 import { openTryIt } from "./tryit.js";
 import { announce, busy, confirmAction, copyField, facts, formDialog, h, hidden, replaceKeepingFocus, uid, when } from "./dom.js";
 
@@ -266,6 +267,7 @@ function card(c) {
     actions.push(
       button("clients", "Use from a client", () => openClientConfigs(name, proxyUrlOf(c.id), (knownTools.get(c.id) ?? [])[0])),
     );
+    actions.push(button("tools", "Tools", () => openToolsOf(c.id)));
   }
   if (c.state === "created") actions.push(button("connect", "Connect", () => openConnect(c.id), "button small primary"));
   if (c.state === "auth_required") {
@@ -308,6 +310,23 @@ function card(c) {
         : null,
     );
 
+  const changed = c.tool_changes ?? [];
+  const toolNote = changed.length
+    ? h(
+        "p",
+        { class: "reason waiting", "data-tool-changes": changed.length },
+        `${changed.length === 1 ? "1 tool" : `${changed.length} tools`} changed since approved: `,
+        changed.map((change) => change.name).join(", "),
+        ". ",
+        h(
+          "button",
+          { type: "button", class: "button small", "data-focus-key": "review", onclick: () => openToolsOf(c.id) },
+          "Review changes",
+          hidden(` of ${name}`),
+        ),
+      )
+    : null;
+
   return h(
     "li",
     { class: "card", "data-id": c.id, "data-state": c.state, "aria-labelledby": titleId },
@@ -325,6 +344,7 @@ function card(c) {
     h("p", { class: "url" }, c.url),
     c.metadata && c.metadata.description ? h("p", { class: "muted" }, c.metadata.description) : null,
     note,
+    toolNote,
     facts([
       ["Headers", c.header_names && c.header_names.length ? `${c.header_names.join(", ")} (values hidden)` : null],
       ["Preset", c.preset],
@@ -333,6 +353,15 @@ function card(c) {
     copyField("Proxy URL", proxyUrlOf(c.id)),
     h("div", { class: "actions" }, actions),
   );
+}
+
+/** The tools dialog (tools.js) of a connector; what it saves updates the card. */
+function openToolsOf(id) {
+  const c = connectors.get(id);
+  if (!c) return;
+  openTools(c, nameOf(c), (result) => {
+    if (newer(result, connectors.get(id))) upsert(result);
+  });
 }
 
 // ---- Create ----------------------------------------------------------------------------------------------
