@@ -185,6 +185,7 @@ export function createServices(deps: Deps) {
     // A 2026-07-28 client of a 2025-only server is served over a session the bridge opens through the proxy itself.
     eraBridges: createEraBridges({
       hop: (caller, id, request) => proxy.handle(caller, id, request),
+      kind: "connectors",
       log,
       clock,
       inputTimeoutMs: config.proxy.inputTimeoutMs,
@@ -196,6 +197,24 @@ export function createServices(deps: Deps) {
       [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       forwardSettings,
     ),
+  });
+  const virtualEndpoint = createVirtualEndpoint({
+    servers: virtualServers,
+    sessions: clientSessions,
+    conflicts: conflictNotes,
+    failures: memberFailures,
+    sealer,
+    memberTimeoutMs: config.virtual.memberTimeoutMs,
+    maxMessageBytes: config.proxy.maxMessageBytes,
+    ...(tracing && { tracing }),
+  });
+  // A 2026-07-28 client of a virtual server is served over a 2025 session of it that the caller's bridge keeps.
+  const virtualBridges = createEraBridges({
+    hop: (caller, id, request) => virtualEndpoint.handle(caller, id, request),
+    kind: "virtual-servers",
+    log,
+    clock,
+    inputTimeoutMs: config.proxy.inputTimeoutMs,
   });
   const providers = createProviderService({
     providers: createProviderRepository(deps.store),
@@ -260,22 +279,15 @@ export function createServices(deps: Deps) {
       cors,
     }),
     virtualEntry: virtualEntry({
-      endpoint: createVirtualEndpoint({
-        servers: virtualServers,
-        sessions: clientSessions,
-        conflicts: conflictNotes,
-        failures: memberFailures,
-        sealer,
-        memberTimeoutMs: config.virtual.memberTimeoutMs,
-        maxMessageBytes: config.proxy.maxMessageBytes,
-        ...(tracing && { tracing }),
-      }),
+      endpoint: virtualEndpoint,
+      modern: (caller, id, request) => virtualBridges.serve(caller, id, request),
       authenticate: authentication.proxy,
       publicUrl: deps.publicUrl,
       log,
       requestId: (request) => deps.requestIds.get(request),
       cors,
     }),
+    virtualBridges,
     a2aForward: forwardOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], forwardSettings),
     metrics,
     /** What the scheduler runs on every tick (scheduler/scheduler.ts), in this order; each job is its feature's. */

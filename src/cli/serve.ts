@@ -349,6 +349,7 @@ async function stopService({
   await scheduler.stop();
   await deps.runtime.close();
   await services.proxy.closeBridges().catch(() => undefined);
+  await services.virtualBridges.closeAll().catch(() => undefined);
   const closed = services.proxy.closeNotificationStreams();
   if (closed) log.info("ended notification streams for shutdown", { streams: closed });
   await stopped;

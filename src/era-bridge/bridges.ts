@@ -1,9 +1,9 @@
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { ConnectorRow } from "../connectors/repository";
-import { MODERN_PROTOCOL_VERSION } from "../gateway/era";
+import { isModernPost } from "../gateway/era";
 import { readPostBody } from "../gateway/json-answers";
 import { jsonRpcError } from "../gateway/json-rpc";
-import { ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";
+import { AppError, ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { Principal } from "../users/model";
 import { reopeningTransport } from "./reopening-transport";
@@ -13,6 +13,8 @@ export type Hop = (caller: Principal, connectorId: string, request: Request) => 
 
 export type EraBridgeOptions = {
   hop: Hop;
+  /** What the bridged MCP URLs are ("connectors", "virtual-servers"): the hop routes by id, the URL only names it. */
+  kind: string;
   log: Logger;
   clock: () => number;
   /** A bridge no request used for this long is closed (its upstream session DELETEd). */
@@ -29,9 +31,6 @@ type Bridge = { key: string; gateway: Promise<SharedGateway>; lastUsed: number }
 const loadGateway = async (options: Parameters<typeof import("../gateway/shared").createSharedGateway>[0]) =>
   (await import("../gateway/shared")).createSharedGateway(options);
 
-/** Any URL: the hop routes by connector id, never by URL. */
-const connectorUrl = (id: string) => new URL(`http://bridge.invalid/api/v1/connectors/${id}/mcp`);
-
 /**
  * A 2026-07-28 client in front of a server that speaks only the 2025 session era (docs/behaviour.md "Protocol eras";
  * MCP 2026-07-28 says these two cannot talk, and a gateway is where they can). Each caller of a connector gets one
@@ -42,16 +41,24 @@ const connectorUrl = (id: string) => new URL(`http://bridge.invalid/api/v1/conne
  * reshapes results for 2026-07-28, serves `subscriptions/listen`, cancels upstream a request whose client went away,
  * and parks a call whose server asks the client something (elicitation, sampling, roots) until the client retries it.
  */
-export function createEraBridges({ hop, log, clock, idleMs = 5 * 60_000, maxBridges = 1000, inputTimeoutMs }: EraBridgeOptions) {
+export function createEraBridges({
+  hop,
+  kind,
+  log,
+  clock,
+  idleMs = 5 * 60_000,
+  maxBridges = 1000,
+  inputTimeoutMs,
+}: EraBridgeOptions) {
   const bridges = new Map<string, Bridge>();
 
-  function open(caller: Principal, row: ConnectorRow, key: string): Bridge {
-    const id = row.id;
-    const bridgeLog = log.child({ connector_id: id, component: "era-bridge" });
+  function open(caller: Principal, id: string, key: string): Bridge {
+    const bridgeLog = log.child({ [kind === "connectors" ? "connector_id" : "virtual_server_id"]: id, component: "era-bridge" });
+    const url = new URL(`http://bridge.invalid/api/v1/${kind}/${id}/mcp`);
     const gateway = (async () => {
       const server = reopeningTransport(
         () =>
-          new StreamableHTTPClientTransport(connectorUrl(id), {
+          new StreamableHTTPClientTransport(url, {
             fetch: (input, init) => hop(caller, id, new Request(input, init)),
           }),
       );
@@ -117,13 +124,12 @@ export function createEraBridges({ hop, log, clock, idleMs = 5 * 60_000, maxBrid
      * revisions are unknown (connected before they were recorded) is relayed as it always was.
      */
     wants(row: ConnectorRow, request: Request): boolean {
-      if (request.method !== "POST" || !row.protocol_versions) return false;
-      const version = request.headers.get("mcp-protocol-version");
-      return version !== null && version >= MODERN_PROTOCOL_VERSION && !row.protocol_versions.includes(version);
+      if (!row.protocol_versions || !isModernPost(request)) return false;
+      return !row.protocol_versions.includes(request.headers.get("mcp-protocol-version")!);
     },
 
-    /** Serves one 2026-07-28 request of `caller` over the caller's bridge to the connector's 2025 server. */
-    async serve(caller: Principal, row: ConnectorRow, request: Request): Promise<Response> {
+    /** Serves one 2026-07-28 request of `caller` over the caller's bridge to MCP URL `id` (its 2025 sessions). */
+    async serve(caller: Principal, id: string, request: Request): Promise<Response> {
       const body = await readPostBody(request);
       if (body === undefined) return jsonRpcError(415, "Unsupported Media Type: Content-Type must be application/json");
       if ("refused" in body) return body.refused;
@@ -133,11 +139,11 @@ export function createEraBridges({ hop, log, clock, idleMs = 5 * 60_000, maxBrid
       // A modern header on a 2025 body is refused by classifyPost; this is the same answer for anything left.
       if (era.era === "legacy")
         return jsonRpcError(400, "Bad Request: a 2026-07-28 request must carry its envelope in _meta", -32020);
-      const key = `${row.id}\n${caller.id}\n${caller.credential ?? ""}\n${caller.virtualServer ?? ""}`;
+      const key = `${id}\n${caller.id}\n${caller.credential ?? ""}\n${caller.virtualServer ?? ""}`;
       let bridge = bridges.get(key);
       if (!bridge) {
         await makeRoom();
-        bridge = bridges.get(key) ?? open(caller, row, key);
+        bridge = bridges.get(key) ?? open(caller, id, key);
         bridges.set(key, bridge);
       }
       bridge.lastUsed = clock();
@@ -145,8 +151,10 @@ export function createEraBridges({ hop, log, clock, idleMs = 5 * 60_000, maxBrid
       try {
         gateway = await bridge.gateway;
       } catch (error) {
+        // Refused as the caller (no such MCP URL, not connected): the same answer as a 2025 client gets.
+        if (error instanceof AppError) throw error;
         throw new UpstreamFailed(
-          `The MCP server speaks only the 2025 session era, and a session to bridge this 2026-07-28 request could not be opened: ${(error as Error).message}`,
+          `This 2026-07-28 request is served over a 2025 session, which could not be opened: ${(error as Error).message}`,
         );
       }
       return gateway.serveModern(request, era.message);

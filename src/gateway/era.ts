@@ -37,3 +37,10 @@ export function mayBeModern(parsed: unknown, headers: Headers): boolean {
  * 2025 session era its clients' `initialize` agrees (the SDK's latest; the gateway relays older ones as they come).
  */
 export const MANAGED_PROTOCOL_VERSIONS = [MODERN_PROTOCOL_VERSION, "2025-11-25"];
+
+/** True for a 2026-07-28 POST: SEP-2243 — such a request always names its revision in `MCP-Protocol-Version`. */
+export function isModernPost(request: Request): boolean {
+  if (request.method !== "POST") return false;
+  const version = request.headers.get("mcp-protocol-version");
+  return version !== null && version >= MODERN_PROTOCOL_VERSION;
+}

@@ -257,16 +257,21 @@ export function createSharedGateway({
       () => rejectReady(new Error(`no answer to initialize within ${initTimeoutMs / 1000} s`)),
       initTimeoutMs,
     );
-    await server.send({
-      jsonrpc: "2.0",
-      id: INIT_ID,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: offer,
-        clientInfo: { name: "connector-service-gateway", version: VERSION },
-      },
-    });
+    try {
+      await server.send({
+        jsonrpc: "2.0",
+        id: INIT_ID,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-11-25",
+          capabilities: offer,
+          clientInfo: { name: "connector-service-gateway", version: VERSION },
+        },
+      });
+    } catch (error) {
+      // Not sent (an HTTP server that refused it, say): no answer will come, so none is waited for.
+      rejectReady(error as Error);
+    }
     await readyPromise.finally(() => clearTimeout(timer));
   }
   const started = initialize();

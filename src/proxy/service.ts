@@ -138,7 +138,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
       if (deps.eraBridges?.wants(admitted.row, request)) {
         // The bridge's own requests come back here in the server's era, each admitted and observed as any other.
         admitted.release();
-        return deps.eraBridges.serve(caller, admitted.row, request);
+        return deps.eraBridges.serve(caller, id, request);
       }
       const observation = observer.begin(caller, admitted.row, request);
       try {

@@ -10,6 +10,8 @@ import { RELAYED_JSON_BODY } from "../http/json-body";
 import { IdParams } from "../http/params";
 import type { Logger } from "../observability/logger";
 import type { RequestAuthenticator } from "../users/authenticate";
+import type { Principal } from "../users/model";
+import { isModernPost } from "../gateway/era";
 import type { VirtualEndpoint } from "./endpoint";
 
 export type VirtualEntryDeps = {
@@ -20,6 +22,11 @@ export type VirtualEntryDeps = {
   log: Logger;
   requestId: (request: Request) => string | undefined;
   cors: Cors;
+  /**
+   * Serves a 2026-07-28 request (no session) over a 2025 session of this virtual server that the caller's bridge
+   * keeps (era-bridge/bridges.ts, wired by app.ts): the endpoint itself speaks the 2025 session eras.
+   */
+  modern?: (caller: Principal, id: string, request: Request) => Promise<Response>;
 };
 
 const METHODS = "POST, GET, DELETE";
@@ -39,7 +46,9 @@ export function virtualEntry(deps: VirtualEntryDeps) {
     try {
       const refusal = crossSiteRefusal(request, new URL(deps.publicUrl()).origin, "cross-origin");
       if (refusal) throw refusal;
-      return await deps.endpoint.handle(await deps.authenticate(request), id, request);
+      const caller = await deps.authenticate(request);
+      if (deps.modern && isModernPost(request)) return await deps.modern(caller, id, request);
+      return await deps.endpoint.handle(caller, id, request);
     } catch (error) {
       const response = errorResponse(error, deps.log, deps.requestId(request));
       if (response.status === 401)

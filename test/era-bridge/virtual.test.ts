@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { startEverything, type Peer } from "../peers/everything";
+import { createTestApp, type TestApp } from "../support/app";
+import { connectedConnector, mcpClient, toolText } from "../support/mcp";
+import { MODERN, modernClient, modernRequest } from "../support/modern";
+
+// A virtual server for 2026-07-28 clients: the MCP SDK v2 client pinned to that revision (and raw requests) at a
+// virtual server of two connectors to server-everything (prefixes a and b), next to a 2025 client of the same
+// virtual server. The service reaches server-everything over a real socket; clients reach the service through
+// `app.handle`.
+let everything: Peer;
+let t: TestApp;
+let mcpUrl: string;
+
+beforeAll(async () => {
+  [everything, t] = await Promise.all([startEverything(), createTestApp({ realNetwork: true })]);
+  const [a, b] = [await connectedConnector(t.api, everything.url), await connectedConnector(t.api, everything.url)];
+  const created = await t.api("POST", "/api/v1/virtual-servers", {
+    body: {
+      name: "Both",
+      members: [
+        { connector_id: a, prefix: "a" },
+        { connector_id: b, prefix: "b" },
+      ],
+    },
+  });
+  expect(created.status).toBe(201);
+  mcpUrl = created.body.mcp_url;
+}, 30_000);
+afterAll(async () => {
+  await t.close();
+  await everything.stop();
+});
+
+const as = (token: string) => (request: Request) => {
+  const headers = new Headers(request.headers);
+  headers.set("authorization", `Bearer ${token}`);
+  return t.handle(new Request(request, { headers }));
+};
+
+test("a 2026-07-28 client discovers, lists the members' tools by their prefixed names and calls them", async () => {
+  const modern = await modernClient(mcpUrl, as(t.admin.token));
+  const names = (await modern.client.listTools()).tools.map((tool) => tool.name);
+  expect(names).toContain("a__echo");
+  expect(names).toContain("b__echo");
+  expect(toolText(await modern.client.callTool({ name: "b__echo", arguments: { message: "modern" } }))).toBe("Echo: modern");
+  expect(modern.sent.every((h) => h["mcp-session-id"] === undefined)).toBe(true);
+  // A 2025 session of the same virtual server at the same time.
+  const legacy = await mcpClient(mcpUrl, { token: t.admin.token }, t.handle);
+  expect(toolText(await legacy.client.callTool({ name: "a__echo", arguments: { message: "legacy" } }))).toBe("Echo: legacy");
+  await legacy.close();
+  await modern.close();
+});
+
+test("server/discover names the virtual server and what it offers", async () => {
+  const response = await as(t.admin.token)(modernRequest(mcpUrl, { method: "server/discover" }));
+  const { result } = await response.json();
+  expect(result).toMatchObject({ supportedVersions: [MODERN], resultType: "complete" });
+  expect(result.capabilities.tools).toBeDefined();
+  expect(result._meta["io.modelcontextprotocol/serverInfo"].name).toBeString();
+});
+
+test("a member's elicitation during a call reaches the 2026-07-28 client as input_required, and the call completes", async () => {
+  const asked: string[] = [];
+  const client = new ModernClient({ name: "vs-parked", version: "1.0.0" }, {
+    capabilities: { elicitation: { form: {} } },
+    versionNegotiation: { mode: { pin: MODERN } },
+  } as never);
+  client.setRequestHandler("elicitation/create", async (request) => {
+    asked.push(request.params.message);
+    return { action: "accept", content: { color: "green" } };
+  });
+  await client.connect(new ModernTransport(new URL(mcpUrl), { fetch: (i, init) => as(t.admin.token)(new Request(i, init)) }));
+  const result = await client.callTool({ name: "a__trigger-elicitation-request", arguments: {} });
+  expect(asked).toHaveLength(1);
+  expect(JSON.stringify(result)).toContain("green");
+  await client.close();
+});
+
+test("a name no member has is -32602, and another user's request is refused at the door", async () => {
+  const call = { method: "tools/call", params: { name: "c__echo", arguments: { message: "x" } } };
+  const unknown = await (await as(t.admin.token)(modernRequest(mcpUrl, call))).json();
+  expect(unknown.error).toMatchObject({ code: -32602 });
+  const other = await t.user(`vs-modern-${crypto.randomUUID().slice(0, 8)}`);
+  const refused = await as(other.token)(modernRequest(mcpUrl, { method: "tools/list" }));
+  expect(refused.status).toBe(404);
+  expect(refused.headers.get("content-type")).toContain("application/problem+json");
+});
