@@ -56,6 +56,8 @@ import { proxyEntry } from "./proxy/entry";
 import { proxyRoutes } from "./proxy/routes";
 import { createProxyService } from "./proxy/service";
 import { createStreamLimits } from "./proxy/stream-limits";
+import { createToolMetrics } from "./proxy/tool-metrics";
+import { createRateLimiter } from "./rate-limits/service";
 import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
@@ -162,6 +164,7 @@ export function createServices(deps: Deps) {
     retentionMs: config.audit.retentionMs,
     maxRecords: config.audit.maxRecords,
   });
+  const rateLimiter = createRateLimiter({ store: deps.store, clock });
   const proxy = createProxyService({
     ...(config.audit.enabled && { audit }),
     ...(tracing && { tracing }),
@@ -170,6 +173,18 @@ export function createServices(deps: Deps) {
       "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
     ),
     virtualServers: createVirtualServerMetrics(metrics),
+    tools: createToolMetrics(metrics, config.metrics.toolsPerConnector),
+    rates: {
+      limiter: rateLimiter,
+      userDefault: config.rate.userRequestsPerMinute,
+      userOverride: base.users.requestsPerMinuteOf,
+      refused: metrics.counter(
+        "mcp_rate_limited_total",
+        "MCP requests a rate limit refused, by the limit that refused them (user, connector, tool)",
+        "limit",
+        ["user", "connector", "tool"],
+      ),
+    },
     connectors,
     pins: createPinRecords({ connectorRows, clock, log }),
     transitions,
@@ -280,6 +295,7 @@ export function createServices(deps: Deps) {
         ...(webhooks ? [webhooks.job] : []),
         providers.job,
         authorization.job,
+        rateLimiter.job,
       ],
       base.leases,
     ),

@@ -3,6 +3,7 @@ import { bigserial, index as pgIndex, jsonb, pgTable, primaryKey as pgPrimaryKey
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import type { Metadata } from "../presets/model";
+import type { RateLimits } from "../rate-limits/model";
 import { users, usersPg } from "../users/table";
 import {
   AUTH_METHODS,
@@ -48,6 +49,8 @@ export const connectors = sqliteTable(
     tools_pinned_at: integer("tools_pinned_at"),
     /** Tools whose definition differs from the approved one (kept with the pins, for the connector's view). */
     tool_changes: text("tool_changes", { mode: "json" }).$type<ToolChange[]>(),
+    /** Token buckets on the requests to its proxy URL and on single tools' calls (rate-limits/model.ts); null: none. */
+    rate_limits: text("rate_limits", { mode: "json" }).$type<RateLimits>(),
     ...timestamps,
   },
   (table) => [
@@ -82,6 +85,7 @@ export const connectorsPg = pgTable(
     tool_policy: jsonb("tool_policy").$type<ToolPolicy>(),
     tools_pinned_at: millis("tools_pinned_at"),
     tool_changes: jsonb("tool_changes").$type<ToolChange[]>(),
+    rate_limits: jsonb("rate_limits").$type<RateLimits>(),
     ...timestampsPg,
   },
   (table) => [

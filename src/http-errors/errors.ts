@@ -73,6 +73,21 @@ export class TooManyRequests extends AppError {
   }
 }
 
+/**
+ * A rate limit's bucket is empty (docs/behaviour.md "Rate limits"): a type of its own, so a client can tell "slow down,
+ * then retry" from the caps on open streams and held bytes (`too-many-requests`). RFC 6585 §4, RFC 9110 §10.2.3.
+ */
+export class RateLimited extends AppError {
+  readonly status = 429;
+  readonly type = "rate-limited";
+  readonly title = "Rate limit reached";
+  override readonly headers: Record<string, string>;
+  constructor(detail: string, retryAfterSeconds: number) {
+    super(detail);
+    this.headers = { "retry-after": String(retryAfterSeconds) };
+  }
+}
+
 export class UnsupportedMediaType extends AppError {
   readonly status = 415;
   readonly type = "unsupported-media-type";

@@ -11,13 +11,15 @@ import type { Principal } from "../users/model";
 import { createAdmission, type Admitted } from "./admit";
 import type { CredentialCheck } from "./credential-check";
 import type { HeldBytes } from "./held-bytes";
-import { serialiseMessage } from "./message";
+import { readMessage, serialiseMessage } from "./message";
+import { createRateCheck, type RateCheckDeps } from "./rate-check";
 import { createObserver, type AuditSink, type Observation } from "./observe";
 import { createToolViews, type PinStore } from "./policy";
-import { createRequestReader } from "./read";
+import { createRequestReader, type Outgoing } from "./read";
 import { createSender, type Sending } from "./send";
 import type { StreamLimits } from "./stream-limits";
 import type { Targets } from "./target";
+import type { ToolMetrics } from "./tool-metrics";
 import { filterRequest, rewriteResponse } from "./tool-filter";
 
 export type { AuditSink } from "./observe";
@@ -45,7 +47,18 @@ export type ProxyServiceDeps = {
   clock: () => number;
   /** Ends a relayed event stream whose caller lost access (users/access-watch.ts). */
   watch?: AccessWatch;
+  /** Calls, errors, refusals and durations per connector and tool on /metrics (tool-metrics.ts). */
+  tools?: ToolMetrics;
+  /** Rate limits per user, connector and tool (rate-check.ts). */
+  rates: RateCheckDeps;
 };
+
+/** A body held as bytes but not read: its message, read only when a rate limit refused it (rate-check.ts). */
+function peek(outgoing: Outgoing, request: Request) {
+  if (outgoing.kind !== "body" || !(outgoing.body instanceof Uint8Array)) return undefined;
+  const read = readMessage(outgoing.body, request.headers);
+  return read.ok ? read.message : undefined;
+}
 
 /**
  * The MCP proxy's hot path (docs/interface.md §6), one request at a time, as named steps:
@@ -60,6 +73,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
   const viewOf = createToolViews(deps.pins);
   const readRequest = createRequestReader(held);
   const send = createSender(deps);
+  const rateCheck = createRateCheck(deps.rates);
 
   /** One admitted exchange, from its request to the answer the client gets (before the observer reads it). */
   async function exchange({ caller, row, release }: Admitted, request: Request, observation: Observation): Promise<Response> {
@@ -67,7 +81,8 @@ export function createProxyService(deps: ProxyServiceDeps) {
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
     const view = await viewOf(row);
     const outgoing = await readRequest(caller.id, request, {
-      decide: view !== undefined || observation.reads,
+      // A tool's rate limit decides on the tool a call names.
+      decide: view !== undefined || observation.reads || row.rate_limits?.tools !== undefined,
       replay: row.auth_method === "oauth",
     });
     if (outgoing.kind === "refused") {
@@ -78,9 +93,18 @@ export function createProxyService(deps: ProxyServiceDeps) {
     let listIds: Set<string> | undefined;
     let forwarded;
     try {
+      if (outgoing.kind === "message") observation.read(outgoing.message, outgoing.bytes);
+      let limited = rateCheck(caller, row, outgoing.kind === "message" ? outgoing.message : undefined, () =>
+        peek(outgoing, request),
+      );
+      if (limited instanceof Promise) limited = await limited;
+      if (limited) {
+        observation.rateLimited();
+        release();
+        return limited.response;
+      }
       let sending: Sending;
       if (outgoing.kind === "message") {
-        observation.read(outgoing.message, outgoing.bytes);
         let message = outgoing.message;
         let mcpName: string | undefined;
         if (view) {

@@ -39,6 +39,13 @@ export type UserRepository = {
   /** Disables (a time) or enables (null) a user; false when there is no such user. */
   setDisabled(id: string, disabledAt: number | null, at: number): Promise<boolean>;
   setRole(id: string, role: UserRow["role"], at: number): Promise<boolean>;
+  /** An administrator's override of the default rate limit (null: the default again). */
+  setRequestsPerMinute(id: string, requestsPerMinute: number | null, at: number): Promise<boolean>;
+  /**
+   * The user's override, for the MCP proxy's rate limits on every request: remembered for a second (another replica's
+   * change is seen within it), so on a hit no promise and no query.
+   */
+  requestsPerMinuteOf(id: string): { override: number | null } | Promise<{ override: number | null }>;
   /** Deletes the user; their tokens, sessions and grants go with them (foreign keys cascade). */
   delete(id: string): Promise<boolean>;
   insertSession(row: SessionRow): Promise<void>;
@@ -58,6 +65,7 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
   const api_tokens = store.table(sqliteTokens, api_tokensPg);
   const sessions = store.table(sqliteSessions, sessionsPg);
   const tokenOwners = createTtlCache<TokenOwner>(TOKEN_CACHE_MS, 10_000, clock);
+  const overrides = createTtlCache<{ override: number | null }>(TOKEN_CACHE_MS, 10_000, clock);
   // Prepared once: authentication runs on every request, the MCP proxy's included.
   const byId = store.prepareFirst<UserRow>(
     "user_by_id",
@@ -106,6 +114,23 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
       const changed = await db.update(users).set({ role, updated_at: at }).where(eq(users.id, id)).returning({ id: users.id });
       tokenOwners.clear();
       return changed.length === 1;
+    },
+    async setRequestsPerMinute(id, requests_per_minute, at) {
+      const changed = await db
+        .update(users)
+        .set({ requests_per_minute, updated_at: at })
+        .where(eq(users.id, id))
+        .returning({ id: users.id });
+      overrides.delete(id);
+      return changed.length === 1;
+    },
+    requestsPerMinuteOf(id) {
+      return (
+        overrides.get(id) ??
+        overrides
+          .readThrough(id, async () => ({ override: (await byId({ id }))?.requests_per_minute ?? null }))
+          .then((value) => value!)
+      );
     },
     async delete(id) {
       const deleted = await db.delete(users).where(eq(users.id, id)).returning({ id: users.id });

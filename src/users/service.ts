@@ -55,6 +55,7 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
     username: row.username,
     role: row.role,
     disabled: row.disabled_at !== null,
+    rate_limits: row.requests_per_minute === null ? null : { requests_per_minute: row.requests_per_minute },
     created_at: iso(row.created_at),
   });
   const tokenView = (row: TokenRow): TokenView => ({
@@ -103,6 +104,7 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
       password_hash: await Bun.password.hash(password, "argon2id"),
       role,
       disabled_at: null,
+      requests_per_minute: null,
       created_at: now,
       updated_at: now,
     };
@@ -133,7 +135,8 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
     /** Administrators change a user's role or disable them; never their own (that could lock everyone out). */
     async updateUser(caller: Principal, id: string, body: UpdateUserBody): Promise<UserView> {
       requireAdmin(caller);
-      if (body.role === undefined && body.disabled === undefined) throw invalidField("body", "must change role or disabled");
+      if (body.role === undefined && body.disabled === undefined && body.rate_limits === undefined)
+        throw invalidField("body", "must change role, disabled or rate_limits");
       if (id === caller.id && (body.disabled === true || body.role === "user")) {
         throw new Conflict("You cannot disable yourself or give up your own administrator role: ask another administrator");
       }
@@ -145,6 +148,8 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
         await users.setDisabled(id, body.disabled ? (row.disabled_at ?? now) : null, now);
         if (body.disabled) await users.deleteSessionsOf(id);
       }
+      if (body.rate_limits !== undefined)
+        await users.setRequestsPerMinute(id, body.rate_limits?.requests_per_minute ?? null, now);
       return userView((await users.findById(id))!);
     },
 

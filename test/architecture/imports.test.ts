@@ -12,7 +12,7 @@ const LAYERS: string[][] = [
   ["version", "executable", "observability", "cache", "secrets", "urls", "metrics", "db"],
   ["http-errors"],
   ["http", "docs", "console"],
-  ["security", "upstream", "gateway", "health", "scheduler", "demo"],
+  ["security", "upstream", "gateway", "health", "scheduler", "demo", "rate-limits"],
   ["users", "forward"],
   ["presets"],
   ["connectors", "runtime", "config"],

@@ -252,6 +252,7 @@ test("a target the service already started on (its own administrator) stops the 
       password_hash: "x",
       role: "admin",
       disabled_at: null,
+      requests_per_minute: null,
       created_at: 1,
       updated_at: 1,
     });

@@ -52,6 +52,7 @@ async function fresh() {
     tool_policy: null,
     tools_pinned_at: null,
     tool_changes: null,
+    rate_limits: null,
     created_at: now,
     updated_at: now,
   };
