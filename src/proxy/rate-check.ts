@@ -10,8 +10,8 @@ export type RateCheckDeps = {
   limiter: RateLimiter;
   /** RATE__USER_REQUESTS_PER_MINUTE: every user's ceiling unless an administrator set theirs; undefined: none. */
   userDefault: number | undefined;
-  /** An administrator's override for the user (users/repository.ts: remembered a second, so usually no promise). */
-  userOverride: (userId: string) => { override: number | null } | Promise<{ override: number | null }>;
+  /** An administrator's override for the user, null: none (users/repository.ts: remembered a second, no query on a hit). */
+  userOverride: (userId: string) => Promise<number | null>;
   /** mcp_rate_limited_total{limit}: refusals by the bucket that refused. */
   refused: Counter;
 };
@@ -39,7 +39,7 @@ export function describeRefusal(refusal: Refusal): string {
   const wait = retryAfterSeconds(refusal);
   const what =
     limit.scope === "tool"
-      ? `the tool ${limit.tool} may be called ${limit.perMinute} times a minute through this connector`
+      ? `the tool ${limit.tool} may be called ${limit.perMinute} time${limit.perMinute === 1 ? "" : "s"} a minute through this connector`
       : limit.scope === "connector"
         ? `this connector takes ${limit.perMinute} MCP requests a minute`
         : `you may send ${limit.perMinute} MCP requests a minute through this service`;
@@ -123,18 +123,16 @@ export function createRateCheck(deps: RateCheckDeps) {
 
   /**
    * Takes the request's tokens, or answers it: a tool result for a refused `tools/call` (returned), a `RateLimited`
-   * problem for anything else (thrown). Synchronous while the caller's override and the buckets are at hand.
+   * problem for anything else (thrown).
    * `message`: as the proxy read it, if it did; `peek` reads an unread body's message only when a refusal needs it.
    */
-  return function check(
+  return async function check(
     caller: Principal,
     row: ConnectorRow,
     message: RpcMessage | RpcMessage[] | undefined,
     peek: Peek,
-  ): RateRefusal | undefined | Promise<RateRefusal | undefined> {
-    const user = deps.userOverride(caller.id);
-    if (user instanceof Promise) return user.then((u) => decide(caller, row, message, peek, u.override));
-    return decide(caller, row, message, peek, user.override);
+  ): Promise<RateRefusal | undefined> {
+    return decide(caller, row, message, peek, await deps.userOverride(caller.id));
   };
 }
 export type RateCheck = ReturnType<typeof createRateCheck>;

@@ -94,10 +94,9 @@ export function createProxyService(deps: ProxyServiceDeps) {
     let forwarded;
     try {
       if (outgoing.kind === "message") observation.read(outgoing.message, outgoing.bytes);
-      let limited = rateCheck(caller, row, outgoing.kind === "message" ? outgoing.message : undefined, () =>
+      const limited = await rateCheck(caller, row, outgoing.kind === "message" ? outgoing.message : undefined, () =>
         peek(outgoing, request),
       );
-      if (limited instanceof Promise) limited = await limited;
       if (limited) {
         observation.rateLimited();
         release();

@@ -1,3 +1,4 @@
+import { intervalMs } from "./bucket";
 import type { Buckets, Limit, Refusal } from "./limits";
 import type { BucketRepository } from "./repository";
 
@@ -10,35 +11,47 @@ import type { BucketRepository } from "./repository";
 export const batchOf = (perMinute: number) => Math.max(1, Math.floor(perMinute / 50));
 
 /** A bucket as this replica holds it: tokens reserved from the store and not used yet, or known empty until a time. */
-type Held = { tokens: number; emptyUntil: number; perMinute: number; reserving: Promise<void> | undefined };
+type Held = {
+  tokens: number;
+  emptyUntil: number;
+  perMinute: number;
+  /** Requests of this replica waiting for the store's tokens: the next reservation asks for as many. */
+  waiting: number;
+  reserving: Promise<void> | undefined;
+};
 
-/** How often a request goes back to the store when others keep taking the tokens it reserved for it. */
-const MAX_ROUNDS = 3;
+/** Reservations a request waits for before it gives up (others kept taking what was reserved for it). */
+const MAX_ROUNDS = 4;
 
 /**
  * Buckets shared by replicas on one PostgreSQL store: each replica reserves batches of tokens from the bucket's row
  * (repository.ts) and spends them locally, so most requests cost no round trip. A bucket the store found empty is
- * refused locally until it refills. One reservation per bucket at a time: concurrent requests wait for the same one.
+ * refused locally until it refills. One reservation per bucket at a time, sized to the requests waiting for it, so a
+ * burst of concurrent requests costs a round trip or two, not one per batch.
  */
 export function createSharedBuckets(repository: BucketRepository): Buckets {
   const held = new Map<string, Held>();
   const heldOf = (limit: Limit) => {
     let bucket = held.get(limit.key);
-    if (!bucket) held.set(limit.key, (bucket = { tokens: 0, emptyUntil: 0, perMinute: limit.perMinute, reserving: undefined }));
+    if (!bucket)
+      held.set(limit.key, (bucket = { tokens: 0, emptyUntil: 0, perMinute: limit.perMinute, waiting: 0, reserving: undefined }));
     // A new rate (the owner or an administrator changed it): when the store's bucket refills is to be asked again.
     else if (bucket.perMinute !== limit.perMinute) [bucket.perMinute, bucket.emptyUntil] = [limit.perMinute, 0];
     return bucket;
   };
-  const reserve = (limit: Limit, bucket: Held, now: number) =>
-    (bucket.reserving ??= repository
-      .reserve(limit.key, Math.max(batchOf(limit.perMinute), limit.count), now, limit.perMinute)
+  const reserve = (limit: Limit, now: number) => {
+    const bucket = heldOf(limit);
+    return (bucket.reserving ??= repository
+      .reserve(limit.key, Math.max(batchOf(limit.perMinute), limit.count, bucket.waiting), now, limit.perMinute)
       .then((reserved) => {
         bucket.tokens += reserved.granted;
         if (reserved.granted === 0) bucket.emptyUntil = now + reserved.waitMs;
       })
       .finally(() => (bucket.reserving = undefined)));
+  };
 
-  function take(limits: readonly Limit[], now: number, round: number): Refusal | undefined | Promise<Refusal | undefined> {
+  /** Taken (undefined), refused, or the buckets whose tokens must come from the store first. */
+  function attempt(limits: readonly Limit[], now: number): Refusal | undefined | Limit[] {
     let refusal: Refusal | undefined;
     let short: Limit[] | undefined;
     for (const limit of limits) {
@@ -50,19 +63,35 @@ export function createSharedBuckets(repository: BucketRepository): Buckets {
       } else (short ??= []).push(limit);
     }
     if (refusal) return refusal;
-    if (short) {
-      if (round >= MAX_ROUNDS) return { limit: short[0]!, waitMs: 1000 };
-      return Promise.all(short.map((limit) => reserve(limit, heldOf(limit), now))).then(() => take(limits, now, round + 1));
-    }
+    if (short) return short;
     for (const limit of limits) heldOf(limit).tokens -= limit.count;
     return undefined;
   }
 
+  async function afterReserving(limits: readonly Limit[], now: number, short: Limit[]): Promise<Refusal | undefined> {
+    const buckets = limits.map(heldOf);
+    for (const bucket of buckets) bucket.waiting++;
+    try {
+      for (let round = 0; round < MAX_ROUNDS; round++) {
+        await Promise.all(short.map((limit) => reserve(limit, now)));
+        const next = attempt(limits, now);
+        if (!Array.isArray(next)) return next;
+        short = next;
+      }
+      return { limit: short[0]!, waitMs: intervalMs(short[0]!.perMinute) };
+    } finally {
+      for (const bucket of buckets) bucket.waiting--;
+    }
+  }
+
   return {
-    take: (limits, now) => take(limits, now, 0),
+    take(limits, now) {
+      const first = attempt(limits, now);
+      return Array.isArray(first) ? afterReserving(limits, now, first) : first;
+    },
     async sweep(now: number) {
       for (const [key, bucket] of held)
-        if (bucket.tokens === 0 && bucket.emptyUntil <= now && !bucket.reserving) held.delete(key);
+        if (bucket.tokens === 0 && bucket.emptyUntil <= now && bucket.waiting === 0 && !bucket.reserving) held.delete(key);
       // A row full for a minute past is the same as none.
       await repository.sweep(now - 60_000);
     },

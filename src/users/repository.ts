@@ -42,10 +42,10 @@ export type UserRepository = {
   /** An administrator's override of the default rate limit (null: the default again). */
   setRequestsPerMinute(id: string, requestsPerMinute: number | null, at: number): Promise<boolean>;
   /**
-   * The user's override, for the MCP proxy's rate limits on every request: remembered for a second (another replica's
-   * change is seen within it), so on a hit no promise and no query.
+   * The user's override (null: none), for the MCP proxy's rate limits on every request: remembered for a second
+   * (another replica's change is seen within it; this process's own at once), so no query on a hit.
    */
-  requestsPerMinuteOf(id: string): { override: number | null } | Promise<{ override: number | null }>;
+  requestsPerMinuteOf(id: string): Promise<number | null>;
   /** Deletes the user; their tokens, sessions and grants go with them (foreign keys cascade). */
   delete(id: string): Promise<boolean>;
   insertSession(row: SessionRow): Promise<void>;
@@ -124,13 +124,11 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
       overrides.delete(id);
       return changed.length === 1;
     },
-    requestsPerMinuteOf(id) {
-      return (
-        overrides.get(id) ??
-        overrides
-          .readThrough(id, async () => ({ override: (await byId({ id }))?.requests_per_minute ?? null }))
-          .then((value) => value!)
-      );
+    async requestsPerMinuteOf(id) {
+      const cached = await overrides.readThrough(id, async () => ({
+        override: (await byId({ id }))?.requests_per_minute ?? null,
+      }));
+      return cached?.override ?? null;
     },
     async delete(id) {
       const deleted = await db.delete(users).where(eq(users.id, id)).returning({ id: users.id });
