@@ -58,6 +58,7 @@ import { createProxyService } from "./proxy/service";
 import { createStreamLimits } from "./proxy/stream-limits";
 import { createToolMetrics } from "./proxy/tool-metrics";
 import { createRateLimiter } from "./rate-limits/service";
+import { createRateOverrides } from "./users/rate-overrides";
 import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
@@ -165,6 +166,7 @@ export function createServices(deps: Deps) {
     maxRecords: config.audit.maxRecords,
   });
   const rateLimiter = createRateLimiter({ store: deps.store, clock });
+  const rateOverrides = createRateOverrides(base.users, clock);
   const proxy = createProxyService({
     ...(config.audit.enabled && { audit }),
     ...(tracing && { tracing }),
@@ -177,7 +179,7 @@ export function createServices(deps: Deps) {
     rates: {
       limiter: rateLimiter,
       userDefault: config.rate.userRequestsPerMinute,
-      userOverride: base.users.requestsPerMinuteOf,
+      userOverride: rateOverrides.of,
       refused: metrics.counter(
         "mcp_rate_limited_total",
         "MCP requests a rate limit refused, by the limit that refused them (user, connector, tool)",
@@ -219,6 +221,7 @@ export function createServices(deps: Deps) {
       clock,
       newId,
       maxTokensPerUser: config.auth.maxTokensPerUser,
+      rateOverrides,
       // A deleted user's virtual servers go first, each with its event; then their connectors as DELETE takes them.
       beforeDelete: async (userId) => {
         await virtualServers.deleteAllOf(userId);

@@ -10,8 +10,8 @@ export type RateCheckDeps = {
   limiter: RateLimiter;
   /** RATE__USER_REQUESTS_PER_MINUTE: every user's ceiling unless an administrator set theirs; undefined: none. */
   userDefault: number | undefined;
-  /** An administrator's override for the user, null: none (users/repository.ts: remembered a second, no query on a hit). */
-  userOverride: (userId: string) => Promise<number | null>;
+  /** An administrator's limit for the user, null: none (users/rate-overrides.ts: remembered, no promise on a hit). */
+  userOverride: (userId: string) => number | null | Promise<number | null>;
   /** mcp_rate_limited_total{limit}: refusals by the bucket that refused. */
   refused: Counter;
 };
@@ -123,16 +123,19 @@ export function createRateCheck(deps: RateCheckDeps) {
 
   /**
    * Takes the request's tokens, or answers it: a tool result for a refused `tools/call` (returned), a `RateLimited`
-   * problem for anything else (thrown).
+   * problem for anything else (thrown). Synchronous while the caller's limit and the buckets are at hand (SQLite: always,
+   * but for a user's first request in a second).
    * `message`: as the proxy read it, if it did; `peek` reads an unread body's message only when a refusal needs it.
    */
-  return async function check(
+  return function check(
     caller: Principal,
     row: ConnectorRow,
     message: RpcMessage | RpcMessage[] | undefined,
     peek: Peek,
-  ): Promise<RateRefusal | undefined> {
-    return decide(caller, row, message, peek, await deps.userOverride(caller.id));
+  ): RateRefusal | undefined | Promise<RateRefusal | undefined> {
+    const override = deps.userOverride(caller.id);
+    if (override instanceof Promise) return override.then((perMinute) => decide(caller, row, message, peek, perMinute));
+    return decide(caller, row, message, peek, override);
   };
 }
 export type RateCheck = ReturnType<typeof createRateCheck>;

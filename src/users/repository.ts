@@ -41,11 +41,6 @@ export type UserRepository = {
   setRole(id: string, role: UserRow["role"], at: number): Promise<boolean>;
   /** An administrator's override of the default rate limit (null: the default again). */
   setRequestsPerMinute(id: string, requestsPerMinute: number | null, at: number): Promise<boolean>;
-  /**
-   * The user's override (null: none), for the MCP proxy's rate limits on every request: remembered for a second
-   * (another replica's change is seen within it; this process's own at once), so no query on a hit.
-   */
-  requestsPerMinuteOf(id: string): Promise<number | null>;
   /** Deletes the user; their tokens, sessions and grants go with them (foreign keys cascade). */
   delete(id: string): Promise<boolean>;
   insertSession(row: SessionRow): Promise<void>;
@@ -65,7 +60,6 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
   const api_tokens = store.table(sqliteTokens, api_tokensPg);
   const sessions = store.table(sqliteSessions, sessionsPg);
   const tokenOwners = createTtlCache<TokenOwner>(TOKEN_CACHE_MS, 10_000, clock);
-  const overrides = createTtlCache<{ override: number | null }>(TOKEN_CACHE_MS, 10_000, clock);
   // Prepared once: authentication runs on every request, the MCP proxy's included.
   const byId = store.prepareFirst<UserRow>(
     "user_by_id",
@@ -121,14 +115,7 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
         .set({ requests_per_minute, updated_at: at })
         .where(eq(users.id, id))
         .returning({ id: users.id });
-      overrides.delete(id);
       return changed.length === 1;
-    },
-    async requestsPerMinuteOf(id) {
-      const cached = await overrides.readThrough(id, async () => ({
-        override: (await byId({ id }))?.requests_per_minute ?? null,
-      }));
-      return cached?.override ?? null;
     },
     async delete(id) {
       const deleted = await db.delete(users).where(eq(users.id, id)).returning({ id: users.id });

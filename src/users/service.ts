@@ -13,6 +13,7 @@ import type {
   UserView,
 } from "./model";
 import type { Brake } from "./failure-limit";
+import type { RateOverrides } from "./rate-overrides";
 import type { TokenRow, UserRepository, UserRow } from "./repository";
 import { sha256Hex } from "../secrets/digest";
 
@@ -26,6 +27,8 @@ export type UserServiceDeps = {
   beforeDelete?: (userId: string) => Promise<void>;
   /** The grants the user gave MCP clients (the authorization server's): counted, and revoked with a password when asked. */
   grants?: { of(userId: string): Promise<{ id: string }[]>; revoke(userId: string, id: string): Promise<boolean> };
+  /** The proxy's cache of per-user rate limits: told when one changes here. */
+  rateOverrides?: Pick<RateOverrides, "forget">;
 };
 
 const DAY_MS = 86_400_000;
@@ -48,7 +51,15 @@ export const findPrincipal =
     return row && { id: row.id, username: row.username, role: row.role };
   };
 
-export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete, grants }: UserServiceDeps) {
+export function createUserService({
+  users,
+  clock,
+  newId,
+  maxTokensPerUser,
+  beforeDelete,
+  grants,
+  rateOverrides,
+}: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
   const userView = (row: UserRow): UserView => ({
     id: row.id,
@@ -148,8 +159,10 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
         await users.setDisabled(id, body.disabled ? (row.disabled_at ?? now) : null, now);
         if (body.disabled) await users.deleteSessionsOf(id);
       }
-      if (body.rate_limits !== undefined)
+      if (body.rate_limits !== undefined) {
         await users.setRequestsPerMinute(id, body.rate_limits?.requests_per_minute ?? null, now);
+        rateOverrides?.forget(id);
+      }
       return userView((await users.findById(id))!);
     },
 
