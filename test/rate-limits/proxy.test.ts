@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { mailTools } from "../peers/mail-tools";
 import { pagedToolsServer } from "../peers/paged-tools";
-import { statefulMcp } from "../peers/stateful-mcp";
 import { expectProblem } from "../support/api";
 import { createTestApp, type TestApp } from "../support/app";
-import { connectedConnector, toolText } from "../support/mcp";
+import { connectedConnector, mcpClient, toolText } from "../support/mcp";
 import { scrape } from "../metrics/scrape";
 
 // Rate limits through app.handle with the stepped clock (both stores: TEST_STORE=postgres takes the shared buckets'
@@ -15,33 +12,6 @@ import { scrape } from "../metrics/scrape";
 // is not a call; the audit trail's rate_limited; the metrics per connector and tool.
 
 type User = Awaited<ReturnType<TestApp["user"]>>;
-
-/** A stateful MCP server (sessions by Mcp-Session-Id) with two tools, counting the calls that reach it. */
-function mailServer() {
-  const calls = new Map<string, number>();
-  const server = statefulMcp(() => {
-    const mcp = new McpServer({ name: "mail", version: "1.0.0" });
-    for (const name of ["send_email", "search", "archive"])
-      mcp.registerTool(name, { description: `The server's ${name}` }, async () => {
-        calls.set(name, (calls.get(name) ?? 0) + 1);
-        return { content: [{ type: "text" as const, text: `called ${name}` }] };
-      });
-    return mcp;
-  });
-  return { ...server, calls };
-}
-
-async function sdkClient(t: TestApp, token: string, id: string) {
-  const fetchFn = (input: string | URL | Request, init?: RequestInit) => {
-    const request = new Request(input, init);
-    request.headers.set("authorization", `Bearer ${token}`);
-    return t.handle(request);
-  };
-  const client = new Client({ name: "rate-test", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${t.publicUrl}/api/v1/connectors/${id}/mcp`), { fetch: fetchFn });
-  await client.connect(transport);
-  return { client, transport };
-}
 
 /** One JSON-RPC request POSTed by hand to a proxy URL (a stateless server: no session needed). */
 function post(t: TestApp, token: string, id: string, message: Record<string, unknown>) {
@@ -119,7 +89,7 @@ describe("a connector's rate_limits in the API", () => {
 describe("a tool's limit, seen by the MCP SDK's client", () => {
   let t: TestApp;
   let alice: User;
-  const mail = mailServer();
+  const mail = mailTools();
   beforeAll(async () => {
     t = await createTestApp();
     t.network.serve("https://mail.example", mail.fetch);
@@ -130,7 +100,7 @@ describe("a tool's limit, seen by the MCP SDK's client", () => {
   test("past the limit a call is a tool result with isError naming the limit and the wait; the session goes on and the call succeeds after the refill", async () => {
     const id = await connectedConnector(alice.api, "https://mail.example/mcp");
     await alice.api("PATCH", `/api/v1/connectors/${id}`, { body: { rate_limits: { tools: { send_email: 2 } } } });
-    const { client, transport } = await sdkClient(t, alice.token, id);
+    const { client, transport } = await mcpClient(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, { token: alice.token }, t.fetch);
     const session = transport.sessionId;
     expect(session).toBeString();
     // The connect's own handshake was a session too.

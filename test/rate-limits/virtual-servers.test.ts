@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { statefulMcp } from "../peers/stateful-mcp";
+import { mailTools } from "../peers/mail-tools";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, mcpClient, toolText } from "../support/mcp";
 
@@ -8,15 +7,7 @@ import { connectedConnector, mcpClient, toolText } from "../support/mcp";
 // routed to it, and its refusal reaches the virtual server's client as the member's tool result.
 let t: TestApp;
 let alice: Awaited<ReturnType<TestApp["user"]>>;
-let calls = 0;
-const mail = statefulMcp(() => {
-  const mcp = new McpServer({ name: "mail", version: "1.0.0" });
-  mcp.registerTool("send_email", { description: "Sends" }, async () => {
-    calls++;
-    return { content: [{ type: "text" as const, text: "sent" }] };
-  });
-  return mcp;
-});
+const mail = mailTools(["send_email"]);
 
 beforeAll(async () => {
   t = await createTestApp();
@@ -33,13 +24,13 @@ test("a member's tool limit holds for calls through a virtual server; the refusa
   });
   expect(server.status).toBe(201);
   const { client } = await mcpClient(server.body.mcp_url, { token: alice.token }, t.fetch);
-  expect(toolText(await client.callTool({ name: "mail__send_email", arguments: {} }))).toBe("sent");
+  expect(toolText(await client.callTool({ name: "mail__send_email", arguments: {} }))).toBe("called send_email");
   const refused = await client.callTool({ name: "mail__send_email", arguments: {} });
   expect(refused.isError).toBe(true);
   expect(toolText(refused)).toContain("the tool send_email may be called 1 time a minute through this connector");
-  expect(calls).toBe(1);
+  expect(mail.calls.get("send_email")).toBe(1);
   t.clock.advance(60_000);
-  expect(toolText(await client.callTool({ name: "mail__send_email", arguments: {} }))).toBe("sent");
+  expect(toolText(await client.callTool({ name: "mail__send_email", arguments: {} }))).toBe("called send_email");
   await client.close();
   const records = (await alice.api("GET", `/api/v1/audit?virtual_server_id=${server.body.id}&outcome=rate_limited`)).body.items;
   expect(records).toMatchObject([{ connector_id: id, name: "send_email", method: "tools/call" }]);
