@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { rate_buckets, rate_bucketsPg } from "../../src/rate-limits/table";
 import { mailTools } from "../peers/mail-tools";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { expectProblem } from "../support/api";
@@ -207,6 +208,35 @@ describe("a connector's limit on every request", () => {
     expect(samples.get('mcp_rate_limited_total{limit="connector"}')).toBe(4);
     expect(samples.get('mcp_rate_limited_total{limit="tool"}')).toBe(1);
     expect(samples.get('mcp_proxy_responses_total{status="429"}')).toBe(3);
+  });
+});
+
+describe("the buckets' job", () => {
+  let t: TestApp;
+  let alice: User;
+  beforeAll(async () => {
+    t = await createTestApp();
+    t.network.serve("https://tools.example", pagedToolsServer(["alpha"]).handler);
+    alice = await t.user("alice");
+  });
+  afterAll(() => t.close());
+
+  test("forgets buckets that are full again (PostgreSQL: their rows); a forgotten bucket is a full one", async () => {
+    const id = await connectedConnector(alice.api, "https://tools.example/mcp");
+    await alice.api("PATCH", `/api/v1/connectors/${id}`, { body: { rate_limits: { requests_per_minute: 2 } } });
+    const rows = async () => (await t.deps.store.db.select().from(t.deps.store.table(rate_buckets, rate_bucketsPg))).length;
+    for (let i = 0; i < 2; i++) expect((await ping(t, alice.token, id, i)).status).toBe(200);
+    await expectRateLimited(await ping(t, alice.token, id, 3), "30", /connector/);
+    // Shared through the store on PostgreSQL; in this process's memory on SQLite.
+    expect(await rows()).toBe(t.deps.store.dialect === "postgres" ? 1 : 0);
+    await t.runJobs();
+    expect(await rows()).toBe(t.deps.store.dialect === "postgres" ? 1 : 0);
+    // Full a minute after its last token was taken, and forgotten a minute after that.
+    t.clock.advance(121_000);
+    await t.runJobs();
+    expect(await rows()).toBe(0);
+    for (let i = 0; i < 2; i++) expect((await ping(t, alice.token, id, 10 + i)).status).toBe(200);
+    await expectRateLimited(await ping(t, alice.token, id, 13), "30", /connector/);
   });
 });
 
