@@ -94,9 +94,11 @@ export function createProxyService(deps: ProxyServiceDeps) {
     let forwarded;
     try {
       if (outgoing.kind === "message") observation.read(outgoing.message, outgoing.bytes);
-      let limited = rateCheck(caller, row, outgoing.kind === "message" ? outgoing.message : undefined, () =>
-        peek(outgoing, request),
-      );
+      // A DELETE ends a session, freeing what the server holds for it: never refused for a rate.
+      let limited =
+        request.method === "DELETE"
+          ? undefined
+          : rateCheck(caller, row, outgoing.kind === "message" ? outgoing.message : undefined, () => peek(outgoing, request));
       // Awaited only when it is a promise: on SQLite the check is synchronous (bench/proxy.ts --rate-limits).
       if (limited instanceof Promise) limited = await limited;
       if (limited) {

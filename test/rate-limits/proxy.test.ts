@@ -189,6 +189,14 @@ describe("a connector's limit on every request", () => {
       }),
     );
     await expectRateLimited(stream, "20", /set by the connector's owner/);
+    // Ending a session is never refused (the stateless server answers its own 405).
+    const ended = await t.handle(
+      new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${alice.token}`, "mcp-session-id": "s" },
+      }),
+    );
+    expect(ended.status).not.toBe(429);
     const byConnector = await (await call(t, alice.token, id, 6, "beta")).json();
     expect(byConnector).toMatchObject({ id: 6, result: { isError: true } });
     expect(byConnector.result.content[0].text).toContain("this connector takes 3 MCP requests a minute");
