@@ -4,9 +4,11 @@ import type { BucketRepository } from "./repository";
 
 /**
  * Tokens a replica takes from the store at once: a fiftieth of the limit. Amortises the round trip (600 a minute:
- * one per 12 requests) while what replicas hold unused stays small — at most batch − 1 each, so three replicas leave
- * under 6 % of a full bucket idle, and a replica's reserve spent later lets at most 2 % more through
- * (test/rate-limits/replicas.test.ts holds three replicas to ±10 %). Small limits reserve one token at a time.
+ * one per 12 requests) while what replicas hold unused stays small — after a burst, at most batch − 1 each, so three
+ * replicas leave under 6 % of a full bucket idle, and a replica's reserve spent later lets at most 2 % more through
+ * (test/rate-limits/replicas.test.ts holds three replicas to ±10 %). Small limits reserve one token at a time. (A
+ * reservation made for requests waiting together is larger, one per request; what another bucket then refused stays
+ * reserved for the next ones.)
  */
 export const batchOf = (perMinute: number) => Math.max(1, Math.floor(perMinute / 50));
 
