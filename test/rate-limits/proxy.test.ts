@@ -14,6 +14,13 @@ import { scrape } from "../metrics/scrape";
 
 type User = Awaited<ReturnType<TestApp["user"]>>;
 
+/** A test app whose fake network serves `handler` at `origin`, and its user alice. */
+async function appWith(origin: string, handler: (request: Request) => Promise<Response>, env: Record<string, string> = {}) {
+  const t = await createTestApp({ env });
+  t.network.serve(origin, handler);
+  return { t, alice: await t.user("alice") };
+}
+
 /** One JSON-RPC request POSTed by hand to a proxy URL (a stateless server: no session needed). */
 function post(t: TestApp, token: string, id: string, message: Record<string, unknown>) {
   return t.handle(
@@ -44,11 +51,7 @@ async function expectRateLimited(response: Response, retryAfter: string, detail:
 describe("a connector's rate_limits in the API", () => {
   let t: TestApp;
   let alice: User;
-  beforeAll(async () => {
-    t = await createTestApp();
-    t.network.serve("https://tools.example", pagedToolsServer(["alpha"]).handler);
-    alice = await t.user("alice");
-  });
+  beforeAll(async () => void ({ t, alice } = await appWith("https://tools.example", pagedToolsServer(["alpha"]).handler)));
   afterAll(() => t.close());
 
   test("set at creation, read back, replaced and removed with PATCH; bad values are 422 problems that change nothing", async () => {
@@ -91,11 +94,7 @@ describe("a tool's limit, seen by the MCP SDK's client", () => {
   let t: TestApp;
   let alice: User;
   const mail = mailTools();
-  beforeAll(async () => {
-    t = await createTestApp();
-    t.network.serve("https://mail.example", mail.fetch);
-    alice = await t.user("alice");
-  });
+  beforeAll(async () => void ({ t, alice } = await appWith("https://mail.example", mail.fetch)));
   afterAll(() => t.close());
 
   test("past the limit a call is a tool result with isError naming the limit and the wait; the session goes on and the call succeeds after the refill", async () => {
@@ -161,11 +160,9 @@ describe("a tool's limit, seen by the MCP SDK's client", () => {
 describe("a connector's limit on every request", () => {
   let t: TestApp;
   let alice: User;
-  beforeAll(async () => {
-    t = await createTestApp();
-    t.network.serve("https://tools.example", pagedToolsServer(["alpha", "beta"]).handler);
-    alice = await t.user("alice");
-  });
+  beforeAll(
+    async () => void ({ t, alice } = await appWith("https://tools.example", pagedToolsServer(["alpha", "beta"]).handler)),
+  );
   afterAll(() => t.close());
 
   test("past it: 429 rate-limited with Retry-After for a ping or a GET, a tool result for a call; a tool's limit takes nothing when another refuses", async () => {
@@ -222,11 +219,7 @@ describe("a connector's limit on every request", () => {
 describe("the buckets' job", () => {
   let t: TestApp;
   let alice: User;
-  beforeAll(async () => {
-    t = await createTestApp();
-    t.network.serve("https://tools.example", pagedToolsServer(["alpha"]).handler);
-    alice = await t.user("alice");
-  });
+  beforeAll(async () => void ({ t, alice } = await appWith("https://tools.example", pagedToolsServer(["alpha"]).handler)));
   afterAll(() => t.close());
 
   test("forgets buckets that are full again (PostgreSQL: their rows); a forgotten bucket is a full one", async () => {
@@ -253,9 +246,8 @@ describe("the per-user limit: RATE__USER_REQUESTS_PER_MINUTE and an administrato
   let alice: User;
   let bob: User;
   beforeAll(async () => {
-    t = await createTestApp({ env: { RATE__USER_REQUESTS_PER_MINUTE: "5", METRICS__TOOLS_PER_CONNECTOR: "1" } });
-    t.network.serve("https://tools.example", pagedToolsServer(["alpha", "beta", "gamma"]).handler);
-    alice = await t.user("alice");
+    const env = { RATE__USER_REQUESTS_PER_MINUTE: "5", METRICS__TOOLS_PER_CONNECTOR: "1" };
+    ({ t, alice } = await appWith("https://tools.example", pagedToolsServer(["alpha", "beta", "gamma"]).handler, env));
     bob = await t.user("bob");
   });
   afterAll(() => t.close());
