@@ -10,9 +10,16 @@ const ROOT = resolve(import.meta.dir, "..");
 
 /**
  * Starts `command` as a service on its own database in `dir` (made here), `env` on top of the defaults, then creates a
- * connector to `upstream`, connects it and makes an API token: the proxy URL and the Authorization header to call it.
+ * connector to `upstream` (`connector`: more of the creation's body, e.g. `rate_limits`), connects it and makes an API
+ * token: the proxy URL and the Authorization header to call it.
  */
-export async function startProxiedService(command: string[], dir: string, upstream: string, env: Record<string, string> = {}) {
+export async function startProxiedService(
+  command: string[],
+  dir: string,
+  upstream: string,
+  env: Record<string, string> = {},
+  connector: Record<string, unknown> = {},
+) {
   const port = await freePort();
   mkdirSync(dir);
   const proc = Bun.spawn(command, {
@@ -47,10 +54,10 @@ export async function startProxiedService(command: string[], dir: string, upstre
     i++
   )
     await Bun.sleep(25);
-  const connector = await api("POST", "/api/v1/connectors", { url: upstream });
-  await api("POST", `/api/v1/connectors/${connector.id}/connect`, {});
+  const created = await api("POST", "/api/v1/connectors", { url: upstream, ...connector });
+  await api("POST", `/api/v1/connectors/${created.id}/connect`, {});
   const token = (await api("POST", "/api/v1/tokens", { name: "bench" })).token as string;
-  return { proc, url: `${service}/api/v1/connectors/${connector.id}/mcp`, auth: `Bearer ${token}` };
+  return { proc, url: `${service}/api/v1/connectors/${created.id}/mcp`, auth: `Bearer ${token}` };
 }
 
 export type WrkResult = { count: number; rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number };

@@ -4,6 +4,7 @@
  *
  *   bun bench/proxy.ts [--rounds 3] [--count 20000] [--concurrency 16] [--latency-count 4000] [--generator bun|wrk] [--seconds 10]
  *                      [--also "name:SETTING=value,SETTING=value;name:…"] [--builds "name:path;name:path"]
+ *                      [--rate-limits 1000000]
  *
  * `--generator wrk` drives the load with Debian's `wrk` (bench/wrk-post.lua: the same POST and Bearer header) for
  * `--seconds` per target and round, one thread, `--concurrency` connections; latency at concurrency 1 as well.
@@ -11,6 +12,11 @@
  * `--also "checkpoints in commits:DATABASE__CHECKPOINT_THREAD=false"`. `--builds` adds service processes of other
  * builds (binaries), with the default settings, side by side with this one: a change measured against the build before
  * it in one run, e.g. `--builds "before:/tmp/connector-service-before"`.
+ *
+ * `--rate-limits N` adds a service whose every request goes through rate limits never reached: the user's
+ * (RATE__USER_REQUESTS_PER_MINUTE=N), the connector's and the called tool's (`rate_limits` of N a minute, a full
+ * bucket holding N: keep N well above the calls of a run), and prints what they add to the proxy's CPU per request
+ * against the default service (target: at most 2 us).
  *
  * Needs nginx on PATH (Debian: apt-get install nginx-light). Uses dist/connector-service when built,
  * else runs the source with Bun. Every process binds 127.0.0.1 and is stopped at the end.
@@ -41,6 +47,8 @@ const ALSO = (args.get("also") ?? "")
     return { name: name!.trim(), env: settingsFrom(settings) };
   });
 /** `name:path` entries, `;`-separated: service processes of other builds (binaries), with the default settings. */
+/** Requests a minute of the rate-limited service's limits (user, connector, tool); undefined: no such service. */
+const RATE_LIMITS = args.has("rate-limits") ? Number(args.get("rate-limits")) : undefined;
 const BUILDS = (args.get("builds") ?? "")
   .split(";")
   .filter(Boolean)
@@ -48,6 +56,8 @@ const BUILDS = (args.get("builds") ?? "")
     const [name, path = ""] = entry.split(/:(.*)/s);
     return { name: name!.trim(), command: [resolve(path.trim())] };
   });
+
+const RATE_LIMITED = "cs, rate limit set";
 
 const work = mkdtempSync(join(tmpdir(), "cs-bench-"));
 const children: Bun.Subprocess[] = [];
@@ -106,8 +116,8 @@ http {
   const binary = join(ROOT, "dist/connector-service");
   const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
   /** A service process on its own database, a connector to the upstream and an API token; `env` on top of the defaults. */
-  async function startService(name: string, env: Record<string, string>, run = command) {
-    const started = await startProxiedService(run, join(work, name), upstream, env);
+  async function startService(name: string, env: Record<string, string>, run = command, connector: Record<string, unknown> = {}) {
+    const started = await startProxiedService(run, join(work, name), upstream, env, connector);
     children.push(started.proc);
     return { name, url: started.url, auth: started.auth, pid: started.proc.pid };
   }
@@ -117,6 +127,12 @@ http {
     await startService("cs, audit off", { AUDIT__ENABLED: "false" }),
   ];
   for (const { name, env } of ALSO) serviceTargets.push(await startService(name, env));
+  if (RATE_LIMITS !== undefined) {
+    // The tool bench/load.ts calls (`ping`) has a limit of its own: the request takes from three buckets.
+    const limits = { requests_per_minute: RATE_LIMITS, tools: { ping: RATE_LIMITS } };
+    const env = { RATE__USER_REQUESTS_PER_MINUTE: String(RATE_LIMITS) };
+    serviceTargets.push(await startService(RATE_LIMITED, env, command, { rate_limits: limits }));
+  }
   for (const build of BUILDS) serviceTargets.push(await startService(build.name, {}, build.command));
 
   const targets = [
@@ -205,6 +221,13 @@ http {
   console.log(
     `bare, held (reads both bodies whole) / bare Bun proxy: ${(heldFloor.rps / floor.rps).toFixed(3)}x throughput, ${(heldFloor.cpu_us! / floor.cpu_us!).toFixed(2)}x CPU per request`,
   );
+  const limited = s[RATE_LIMITED];
+  if (limited) {
+    const added = limited.cpu_us! - cs.cpu_us!;
+    console.log(
+      `rate limits set, never reached (user, connector, tool: ${RATE_LIMITS} a minute): ${added >= 0 ? "+" : ""}${added.toFixed(2)} us proxy CPU per request (target <= +2), ${(limited.rps / cs.rps).toFixed(3)}x throughput, ${limited.p50_ms_c1 - cs.p50_ms_c1 >= 0 ? "+" : ""}${(limited.p50_ms_c1 - cs.p50_ms_c1).toFixed(3)} ms p50 at c=1`,
+    );
+  }
   for (const t of serviceTargets) {
     const r = s[t.name]!;
     console.log(

@@ -57,6 +57,9 @@ import { createServerTools } from "./proxy/server-tools";
 import { proxyRoutes } from "./proxy/routes";
 import { createProxyService } from "./proxy/service";
 import { createStreamLimits } from "./proxy/stream-limits";
+import { createToolMetrics } from "./proxy/tool-metrics";
+import { createRateLimiter } from "./rate-limits/service";
+import { createRateOverrides } from "./users/rate-overrides";
 import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
@@ -164,6 +167,8 @@ export function createServices(deps: Deps) {
     retentionMs: config.audit.retentionMs,
     maxRecords: config.audit.maxRecords,
   });
+  const rateLimiter = createRateLimiter({ store: deps.store, clock });
+  const rateOverrides = createRateOverrides(base.users, clock);
   const proxy = createProxyService({
     ...(config.audit.enabled && { audit }),
     ...(tracing && { tracing }),
@@ -172,6 +177,18 @@ export function createServices(deps: Deps) {
       "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
     ),
     virtualServers: createVirtualServerMetrics(metrics),
+    tools: createToolMetrics(metrics, config.metrics.toolsPerConnector),
+    rates: {
+      limiter: rateLimiter,
+      userDefault: config.rate.userRequestsPerMinute,
+      userOverride: rateOverrides.of,
+      refused: metrics.counter(
+        "mcp_rate_limited_total",
+        "MCP requests a rate limit refused, by the limit that refused them (user, connector, tool)",
+        "limit",
+        ["user", "connector", "tool"],
+      ),
+    },
     connectors,
     pins: createPinRecords({ connectorRows, clock, log }),
     transitions,
@@ -232,6 +249,7 @@ export function createServices(deps: Deps) {
       clock,
       newId,
       maxTokensPerUser: config.auth.maxTokensPerUser,
+      rateOverrides,
       // A deleted user's virtual servers go first, each with its event; then their connectors as DELETE takes them.
       beforeDelete: async (userId) => {
         await virtualServers.deleteAllOf(userId);
@@ -303,6 +321,7 @@ export function createServices(deps: Deps) {
         ...(webhooks ? [webhooks.job] : []),
         providers.job,
         authorization.job,
+        rateLimiter.job,
       ],
       base.leases,
     ),

@@ -2,6 +2,9 @@ import { t } from "elysia";
 
 export const AUDIT_CAPTURE_MAX_BYTES = 8 * 1024;
 
+/** How an exchange ended: a result, a JSON-RPC error, an HTTP status, or a rate limit's refusal (docs/behaviour.md "Rate limits"). */
+export const AUDIT_OUTCOMES = ["result", "error", "http", "rate_limited"] as const;
+
 export const AuditQuery = t.Object({
   connector_id: t.Optional(t.String({ maxLength: 100, description: "Only this connector's records" })),
   virtual_server_id: t.Optional(
@@ -13,7 +16,10 @@ export const AuditQuery = t.Object({
   method: t.Optional(t.String({ maxLength: 100, description: "Only this JSON-RPC method, e.g. tools/call" })),
   name: t.Optional(t.String({ maxLength: 2048, description: "Only this tool, prompt or resource URI, e.g. send_email" })),
   outcome: t.Optional(
-    t.Union([t.Literal("result"), t.Literal("error"), t.Literal("http")], { description: "Only this outcome" }),
+    t.Union(
+      AUDIT_OUTCOMES.map((o) => t.Literal(o)),
+      { description: "Only this outcome" },
+    ),
   ),
   since: t.Optional(t.String({ format: "date-time", description: "From this time on (inclusive)" })),
   until: t.Optional(t.String({ format: "date-time", description: "Up to this time (inclusive)" })),
@@ -48,9 +54,13 @@ export const AuditRecord = t.Object({
     description: "The JSON-RPC method (batch for a batch, null when the body was not JSON-RPC)",
   }),
   name: t.Union([t.String(), t.Null()], { description: "The tool, prompt or resource URI the request named" }),
-  outcome: t.Union([t.Literal("result"), t.Literal("error"), t.Literal("http")], {
-    description: "result, error (a JSON-RPC error: see error_code), or http (the exchange ended on http_status)",
-  }),
+  outcome: t.Union(
+    AUDIT_OUTCOMES.map((o) => t.Literal(o)),
+    {
+      description:
+        "result, error (a JSON-RPC error: see error_code), http (the exchange ended on http_status), or rate_limited (a rate limit answered in the server's place: a tool result with isError, or a 429)",
+    },
+  ),
   error_code: t.Union([t.Integer(), t.Null()]),
   http_status: t.Integer(),
   duration_ms: t.Integer(),

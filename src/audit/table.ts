@@ -2,6 +2,7 @@ import { isNotNull } from "drizzle-orm";
 import { index as pgIndex, integer as pgInteger, pgTable, text as pgText } from "drizzle-orm/pg-core";
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, type SameRow } from "../db/columns";
+import { AUDIT_OUTCOMES } from "./model";
 
 /**
  * One record per JSON-RPC message a client sent through the MCP proxy (docs/behaviour.md "Audit trail"): who, through which
@@ -21,8 +22,8 @@ export const audit_records = sqliteTable(
     virtual_server_id: text("virtual_server_id"),
     method: text("method"),
     name: text("name"),
-    /** result, error (a JSON-RPC error), or http (the exchange ended on an HTTP status). */
-    outcome: text("outcome", { enum: ["result", "error", "http"] }).notNull(),
+    /** result, error (a JSON-RPC error), http (the exchange ended on an HTTP status), or rate_limited. */
+    outcome: text("outcome", { enum: AUDIT_OUTCOMES }).notNull(),
     error_code: integer("error_code"),
     http_status: integer("http_status").notNull(),
     duration_ms: integer("duration_ms").notNull(),
@@ -50,7 +51,7 @@ export const audit_recordsPg = pgTable(
     virtual_server_id: pgText("virtual_server_id"),
     method: pgText("method"),
     name: pgText("name"),
-    outcome: pgText("outcome", { enum: ["result", "error", "http"] }).notNull(),
+    outcome: pgText("outcome", { enum: AUDIT_OUTCOMES }).notNull(),
     error_code: pgInteger("error_code"),
     http_status: pgInteger("http_status").notNull(),
     duration_ms: pgInteger("duration_ms").notNull(),

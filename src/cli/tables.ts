@@ -32,6 +32,7 @@ import {
   oauth_states,
   oauth_statesPg,
 } from "../oauth-client/table";
+import { rate_buckets, rate_bucketsPg } from "../rate-limits/table";
 import { job_leases, job_leasesPg } from "../scheduler/table";
 import { api_tokens, api_tokensPg, sessions, sessionsPg, users, usersPg } from "../users/table";
 import { upstreamSealContext } from "../virtual-servers/session-store";
@@ -187,6 +188,11 @@ export const TABLES: readonly StoredTable[] = [
     key: ["name"],
     copied: false,
     why: "a lease names a process of the deployment copied from; the target's processes take their own at their next run",
+  }),
+  stored(rate_buckets, rate_bucketsPg, {
+    key: ["key"],
+    copied: false,
+    why: "rate limits' live token buckets: a missing bucket is a full one, so the target starts with full buckets",
   }),
 ];
 

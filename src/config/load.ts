@@ -71,8 +71,13 @@ export type Config = {
   };
   scheduler: { intervalMs: number };
   a2a: { cardRefreshMs: number };
-  /** METRICS__TOKEN: when set, /metrics wants it as a bearer token. */
-  metrics: { token: string | undefined };
+  /** RATE__USER_REQUESTS_PER_MINUTE: every user's ceiling on proxied MCP requests unless an administrator set theirs; undefined: none. */
+  rate: { userRequestsPerMinute: number | undefined };
+  /**
+   * METRICS__TOKEN: when set, /metrics wants it as a bearer token. METRICS__TOOLS_PER_CONNECTOR: the tools per connector
+   * with series of their own (the rest count as `other`).
+   */
+  metrics: { token: string | undefined; toolsPerConnector: number };
 };
 
 /** A bad setting: the message names the variable. `serve` prints it and exits 2. */
@@ -316,7 +321,8 @@ function finish(raw: RawConfig, env: Record<string, string | undefined>): Config
     },
     scheduler: { intervalMs: raw.scheduler.interval_seconds * 1000 },
     a2a: { cardRefreshMs: raw.a2a.card_refresh_seconds * 1000 },
-    metrics: { token: raw.metrics.token },
+    rate: { userRequestsPerMinute: raw.rate.user_requests_per_minute },
+    metrics: { token: raw.metrics.token, toolsPerConnector: raw.metrics.tools_per_connector },
   };
 }
 

@@ -175,7 +175,13 @@ export const ConfigSchema = t.Object({
       description: "an integer from 1 to 100000",
     }),
   }),
+  rate: t.Object({
+    user_requests_per_minute: t.Optional(
+      t.Integer({ minimum: 1, maximum: 1_000_000, description: "an integer from 1 to 1000000 (requests per minute)" }),
+    ),
+  }),
   metrics: t.Object({
+    tools_per_connector: t.Integer({ minimum: 0, maximum: 1000, default: 20, description: "an integer from 0 to 1000" }),
     // A bearer token (RFC 6750 §2.1 sends it in a header): visible ASCII, long enough not to be guessed.
     token: t.Optional(
       t.String({ pattern: "^[\\x21-\\x7E]{16,1024}$", description: "16 to 1024 visible ASCII characters (no spaces)" }),

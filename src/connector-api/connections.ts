@@ -127,13 +127,14 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
     connect: tracedConnect,
 
     /**
-     * PATCH: a new URL (the connector then needs a new connect), new metadata and tool policy (connectors/service.ts),
+     * PATCH: a new URL (the connector then needs a new connect), new metadata, tool policy and rate limits (connectors/service.ts),
      * and new headers for a connector connected with headers — proven by a handshake first, as connect does, so
      * refused headers leave the old ones working.
      */
     async update(caller: Principal, id: string, body: UpdateConnectorBody): Promise<Connector> {
-      if (body.metadata === undefined && body.headers === undefined && body.tool_policy === undefined && body.url === undefined)
-        throw invalidField("body", "must change url, metadata, tool_policy or headers");
+      const settings = body.metadata !== undefined || body.tool_policy !== undefined || body.rate_limits !== undefined;
+      if (!settings && body.headers === undefined && body.url === undefined)
+        throw invalidField("body", "must change url, metadata, tool_policy, rate_limits or headers");
       if (body.url !== undefined && body.headers !== undefined)
         throw invalidField("body.headers", "cannot come with a new url: connect the connector at its new URL with headers");
       let row = await connectors.owned(caller, id);
@@ -155,10 +156,11 @@ export function createConnectionService(deps: ConnectionServiceDeps) {
         if (Object.keys(body.headers).length === 0) throw invalidField("body.headers", "must name at least one header");
         await tracedConnect(caller, id, { headers: body.headers });
       }
-      if (body.metadata === undefined && body.tool_policy === undefined) return connectors.get(caller, id);
+      if (!settings) return connectors.get(caller, id);
       return connectors.updateSettings(caller, id, {
         ...(body.metadata !== undefined && { metadata: body.metadata }),
         ...(body.tool_policy !== undefined && { tool_policy: body.tool_policy }),
+        ...(body.rate_limits !== undefined && { rate_limits: body.rate_limits }),
       });
     },
 

@@ -124,10 +124,10 @@ export function connectorRoutes(
       body: UpdateConnectorBody,
       response: { 200: Connector, ...connectorProblems, 502: Problem, 504: Problem },
       detail: {
-        summary: "Change a connector's URL, metadata or tool policy, or replace its headers",
+        summary: "Change a connector's URL, metadata, tool policy or rate limits, or replace its headers",
         description:
           "`url` moves the connector to another MCP server: the URL is checked as at creation (422: scheme, credentials, fragment, a blocked address, an mcp+stdio:// URL without its preset) and matched against the presets again; a different URL ends the connection in the same write — the connector becomes `disconnected` with the reason (a never-connected one stays `created`), an OAuth grant is revoked at the authorization server and forgotten, stored headers are forgotten, a pending authorization is dropped — and it needs a new connect. OAuth client credentials stay only when the new URL has the same origin (a preset of the new URL supplies its own). The same URL changes nothing. " +
-          "`metadata` fields replace the stored ones (the others stay). `tool_policy` replaces the policy (null removes it). `headers` (only for a connector connected with headers, else 409) are proven with an MCP handshake before they replace the stored ones: refused (422) or unreachable (502/504), the old headers stay and the connector stays connected.",
+          '`metadata` fields replace the stored ones (the others stay). `tool_policy` replaces the policy (null removes it); `rate_limits` replaces the rate limits (null removes them; docs/behaviour.md "Rate limits"). `headers` (only for a connector connected with headers, else 409) are proven with an MCP handshake before they replace the stored ones: refused (422) or unreachable (502/504), the old headers stay and the connector stays connected.',
       },
     })
     .post("/:id/connect", ({ principal, params, body }) => connections.connect(principal, params.id, body ?? {}), {

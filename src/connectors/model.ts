@@ -1,6 +1,7 @@
 import { t } from "elysia";
 import { NextCursor } from "../http/pages";
 import { Metadata } from "../presets/model";
+import { RateLimits } from "../rate-limits/model";
 
 export const CONNECTOR_STATES = ["created", "auth_required", "connected", "disconnected"] as const;
 export type ConnectorState = (typeof CONNECTOR_STATES)[number];
@@ -138,6 +139,10 @@ export const Connector = t.Object(
       description:
         "The MCP revisions the server speaks, found at connect (server/discover, then initialize); clients of another era are bridged by the proxy. Null until connected",
     }),
+    rate_limits: t.Union([RateLimits, t.Null()], {
+      description:
+        "Token buckets on the MCP requests to this connector and on single tools' calls; null: none (the callers' own limits still apply)",
+    }),
     created_at: t.String({ format: "date-time" }),
     updated_at: t.String({ format: "date-time" }),
   },
@@ -188,6 +193,7 @@ export const CreateConnectorBody = t.Object(
     client_secret: t.Optional(t.String({ minLength: 1, maxLength: 4096, description: "OAuth client secret" })),
     metadata: t.Optional(Metadata),
     match_preset: t.Optional(t.Boolean({ default: true, description: "Match the URL against the presets" })),
+    rate_limits: t.Optional(RateLimits),
   },
   {
     additionalProperties: false,
@@ -240,6 +246,9 @@ export const UpdateConnectorBody = t.Object(
     tool_policy: t.Optional(
       t.Union([ToolPolicy, t.Null()], { description: "The tool policy (replaces the stored one); null removes it" }),
     ),
+    rate_limits: t.Optional(
+      t.Union([RateLimits, t.Null()], { description: "The rate limits (replace the stored ones); null removes them" }),
+    ),
     headers: t.Optional(
       t.Record(t.String(), t.String({ maxLength: MAX_HEADER_VALUE_LENGTH }), {
         description:
@@ -250,7 +259,11 @@ export const UpdateConnectorBody = t.Object(
   {
     additionalProperties: false,
     minProperties: 1,
-    examples: [{ metadata: { name: "Stripe (billing team)" } }, { tool_policy: { deny: ["delete_customer"], pin: "record" } }],
+    examples: [
+      { metadata: { name: "Stripe (billing team)" } },
+      { tool_policy: { deny: ["delete_customer"], pin: "record" } },
+      { rate_limits: { requests_per_minute: 600, tools: { send_email: 10 } } },
+    ],
   },
 );
 export type UpdateConnectorBody = typeof UpdateConnectorBody.static;

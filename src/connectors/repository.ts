@@ -17,7 +17,9 @@ export type ConnectorRow = typeof sqliteConnectors.$inferSelect;
 export type ConnectorEventRow = typeof sqliteEvents.$inferSelect;
 export type ToolPinRow = typeof sqliteTools.$inferSelect;
 /** What PATCH and pinning change of a connector: never its state or credentials (transitions.ts writes those). */
-export type ConnectorSettings = Partial<Pick<ConnectorRow, "metadata" | "tool_policy" | "tools_pinned_at" | "tool_changes">>;
+export type ConnectorSettings = Partial<
+  Pick<ConnectorRow, "metadata" | "tool_policy" | "tools_pinned_at" | "tool_changes" | "rate_limits">
+>;
 /** The columns a connection owns; only transitions.ts writes them. */
 export type ConnectionColumns = Pick<
   ConnectorRow,

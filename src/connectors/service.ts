@@ -9,6 +9,7 @@ import { parseConnectorUrl } from "../urls/server-url";
 import type { Principal } from "../users/model";
 import { sealContext } from "./sealing";
 import { readPage, type ListQuery } from "../http/pages";
+import type { RateLimits } from "../rate-limits/model";
 import { type Connector, type ConnectorList, type CreateConnectorBody, type ToolChangeList, type ToolPolicy } from "./model";
 import { checkToolPolicy } from "./tool-policy";
 import type { ConnectorRepository, ConnectorRow, TargetColumns } from "./repository";
@@ -48,6 +49,7 @@ export function connectorView(row: ConnectorRow): Connector {
     tools_pinned_at: row.tools_pinned_at === null ? null : new Date(row.tools_pinned_at).toISOString(),
     tool_changes: row.tool_changes ?? [],
     protocol_versions: row.protocol_versions ?? null,
+    rate_limits: row.rate_limits,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };
@@ -105,11 +107,14 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
       return { items: await rows.toolChanges(id) };
     },
 
-    /** PATCH's settings: `metadata` fields replace the stored ones (the others stay); `tool_policy` replaces the policy (null: none). */
+    /**
+     * PATCH's settings: `metadata` fields replace the stored ones (the others stay); `tool_policy` replaces the policy,
+     * `rate_limits` the limits (null: none).
+     */
     async updateSettings(
       caller: Principal,
       id: string,
-      settings: { metadata?: Metadata; tool_policy?: ToolPolicy | null },
+      settings: { metadata?: Metadata; tool_policy?: ToolPolicy | null; rate_limits?: RateLimits | null },
     ): Promise<Connector> {
       const row = await owned(caller, id);
       if (settings.tool_policy) checkToolPolicy(settings.tool_policy);
@@ -118,6 +123,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         {
           ...(settings.metadata !== undefined && { metadata: { ...row.metadata, ...settings.metadata } }),
           ...(settings.tool_policy !== undefined && { tool_policy: settings.tool_policy }),
+          ...(settings.rate_limits !== undefined && { rate_limits: settings.rate_limits }),
         },
         clock(),
       );
@@ -183,6 +189,7 @@ export function createConnectorService(deps: ConnectorServiceDeps) {
         tools_pinned_at: null,
         tool_changes: null,
         protocol_versions: null,
+        rate_limits: body.rate_limits ?? null,
         access_token: null,
         authorization_url: null,
         redirect_url: null,

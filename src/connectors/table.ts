@@ -3,6 +3,7 @@ import { bigserial, index as pgIndex, jsonb, pgTable, primaryKey as pgPrimaryKey
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import type { Metadata } from "../presets/model";
+import type { RateLimits } from "../rate-limits/model";
 import { users, usersPg } from "../users/table";
 import {
   AUTH_METHODS,
@@ -51,6 +52,8 @@ export const connectors = sqliteTable(
     tool_changes: text("tool_changes", { mode: "json" }).$type<ToolChange[]>(),
     /** The MCP revisions the server speaks, found at connect (upstream/handshake.ts); null: not known (connected before). */
     protocol_versions: text("protocol_versions", { mode: "json" }).$type<string[]>(),
+    /** Token buckets on the requests to its proxy URL and on single tools' calls (rate-limits/model.ts); null: none. */
+    rate_limits: text("rate_limits", { mode: "json" }).$type<RateLimits>(),
     ...timestamps,
   },
   (table) => [
@@ -86,6 +89,7 @@ export const connectorsPg = pgTable(
     tools_pinned_at: millis("tools_pinned_at"),
     tool_changes: jsonb("tool_changes").$type<ToolChange[]>(),
     protocol_versions: jsonb("protocol_versions").$type<string[]>(),
+    rate_limits: jsonb("rate_limits").$type<RateLimits>(),
     ...timestampsPg,
   },
   (table) => [

@@ -64,13 +64,22 @@ export class PayloadTooLarge extends AppError {
 
 export class TooManyRequests extends AppError {
   readonly status = 429;
-  readonly type = "too-many-requests";
-  readonly title = "Too many requests";
+  readonly type: string = "too-many-requests";
+  readonly title: string = "Too many requests";
   override readonly headers: Record<string, string>;
   constructor(detail: string, retryAfterSeconds: number) {
     super(detail);
     this.headers = { "retry-after": String(retryAfterSeconds) };
   }
+}
+
+/**
+ * A rate limit's bucket is empty (docs/behaviour.md "Rate limits"): a type of its own, so a client can tell "slow down,
+ * then retry" from the caps on open streams and held bytes (`too-many-requests`). RFC 6585 §4, RFC 9110 §10.2.3.
+ */
+export class RateLimited extends TooManyRequests {
+  override readonly type = "rate-limited";
+  override readonly title = "Rate limit reached";
 }
 
 export class UnsupportedMediaType extends AppError {

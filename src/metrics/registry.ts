@@ -17,6 +17,8 @@ export type Histogram = { observe(value: number): void };
 export type LabelledCounter = { inc(values: readonly string[]): void };
 /** A histogram with one label: a set of buckets per label value. */
 export type LabelledHistogram = { observe(labelValue: string, value: number): void };
+/** A histogram with several labels: a set of buckets per combination of values, given in the labels' order. */
+export type MultiLabelHistogram = { observe(labelValues: readonly string[], value: number): void };
 export type UpDown = { inc(): void; dec(): void };
 
 type Metric = { name: string; help: string; type: string; render(): string[] | Promise<string[]> };
@@ -160,6 +162,28 @@ export function createRegistry() {
           let values = series.get(labelValue);
           if (!values) series.set(labelValue, (values = histogramValues(buckets)));
           values.observe(value);
+        },
+      };
+    },
+
+    /** `labels`: the label names, in the order `observe` is given their values. */
+    multiLabelHistogram(name: string, help: string, labels: readonly string[], buckets: number[]): MultiLabelHistogram {
+      const series = new Map<string, { labels: string; values: ReturnType<typeof histogramValues> }>();
+      metrics.push({
+        name,
+        help,
+        type: "histogram",
+        render: () => [...series.values()].flatMap((s) => s.values.render(name, s.labels)),
+      });
+      return {
+        observe(labelValues, value) {
+          const key = labelValues.join("\u0000");
+          let entry = series.get(key);
+          if (!entry) {
+            const rendered = labels.map((label, i) => `${label}="${escape(labelValues[i] ?? "")}",`).join("");
+            series.set(key, (entry = { labels: rendered, values: histogramValues(buckets) }));
+          }
+          entry.values.observe(value);
         },
       };
     },

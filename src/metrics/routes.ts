@@ -32,7 +32,7 @@ export function metricsRoutes(registry: Registry, options: MetricsRouteOptions) 
       detail: {
         summary: "Prometheus metrics",
         description:
-          "Proxy requests by the status the client got and by the upstream's status, upstream latency, open streams, OAuth token refreshes by outcome, connectors by state, virtual servers' messages to their members by method and outcome with their duration, process memory, CPU time and open files, and the running version. " +
+          "Proxy requests by the status the client got and by the upstream's status, upstream latency, open streams, OAuth token refreshes by outcome, connectors by state, virtual servers' messages to their members by method and outcome with their duration, tool calls per connector and tool (calls, errors, rate-limited, duration; METRICS__TOOLS_PER_CONNECTOR tools each, the rest as other), rate-limit refusals by limit, process memory, CPU time and open files, and the running version. " +
           'Open when METRICS__TOKEN is unset; when it is set, send `Authorization: Bearer <METRICS__TOKEN>`, else 401 with `WWW-Authenticate: Bearer realm="metrics"`. No secrets in it.',
       },
     },

@@ -33,6 +33,15 @@ export function rpcError(id: unknown, code: number, message: string, status = 20
   });
 }
 
+/** The proxy's own JSON-RPC result (a tool's answer it gives in the server's place), its length declared like `rpcError`'s. */
+export function rpcResult(id: unknown, result: unknown): Response {
+  const body = new TextEncoder().encode(JSON.stringify({ jsonrpc: "2.0", id: id ?? null, result }));
+  return new Response(body, {
+    status: 200,
+    headers: { "content-type": "application/json", "content-length": String(body.byteLength) },
+  });
+}
+
 /** [JSON-RPC 2.0 §4](https://www.jsonrpc.org/specification#request_object): a request object's members, as far as the proxy reads them. */
 function invalid(message: unknown): string | undefined {
   if (typeof message !== "object" || message === null || Array.isArray(message)) return "a JSON-RPC message is an object";

@@ -1,6 +1,6 @@
 import type { AuditEntry } from "../audit/service";
 import type { ConnectorRow } from "../connectors/repository";
-import { AppError } from "../http-errors/errors";
+import { AppError, RateLimited } from "../http-errors/errors";
 import type { StatusCounter } from "../metrics/registry";
 import type { Traced, Tracing } from "../observability/tracing";
 import type { Principal } from "../users/model";
@@ -8,6 +8,7 @@ import type { VirtualServerMetrics } from "../virtual-servers/metrics";
 import type { TakeWhole } from "../forward/forward";
 import { readOutcome, wholeLength, wholeOutcome, type Observed } from "./answer-outcome";
 import type { RpcMessage } from "./message";
+import type { ToolMetrics } from "./tool-metrics";
 
 /**
  * The last step of the hot path: one observer for what the proxy reports of its exchanges — the audit trail's record
@@ -30,6 +31,8 @@ export type ObserverDeps = {
   clock: () => number;
   /** Holds an answer's bytes against the caller's budget while it is read (held-bytes.ts), else undefined. */
   hold: (userId: string, bytes: number) => (() => void) | undefined;
+  /** Calls, errors, refusals and durations per connector and tool (tool-metrics.ts); undefined: not counted. */
+  tools?: ToolMetrics;
 };
 
 /** The request's method and what it names, as the audit trail and the span record them. */
@@ -69,6 +72,8 @@ export type Observation = {
   answered(response: Response): Promise<Response>;
   /** The exchange ended in `error` before an answer. */
   failed(error: unknown): void;
+  /** A rate limit answered it in the server's place (rate-check.ts): recorded as `rate_limited`. */
+  rateLimited(): void;
 };
 
 /** An exchange nothing observes (audit trail and tracing off, or a GET with the audit trail only): nothing to do. */
@@ -79,9 +84,10 @@ const UNOBSERVED: Observation = {
   takeWhole: undefined,
   answered: async (response) => response,
   failed: () => undefined,
+  rateLimited: () => undefined,
 };
 
-export function createObserver({ audit, tracing, responses, virtualServers, clock, hold }: ObserverDeps) {
+export function createObserver({ audit, tracing, responses, virtualServers, clock, hold, tools }: ObserverDeps) {
   const capture = audit?.capture ?? false;
 
   class ExchangeObservation implements Observation {
@@ -89,6 +95,7 @@ export function createObserver({ audit, tracing, responses, virtualServers, cloc
     readonly started = performance.now();
     described = UNREAD;
     bytes = 0;
+    limited = false;
     /** The answer, when it was taken whole. */
     answer: Uint8Array | undefined;
     readonly takeWhole: TakeWhole | undefined;
@@ -138,7 +145,12 @@ export function createObserver({ audit, tracing, responses, virtualServers, cloc
       );
     }
 
+    rateLimited(): void {
+      this.limited = true;
+    }
+
     failed(error: unknown): void {
+      if (error instanceof RateLimited) this.limited = true;
       const status = error instanceof AppError ? error.status : 500;
       if (this.reads) this.end(status, { errorCode: null, bytes: 0 });
       else this.traced?.end({ "http.response.status_code": status }, status >= 500 ? (error as Error).message : undefined);
@@ -158,8 +170,16 @@ export function createObserver({ audit, tracing, responses, virtualServers, cloc
         },
         httpStatus >= 500 ? `HTTP ${httpStatus}` : undefined,
       );
-      const outcome = observed.errorCode !== null ? "error" : httpStatus >= 400 ? "http" : "result";
+      const outcome = this.limited
+        ? "rate_limited"
+        : observed.errorCode !== null
+          ? "error"
+          : httpStatus >= 400
+            ? "http"
+            : "result";
       const durationMs = performance.now() - this.started;
+      if (described.method === "tools/call" && described.name !== null)
+        tools?.observe(this.connectorId, described.name, outcome, durationMs / 1000);
       if (this.caller.virtualServer !== undefined)
         virtualServers?.observe(this.caller.virtualServer, described.method, outcome, durationMs / 1000);
       audit?.record({
@@ -189,7 +209,10 @@ export function createObserver({ audit, tracing, responses, virtualServers, cloc
         ...(caller.virtualServer !== undefined && { "mcp.virtual_server.id": caller.virtualServer }),
       });
       const counted = virtualServers !== undefined && caller.virtualServer !== undefined;
-      const reads = request.method === "POST" && (audit !== undefined || traced !== undefined || counted);
+      // Per-tool metrics ride on a message read anyway (a tool policy, a tool's rate limit): they never make the
+      // proxy read a body it would stream unread.
+      const readAnyway = tools !== undefined && (row.tool_policy !== null || row.rate_limits?.tools !== undefined);
+      const reads = request.method === "POST" && (audit !== undefined || traced !== undefined || counted || readAnyway);
       return reads || traced ? new ExchangeObservation(caller, row.id, reads, traced) : UNOBSERVED;
     },
     /** Every answer at a proxy URL, the proxy's own refusals included (entry.ts). */

@@ -12,13 +12,15 @@ import type { EraBridges } from "../era-bridge/bridges";
 import { createAdmission, type Admitted } from "./admit";
 import type { CredentialCheck } from "./credential-check";
 import type { HeldBytes } from "./held-bytes";
-import { serialiseMessage } from "./message";
+import { readMessage, serialiseMessage } from "./message";
+import { createRateCheck, type RateCheckDeps } from "./rate-check";
 import { createObserver, type AuditSink, type Observation } from "./observe";
 import { createToolViews, type PinStore } from "./policy";
-import { createRequestReader } from "./read";
+import { createRequestReader, type Outgoing } from "./read";
 import { createSender, type Sending } from "./send";
 import type { StreamLimits } from "./stream-limits";
 import type { Targets } from "./target";
+import type { ToolMetrics } from "./tool-metrics";
 import { filterRequest, rewriteResponse } from "./tool-filter";
 
 export type { AuditSink } from "./observe";
@@ -48,7 +50,18 @@ export type ProxyServiceDeps = {
   watch?: AccessWatch;
   /** Serves 2026-07-28 clients of servers that speak only the 2025 era (era-bridge/bridges.ts). */
   eraBridges?: Pick<EraBridges, "wants" | "serve" | "closeAll">;
+  /** Calls, errors, refusals and durations per connector and tool on /metrics (tool-metrics.ts). */
+  tools?: ToolMetrics;
+  /** Rate limits per user, connector and tool (rate-check.ts). */
+  rates: RateCheckDeps;
 };
+
+/** A body held as bytes but not read: its message, read only when a rate limit refused it (rate-check.ts). */
+function peek(outgoing: Outgoing, request: Request) {
+  if (outgoing.kind !== "body" || !(outgoing.body instanceof Uint8Array)) return undefined;
+  const read = readMessage(outgoing.body, request.headers);
+  return read.ok ? read.message : undefined;
+}
 
 /**
  * The MCP proxy's hot path (docs/interface.md §6), one request at a time, as named steps:
@@ -63,6 +76,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
   const viewOf = createToolViews(deps.pins);
   const readRequest = createRequestReader(held);
   const send = createSender(deps);
+  const rateCheck = createRateCheck(deps.rates);
 
   /** One admitted exchange, from its request to the answer the client gets (before the observer reads it). */
   async function exchange(
@@ -75,7 +89,8 @@ export function createProxyService(deps: ProxyServiceDeps) {
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
     const view = policy ? await viewOf(row) : undefined;
     const outgoing = await readRequest(caller.id, request, {
-      decide: view !== undefined || observation.reads,
+      // A tool's rate limit decides on the tool a call names.
+      decide: view !== undefined || observation.reads || row.rate_limits?.tools !== undefined,
       replay: row.auth_method === "oauth",
     });
     if (outgoing.kind === "refused") {
@@ -86,9 +101,21 @@ export function createProxyService(deps: ProxyServiceDeps) {
     let listIds: Set<string> | undefined;
     let forwarded;
     try {
+      if (outgoing.kind === "message") observation.read(outgoing.message, outgoing.bytes);
+      // A DELETE ends a session, freeing what the server holds for it: never refused for a rate.
+      let limited =
+        request.method === "DELETE"
+          ? undefined
+          : rateCheck(caller, row, outgoing.kind === "message" ? outgoing.message : undefined, () => peek(outgoing, request));
+      // Awaited only when it is a promise: on SQLite the check is synchronous (bench/proxy.ts --rate-limits).
+      if (limited instanceof Promise) limited = await limited;
+      if (limited) {
+        observation.rateLimited();
+        release();
+        return limited.response;
+      }
       let sending: Sending;
       if (outgoing.kind === "message") {
-        observation.read(outgoing.message, outgoing.bytes);
         let message = outgoing.message;
         let mcpName: string | undefined;
         if (view) {

@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import { UserRateLimits } from "../rate-limits/model";
 
 export const USERNAME_PATTERN = "^[A-Za-z0-9._@-]{1,64}$";
 export const ROLES = ["admin", "user"] as const;
@@ -28,8 +29,18 @@ export const UpdateUserBody = t.Object(
           "true: the user can no longer sign in or use tokens or grants (their console sessions end); false: enabled again",
       }),
     ),
+    rate_limits: t.Optional(
+      t.Union([UserRateLimits, t.Null()], {
+        description:
+          "This user's own ceiling on MCP requests through the proxy, in place of RATE__USER_REQUESTS_PER_MINUTE; null: the default again",
+      }),
+    ),
   },
-  { additionalProperties: false, minProperties: 1, examples: [{ disabled: true }, { role: "admin" }] },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    examples: [{ disabled: true }, { role: "admin" }, { rate_limits: { requests_per_minute: 120 } }],
+  },
 );
 export type UpdateUserBody = typeof UpdateUserBody.static;
 
@@ -87,6 +98,9 @@ export const UserView = t.Object({
   username: t.String(),
   role: Role,
   disabled: t.Boolean(),
+  rate_limits: t.Union([UserRateLimits, t.Null()], {
+    description: "Set by an administrator: this user's own ceiling; null: RATE__USER_REQUESTS_PER_MINUTE applies",
+  }),
   created_at: t.String({ format: "date-time" }),
 });
 export type UserView = typeof UserView.static;

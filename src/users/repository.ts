@@ -39,6 +39,8 @@ export type UserRepository = {
   /** Disables (a time) or enables (null) a user; false when there is no such user. */
   setDisabled(id: string, disabledAt: number | null, at: number): Promise<boolean>;
   setRole(id: string, role: UserRow["role"], at: number): Promise<boolean>;
+  /** An administrator's override of the default rate limit (null: the default again). */
+  setRequestsPerMinute(id: string, requestsPerMinute: number | null, at: number): Promise<boolean>;
   /** Deletes the user; their tokens, sessions and grants go with them (foreign keys cascade). */
   delete(id: string): Promise<boolean>;
   insertSession(row: SessionRow): Promise<void>;
@@ -82,6 +84,9 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
       .innerJoin(users, eq(users.id, api_tokens.user_id))
       .where(eq(api_tokens.token_digest, sql.placeholder("digest"))),
   );
+  /** One user's columns; false when there is no such user. */
+  const setColumns = async (id: string, columns: Partial<UserRow>) =>
+    (await db.update(users).set(columns).where(eq(users.id, id)).returning({ id: users.id })).length === 1;
   return {
     findById: (id) => byId({ id }),
     findByUsername: async (username) => (await db.select().from(users).where(eq(users.username, username)).limit(1))[0],
@@ -93,20 +98,17 @@ export function createUserRepository(store: Store, clock: () => number = Date.no
       await db.update(users).set({ password_hash, updated_at: at }).where(eq(users.id, id));
     },
     async setDisabled(id, disabled_at, at) {
-      const changed = await db
-        .update(users)
-        .set({ disabled_at, updated_at: at })
-        .where(eq(users.id, id))
-        .returning({ id: users.id });
+      const changed = await setColumns(id, { disabled_at, updated_at: at });
       // A token's owner is remembered for a second: forget them all, so a disabled user is refused at once here.
       tokenOwners.clear();
-      return changed.length === 1;
+      return changed;
     },
     async setRole(id, role, at) {
-      const changed = await db.update(users).set({ role, updated_at: at }).where(eq(users.id, id)).returning({ id: users.id });
+      const changed = await setColumns(id, { role, updated_at: at });
       tokenOwners.clear();
-      return changed.length === 1;
+      return changed;
     },
+    setRequestsPerMinute: (id, requests_per_minute, at) => setColumns(id, { requests_per_minute, updated_at: at }),
     async delete(id) {
       const deleted = await db.delete(users).where(eq(users.id, id)).returning({ id: users.id });
       tokenOwners.clear();

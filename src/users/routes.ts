@@ -71,9 +71,10 @@ export function userRoutes(users: UserService, auth: AuthPlugin, apiBody: ApiBod
       body: UpdateUserBody,
       response: { 200: UserView, ...problems },
       detail: {
-        summary: "Change a user's role, or disable or enable them (administrators only)",
+        summary: "Change a user's role or rate limit, or disable or enable them (administrators only)",
         description:
-          "A disabled user cannot sign in, and their passwords, API tokens, console sessions and OAuth grants stop working (within 1 s on every replica). Not for yourself (409).",
+          "A disabled user cannot sign in, and their passwords, API tokens, console sessions and OAuth grants stop working (within 1 s on every replica). Not for yourself (409). " +
+          '`rate_limits` sets this user\'s own ceiling on MCP requests through the proxy in place of RATE__USER_REQUESTS_PER_MINUTE (null: the default again), applied within 1 s on every replica (docs/behaviour.md "Rate limits").',
       },
     })
     .delete(

@@ -13,6 +13,7 @@ import type {
   UserView,
 } from "./model";
 import type { Brake } from "./failure-limit";
+import type { RateOverrides } from "./rate-overrides";
 import type { TokenRow, UserRepository, UserRow } from "./repository";
 import { sha256Hex } from "../secrets/digest";
 
@@ -26,6 +27,8 @@ export type UserServiceDeps = {
   beforeDelete?: (userId: string) => Promise<void>;
   /** The grants the user gave MCP clients (the authorization server's): counted, and revoked with a password when asked. */
   grants?: { of(userId: string): Promise<{ id: string }[]>; revoke(userId: string, id: string): Promise<boolean> };
+  /** The proxy's cache of per-user rate limits: told when one changes here. */
+  rateOverrides?: Pick<RateOverrides, "forget">;
 };
 
 const DAY_MS = 86_400_000;
@@ -48,13 +51,22 @@ export const findPrincipal =
     return row && { id: row.id, username: row.username, role: row.role };
   };
 
-export function createUserService({ users, clock, newId, maxTokensPerUser, beforeDelete, grants }: UserServiceDeps) {
+export function createUserService({
+  users,
+  clock,
+  newId,
+  maxTokensPerUser,
+  beforeDelete,
+  grants,
+  rateOverrides,
+}: UserServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
   const userView = (row: UserRow): UserView => ({
     id: row.id,
     username: row.username,
     role: row.role,
     disabled: row.disabled_at !== null,
+    rate_limits: row.requests_per_minute === null ? null : { requests_per_minute: row.requests_per_minute },
     created_at: iso(row.created_at),
   });
   const tokenView = (row: TokenRow): TokenView => ({
@@ -103,6 +115,7 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
       password_hash: await Bun.password.hash(password, "argon2id"),
       role,
       disabled_at: null,
+      requests_per_minute: null,
       created_at: now,
       updated_at: now,
     };
@@ -133,7 +146,8 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
     /** Administrators change a user's role or disable them; never their own (that could lock everyone out). */
     async updateUser(caller: Principal, id: string, body: UpdateUserBody): Promise<UserView> {
       requireAdmin(caller);
-      if (body.role === undefined && body.disabled === undefined) throw invalidField("body", "must change role or disabled");
+      if (body.role === undefined && body.disabled === undefined && body.rate_limits === undefined)
+        throw invalidField("body", "must change role, disabled or rate_limits");
       if (id === caller.id && (body.disabled === true || body.role === "user")) {
         throw new Conflict("You cannot disable yourself or give up your own administrator role: ask another administrator");
       }
@@ -144,6 +158,10 @@ export function createUserService({ users, clock, newId, maxTokensPerUser, befor
       if (body.disabled !== undefined) {
         await users.setDisabled(id, body.disabled ? (row.disabled_at ?? now) : null, now);
         if (body.disabled) await users.deleteSessionsOf(id);
+      }
+      if (body.rate_limits !== undefined) {
+        await users.setRequestsPerMinute(id, body.rate_limits?.requests_per_minute ?? null, now);
+        rateOverrides?.forget(id);
       }
       return userView((await users.findById(id))!);
     },

@@ -1,4 +1,4 @@
-import { index as pgIndex, pgTable, text as pgText } from "drizzle-orm/pg-core";
+import { index as pgIndex, integer as pgInteger, pgTable, text as pgText } from "drizzle-orm/pg-core";
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { millis, timestamps, timestampsPg, type SameRow } from "../db/columns";
 import { ROLES } from "./model";
@@ -11,6 +11,8 @@ export const users = sqliteTable("users", {
   role: text("role", { enum: ROLES }).notNull(),
   /** Set while an administrator has disabled the user: no way in (password, tokens, console, OAuth grants). */
   disabled_at: integer("disabled_at"),
+  /** An administrator's override of RATE__USER_REQUESTS_PER_MINUTE for this user; null: the default. */
+  requests_per_minute: integer("requests_per_minute"),
   ...timestamps,
 });
 
@@ -51,6 +53,7 @@ export const usersPg = pgTable("users", {
   password_hash: pgText("password_hash").notNull(),
   role: pgText("role", { enum: ROLES }).notNull(),
   disabled_at: millis("disabled_at"),
+  requests_per_minute: pgInteger("requests_per_minute"),
   ...timestampsPg,
 });
 

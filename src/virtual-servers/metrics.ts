@@ -26,7 +26,7 @@ const METHODS: ReadonlySet<string> = new Set([
 /** The buckets of the proxy's upstream latency (app.ts), up to a minute: a routed call may take as long (route.ts). */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-export type MemberOutcome = "result" | "error" | "http";
+export type MemberOutcome = "result" | "error" | "http" | "rate_limited";
 
 /**
  * virtual_server_member_requests_total{virtual_server, method, outcome} and
@@ -36,7 +36,7 @@ export type MemberOutcome = "result" | "error" | "http";
 export function createVirtualServerMetrics(registry: Registry) {
   const requests = registry.labelledCounter(
     "virtual_server_member_requests_total",
-    "Messages virtual servers sent their members, by virtual server, JSON-RPC method and outcome (result, error: a JSON-RPC error, http: an HTTP status)",
+    "Messages virtual servers sent their members, by virtual server, JSON-RPC method and outcome (result, error: a JSON-RPC error, http: an HTTP status, rate_limited: a member's rate limit refused it)",
     ["virtual_server", "method", "outcome"],
   );
   const duration = registry.labelledHistogram(

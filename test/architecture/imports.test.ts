@@ -12,7 +12,7 @@ const LAYERS: string[][] = [
   ["version", "executable", "observability", "cache", "secrets", "urls", "metrics", "db"],
   ["http-errors"],
   ["http", "docs", "console"],
-  ["security", "gateway", "health", "scheduler", "demo"],
+  ["security", "gateway", "health", "scheduler", "demo", "rate-limits"],
   // Above the gateways: the handshake asks server/discover as a 2026-07-28 client would (gateway/era.ts).
   ["upstream", "users", "forward"],
   ["presets"],
@@ -98,15 +98,15 @@ describe("one place per rule", () => {
 
   test("a connector's state and credentials are written by connectors/transitions.ts alone", () => {
     expect(using(/\.writeConnection\(/)).toEqual(["connectors/transitions.ts"]);
-    // The repository's UPDATEs of the connectors table: writeConnection's and updateSettings' (metadata, tool policy
-    // and pins: no state, no credential). Key rotation re-seals (never changes) every table's sealed columns in
+    // The repository's UPDATEs of the connectors table: writeConnection's and updateSettings' (metadata, tool policy,
+    // rate limits and pins: no state, no credential). Key rotation re-seals (never changes) every table's sealed columns in
     // cli/rotate-key.ts, and copy writes whole rows, both through cli/tables.ts.
     expect(sources["connectors/repository.ts"]!.match(/\.update\(connectors\)/g)).toHaveLength(2);
     expect(sources["connectors/repository.ts"]!).toMatch(
       /\.update\(connectors\)\s*\.set\(\{ \.\.\.settings, updated_at: at \}\)/,
     );
-    expect(sources["connectors/repository.ts"]!).toContain(
-      'ConnectorSettings = Partial<Pick<ConnectorRow, "metadata" | "tool_policy" | "tools_pinned_at" | "tool_changes">>',
+    expect(sources["connectors/repository.ts"]!).toMatch(
+      /ConnectorSettings = Partial<\s*Pick<ConnectorRow, "metadata" \| "tool_policy" \| "tools_pinned_at" \| "tool_changes" \| "rate_limits">\s*>;/,
     );
     expect(using(/\.update\(connectors\)/)).toEqual(["connectors/repository.ts"]);
   });

@@ -53,6 +53,7 @@ async function fresh() {
     tools_pinned_at: null,
     tool_changes: null,
     protocol_versions: null,
+    rate_limits: null,
     created_at: now,
     updated_at: now,
   };

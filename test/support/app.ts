@@ -111,6 +111,7 @@ export async function createTestApp(options: TestAppOptions = {}) {
       password_hash: await passwordHash,
       role,
       disabled_at: null,
+      requests_per_minute: null,
       created_at: now,
       updated_at: now,
     });

@@ -12,6 +12,7 @@ import { createTestApp, steppedClock } from "./app";
 import { byHand, pkce } from "./oauth-by-hand";
 import { approveInForms } from "./oauth-client";
 import { finishCallback } from "./callback";
+import { createBucketRepository } from "../../src/rate-limits/repository";
 import { waitFor } from "./wait";
 
 /**
@@ -20,7 +21,7 @@ import { waitFor } from "./wait";
  * connector with sealed headers, client secret and access token, tool pins (one tool changed since) and a captured
  * tool call in the audit trail; a connector connected by OAuth (a registered client with a secret, a grant) and one
  * waiting for its authorization; an MCP client registered with the service's own authorization server, its grants (a
- * connector's and a virtual server's), tokens and one more authorization waiting for consent; a virtual server with two members and a client session holding an upstream session; connector events delivered to a webhook; an A2A provider;
+ * connector's and a virtual server's), tokens and one more authorization waiting for consent; a virtual server with two members and a client session holding an upstream session; connector events delivered to a webhook; an A2A provider; rate limits and a token bucket's row;
  * the scheduler's job leases. Leaves the store closed, every write done. `key` is the sealing key (32 bytes).
  */
 export async function fillEveryTable(store: Store, key: Uint8Array): Promise<void> {
@@ -78,7 +79,19 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
       }),
       200,
     );
-    must(await alice.api("PATCH", `/api/v1/connectors/${tooled}`, { body: { tool_policy: { pin: "record" } } }), 200);
+    must(
+      await alice.api("PATCH", `/api/v1/connectors/${tooled}`, {
+        body: { tool_policy: { pin: "record" }, rate_limits: { requests_per_minute: 6000, tools: { search: 600 } } },
+      }),
+      200,
+    );
+    must(
+      await t.api("PATCH", `/api/v1/users/${alice.principal.id}`, { body: { rate_limits: { requests_per_minute: 6000 } } }),
+      200,
+    );
+    // A shared token bucket's row: on SQLite the service keeps its buckets in memory, so the row is written as a
+    // replica on PostgreSQL would write it (rate-limits/repository.ts).
+    await createBucketRepository(store).reserve(`c:${tooled}`, 12, t.clock.now(), 600);
     // A virtual server with the connector and a server with sessions as its members, and a client session of it that
     // called the latter (an upstream session held, its id sealed).
     const sessioned = must(

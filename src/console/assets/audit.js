@@ -103,7 +103,7 @@ async function load(cursor) {
   }
 }
 
-const OUTCOMES = { result: "result", error: "JSON-RPC error", http: "HTTP" };
+const OUTCOMES = { result: "result", error: "JSON-RPC error", http: "HTTP", rate_limited: "rate limited" };
 
 function row(r) {
   const outcome =
