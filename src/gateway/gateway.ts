@@ -172,7 +172,8 @@ export function createGateway({
     if (id) {
       const session = sessions.get(id);
       // [MCP 2025-11-25 transports §"Session Management"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management): an unknown session is a 404, so the client starts over.
-      if (!session) return sessionNotFound();
+      // One being ended (a DELETE answered, its process still exiting) is as unknown: its transport takes nothing more.
+      if (!session || session.ended()) return sessionNotFound();
       return whileAnswering(session, () => session.handle(request));
     }
     if (request.method !== "POST") return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");

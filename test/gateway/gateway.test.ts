@@ -95,6 +95,37 @@ test("an unknown session is a 404 with the MCP SDK's session-not-found code", as
   expect(SESSION_NOT_FOUND).toBe(-32001);
 });
 
+test("a session ended by DELETE is a 404 at once for the next request naming it (the conformance kit's session lifecycle)", async () => {
+  const headers = (session?: string) => ({
+    ...withToken,
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    ...(session && { "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" }),
+  });
+  const init = await fetch(url, {
+    method: "POST",
+    headers: headers(),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "lifecycle", version: "1" } },
+    }),
+  });
+  const session = init.headers.get("mcp-session-id")!;
+  await init.text();
+  expect((await fetch(url, { method: "DELETE", headers: headers(session) })).status).toBe(200);
+  // Right after the DELETE, while the session's process may still be exiting: answered, not left waiting.
+  const after = await fetch(url, {
+    method: "POST",
+    headers: headers(session),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+    signal: AbortSignal.timeout(5_000),
+  });
+  expect(after.status).toBe(404);
+  expect((await after.json()).error.code).toBe(SESSION_NOT_FOUND);
+});
+
 test("a session's server process writes its stderr to the log, tagged with the gateway and its pid", async () => {
   const { close } = await gatewayClient();
   await close();
