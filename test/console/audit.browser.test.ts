@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { startTryItServer, type TryItServer } from "../peers/try-it-server";
-import { signInToConsole, watchPolicy } from "../support/browser";
+import { readmeScreenshot, signInToConsole, watchPolicy } from "../support/browser";
 import { CHROMIUM, chromiumAvailable, launchChromium } from "../support/chromium";
 import { connectedConnector, mcpClient } from "../support/mcp";
 import { ADMIN, startTestService, type TestService } from "../support/service";
@@ -54,6 +55,13 @@ test.skipIf(!available)(
     expect(await calls.first().locator("td").nth(2).textContent()).toBe("add");
     // The administrator sees the user column.
     expect(await page.isVisible('th:text-is("User")')).toBe(true);
+    // The README's picture of the page: the heading, the filters and the records.
+    if (process.env.UPDATE_SCREENSHOT === "1") {
+      const top = (await page.locator("#view-audit").boundingBox())!;
+      const table = (await page.locator("#view-audit table").boundingBox())!;
+      const height = Math.ceil(Math.min(table.y + table.height + 16, 900) - top.y + 16);
+      await readmeScreenshot(page, join(import.meta.dir, "audit.png"), { x: 0, y: top.y - 16, width: 1280, height });
+    }
 
     await page.fill("#audit-name", "echo");
     await page.click("#audit-filters button[type=submit]");

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { pagedToolsServer } from "../peers/paged-tools";
-import { signInToConsole, watchPolicy } from "../support/browser";
+import { join } from "node:path";
+import { readmeScreenshot, signInToConsole, watchPolicy } from "../support/browser";
 import { CHROMIUM, chromiumAvailable, launchChromium } from "../support/chromium";
 import { mcpClient, proxyUrl, toolText } from "../support/mcp";
 import { ADMIN, startTestService, type TestService } from "../support/service";
@@ -150,6 +151,13 @@ test.skipIf(!available)(
       "+ and forwards it\n",
     ]);
     expect(await dialog.locator('[data-tool="gamma"]').textContent()).toContain("Changed: needs approval");
+    // The README's picture of a changed tool under review: the dialog from its title to the changed tool's policy row.
+    if (process.env.UPDATE_SCREENSHOT === "1") {
+      const box = (await dialog.boundingBox())!;
+      const end = (await dialog.locator('[data-tool="gamma"]').boundingBox())!;
+      const height = Math.min(end.y + end.height + 16, box.y + box.height) - box.y;
+      await readmeScreenshot(page, join(import.meta.dir, "tools-diff.png"), { ...box, height: Math.ceil(height) });
+    }
 
     await change.getByRole("button", { name: "Approve gamma" }).click();
     await page.locator("#status:has-text('Approved gamma')").waitFor();

@@ -48,3 +48,18 @@ export async function signInToConsole(page: Page, as: { username: string; passwo
   await page.click("#signin-form button[type=submit]");
   await page.waitForSelector("#view-connectors:not([hidden])");
 }
+
+/**
+ * A picture for the README, renewed only when asked (`UPDATE_SCREENSHOT=1`): the page clipped to `clip` (CSS pixels of
+ * the viewport), the toast hidden so that it covers nothing. Written to `path` (a PNG beside the test).
+ */
+export async function readmeScreenshot(
+  page: Page,
+  path: string,
+  clip: { x: number; y: number; width: number; height: number },
+): Promise<void> {
+  if (process.env.UPDATE_SCREENSHOT !== "1") return;
+  await page.evaluate(() => (document.getElementById("toast")!.hidden = true));
+  await page.screenshot({ path, clip });
+  console.log(`wrote ${path}`);
+}
