@@ -68,14 +68,22 @@ export async function wrk(
   concurrency: number,
   seconds: number,
   auth?: string,
-  message?: { body: string; session?: string },
+  message?: { body: string; session?: string; headers?: Record<string, string> },
 ): Promise<WrkResult> {
   const proc = Bun.spawn(
     ["wrk", "-t1", `-c${concurrency}`, `-d${seconds}s`, "--timeout", "10s", "-s", join(ROOT, "bench/wrk-post.lua"), url],
     {
       stdout: "pipe",
       stderr: "inherit",
-      env: { ...process.env, WRK_AUTHORIZATION: auth ?? "", WRK_BODY: message?.body ?? "", WRK_SESSION: message?.session ?? "" },
+      env: {
+        ...process.env,
+        WRK_AUTHORIZATION: auth ?? "",
+        WRK_BODY: message?.body ?? "",
+        WRK_SESSION: message?.session ?? "",
+        WRK_HEADERS: Object.entries(message?.headers ?? {})
+          .map(([k, v]) => `${k}=${v}`)
+          .join(";"),
+      },
     },
   );
   const out = await new Response(proc.stdout).text();

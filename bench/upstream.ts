@@ -13,13 +13,47 @@ const TOOLS = Array.from({ length: toolCount }, (_, i) => ({
 }));
 const RESULT = { content: [{ type: "text", text: "pong" }], isError: false };
 
+/**
+ * `ask` (bench/eras.ts): a call that asks its client first, as a 2025 server does — an `elicitation/create` request on
+ * the call's event stream, the result once the client POSTs its answer (MCP 2025-11-25 client/elicitation).
+ */
+const waiting = new Map<string, (answer: unknown) => void>();
+let asked = 0;
+function askFirst(id: number | string): Response {
+  const question = `q-${++asked}`;
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (m: unknown) => controller.enqueue(encoder.encode(`event: message\ndata: ${JSON.stringify(m)}\n\n`));
+      send({
+        jsonrpc: "2.0",
+        id: question,
+        method: "elicitation/create",
+        params: { message: "Go on?", requestedSchema: { type: "object", properties: {} } },
+      });
+      waiting.set(question, () => {
+        send({ jsonrpc: "2.0", id, result: RESULT });
+        controller.close();
+      });
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/event-stream" } });
+}
+
 const server = Bun.serve({
   hostname: "127.0.0.1",
   port,
   async fetch(request) {
     if (request.method !== "POST") return new Response(null, { status: 405 });
-    const message = (await request.json()) as { id?: number | string; method: string };
+    const message = (await request.json()) as { id?: number | string; method?: string; params?: { name?: string } };
+    // The client's answer to `ask`'s question.
+    if (message.method === undefined && message.id !== undefined) {
+      waiting.get(String(message.id))?.(message);
+      waiting.delete(String(message.id));
+      return new Response(null, { status: 202 });
+    }
     if (message.id === undefined) return new Response(null, { status: 202 });
+    if (message.method === "tools/call" && message.params?.name === "ask") return askFirst(message.id);
     const result =
       message.method === "initialize"
         ? { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "bench-upstream", version: "1" } }

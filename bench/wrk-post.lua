@@ -12,6 +12,14 @@ local body = os.getenv("WRK_BODY")
 if body and body ~= "" then wrk.body = body end
 local session = os.getenv("WRK_SESSION")
 if session and session ~= "" then wrk.headers["mcp-session-id"] = session end
+-- bench/eras.ts: headers of another era ("name=value;name=value"), e.g. a 2026-07-28 request's routing headers.
+local extra = os.getenv("WRK_HEADERS")
+if extra and extra ~= "" then
+  for pair in string.gmatch(extra, "([^;]+)") do
+    local name, value = string.match(pair, "^([^=]+)=(.*)$")
+    if name then wrk.headers[name] = value end
+  end
+end
 
 local failures = 0
 function response(status, headers, body)
