@@ -213,7 +213,9 @@ function row(toolName, tool, policy, allowMode, pendingChange) {
     spellcheck: "false",
     "data-field": `body.tool_policy.rename.${toolName}`,
   });
-  const description = h("input", {
+  // A textarea: a server's description often has several lines, which an input's placeholder would run together.
+  const description = h("textarea", {
+    rows: 2,
     id: ids.description,
     value: (policy.descriptions ?? {})[toolName] ?? "",
     placeholder: tool && typeof tool.description === "string" ? tool.description : "",
