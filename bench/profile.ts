@@ -4,10 +4,11 @@
  * samples summed by function — self (the function's own code) and total (with what it calls) — and by file.
  *
  *   bun bench/profile.ts [--seconds 10] [--concurrency 32] [--top 40] [--settings "AUDIT__ENABLED=false,…"] [--keep DIR]
- *                        [--through virtual] [--list yes]
+ *                        [--through virtual|bridge] [--list yes]
  *
  * `--through virtual`: the same call through a virtual server whose one member is that connector (prefix `m0`), in
- * one MCP session of the virtual server.
+ * one MCP session of the virtual server. `--through bridge`: the call as a 2026-07-28 client sends it, which the era
+ * bridge serves over a 2025 session (the bench upstream speaks only 2025).
  *
  * The profile is of one process serving the load, so its shares are steadier than throughput on a shared machine.
  * `--keep DIR` leaves the .cpuprofile there (Chrome DevTools opens it). Every process binds 127.0.0.1 and is stopped
@@ -102,6 +103,20 @@ async function throughVirtualServer(proxyUrl: string, auth: string) {
   return { url, message: { body, session } };
 }
 
+/** A 2026-07-28 tools/call to the 2025-only bench upstream: served by the era bridge (docs/behaviour.md "Protocol eras"). */
+function throughEraBridge(url: string) {
+  const _meta = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: "profile", version: "1" },
+    "io.modelcontextprotocol/clientCapabilities": {},
+  };
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ping", arguments: {}, _meta } });
+  return {
+    url,
+    message: { body, headers: { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "ping" } },
+  };
+}
+
 async function main() {
   const upstreamPort = await freePort();
   children.track(
@@ -115,7 +130,12 @@ async function main() {
   // BUN_CONFIG_MAX_HTTP_REQUESTS set, so serve does not re-execute itself (cli/fetch-limit.ts), which would drop --cpu-prof.
   const started = await startProxiedService(command, dir, upstream, { BUN_CONFIG_MAX_HTTP_REQUESTS: "8192", ...SETTINGS });
   const service = children.track(started.proc);
-  const target = THROUGH === "virtual" ? await throughVirtualServer(started.url, started.auth) : undefined;
+  const target =
+    THROUGH === "virtual"
+      ? await throughVirtualServer(started.url, started.auth)
+      : THROUGH === "bridge"
+        ? throughEraBridge(started.url)
+        : undefined;
   const run = (seconds: number) =>
     target
       ? wrk(target.url, CONCURRENCY, seconds, started.auth, target.message)

@@ -1,6 +1,7 @@
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { ConnectorRow } from "../connectors/repository";
-import { isModernPost } from "../gateway/era";
+import { isModernPost, loadModern } from "../gateway/era";
 import { readPostBody } from "../gateway/json-answers";
 import { jsonRpcError } from "../gateway/json-rpc";
 import { AppError, ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";
@@ -32,6 +33,38 @@ const loadGateway = async (options: Parameters<typeof import("../gateway/shared"
   (await import("../gateway/shared")).createSharedGateway(options);
 
 /**
+ * A JSON answer to one of the bridge's requests, delivered here with a plain parse instead of by the SDK's transport,
+ * which validates every message against its schema (a third of the bridge's CPU: bench/RESULTS.md "2026-07-28
+ * clients"); the transport is told 202, with the headers (its session id). Delivered once the transport has read
+ * those (setImmediate: after the continuation of its fetch). Anything else — an event stream, an error, a body that
+ * is not one JSON-RPC answer — goes to the transport as it came.
+ */
+async function answeredHere(response: Response, deliver: (message: JSONRPCMessage) => void): Promise<Response> {
+  if (response.status !== 200 || !(response.headers.get("content-type") ?? "").startsWith("application/json")) return response;
+  const text = await response.text();
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    message = undefined;
+  }
+  const answer = message as { jsonrpc?: unknown; id?: unknown; result?: unknown; error?: unknown } | undefined;
+  const isAnswer =
+    typeof answer === "object" &&
+    answer !== null &&
+    !Array.isArray(answer) &&
+    answer.jsonrpc === "2.0" &&
+    (typeof answer.id === "string" || typeof answer.id === "number") &&
+    (typeof answer.result === "object" || typeof answer.error === "object");
+  if (!isAnswer) return new Response(text, { status: response.status, headers: response.headers });
+  setImmediate(() => deliver(answer as JSONRPCMessage));
+  const headers = new Headers(response.headers);
+  headers.delete("content-type");
+  headers.delete("content-length");
+  return new Response(null, { status: 202, headers });
+}
+
+/**
  * A 2026-07-28 client in front of a server that speaks only the 2025 session era (docs/behaviour.md "Protocol eras";
  * MCP 2026-07-28 says these two cannot talk, and a gateway is where they can). Each caller of a connector gets one
  * bridge: the managed stdio gateway's shared code (gateway/shared.ts) over one 2025 session with the server, opened
@@ -56,12 +89,13 @@ export function createEraBridges({
     const bridgeLog = log.child({ [kind === "connectors" ? "connector_id" : "virtual_server_id"]: id, component: "era-bridge" });
     const url = new URL(`http://bridge.invalid/api/v1/${kind}/${id}/mcp`);
     const gateway = (async () => {
-      const server = reopeningTransport(
-        () =>
-          new StreamableHTTPClientTransport(url, {
-            fetch: (input, init) => hop(caller, id, new Request(input, init)),
-          }),
-      );
+      const server = reopeningTransport(() => {
+        const transport: StreamableHTTPClientTransport = new StreamableHTTPClientTransport(url, {
+          fetch: async (input, init) =>
+            answeredHere(await hop(caller, id, new Request(input, init)), (message) => transport.onmessage?.(message)),
+        });
+        return transport;
+      });
       const shared = await loadGateway({
         server,
         log: bridgeLog,
@@ -133,7 +167,7 @@ export function createEraBridges({
       const body = await readPostBody(request);
       if (body === undefined) return jsonRpcError(415, "Unsupported Media Type: Content-Type must be application/json");
       if ("refused" in body) return body.refused;
-      const { classifyPost } = await import("../gateway/modern");
+      const { classifyPost } = await loadModern();
       const era = classifyPost(body.parsed, request.headers);
       if (era.era === "refused") return era.response;
       // A modern header on a 2025 body is refused by classifyPost; this is the same answer for anything left.

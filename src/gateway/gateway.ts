@@ -7,7 +7,7 @@ import { IDLE_SESSION_MS, sweepIdleSessions, whileAnswering } from "./idle";
 import { readPostBody } from "./json-answers";
 import { jsonRpcError, sessionNotFound } from "./json-rpc";
 import { refuseWithoutToken } from "./token";
-import { mayBeModern } from "./era";
+import { loadModern, mayBeModern } from "./era";
 import type { ModernMessage } from "./modern";
 import { logStderr, openSession, type GatewaySession, type StdioCommand } from "./session";
 import type { createSharedGateway } from "./shared";
@@ -183,7 +183,7 @@ export function createGateway({
     if ("refused" in body) return body.refused;
     if (mayBeModern(body.parsed, request.headers)) {
       // Loaded only now (era.ts: the SDK's v2 package is slow to import at start-up).
-      const era = (await import("./modern")).classifyPost(body.parsed, request.headers);
+      const era = (await loadModern()).classifyPost(body.parsed, request.headers);
       if (era.era === "refused") return era.response;
       if (era.era === "modern") return serveModern(request, era.message);
     }

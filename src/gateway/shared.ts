@@ -278,48 +278,74 @@ export function createSharedGateway({
   started.catch((e) => log.error("the stdio server did not initialize", { error: (e as Error).message }));
 
   /**
-   * One 2026-07-28 request (modern.ts), served over the gateway's one legacy session with the server: answered through
-   * a transport of its own (JSON, or an event stream once progress comes), its id and progress token rewritten like a
-   * session's. `server/discover` is answered from the initialize result. If the client goes away before the answer (its
-   * response stream closed), the server gets `notifications/cancelled`.
+   * One 2026-07-28 request (modern.ts), served over the gateway's one legacy session with the server: its id and
+   * progress token rewritten like a session's, its answer reshaped (modernResult). `server/discover` is answered from
+   * the initialize result. If the client goes away before the answer (MCP 2026-07-28 Streamable HTTP: a client cancels
+   * by closing its response stream, having no session to post notifications/cancelled in), the server gets
+   * `notifications/cancelled`.
    */
   async function serveModern(request: Request, message: ModernMessage): Promise<Response> {
     await started.catch(() => undefined);
     if (!initResult || closed) return jsonRpcError(503, "The MCP server is not ready");
+    const token = (message.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
+    if (!("id" in message) || token !== undefined || message.method === "subscriptions/listen")
+      return serveOnStream(request, message);
+    // Nothing but the answer can come for it (no progress asked; a parked call's input_required is an answer too):
+    // a JSON answer, without a transport of its own (bench/RESULTS.md "2026-07-28 clients").
+    return new Promise<Response>((resolve) => {
+      const via: Sink = { send: async (answer) => resolve(Response.json(answer)) };
+      const served = dispatch(message as Message, via);
+      request.signal.addEventListener("abort", () => served.clientGone(), { once: true });
+    });
+  }
+
+  /** A 2026-07-28 request whose answer may come after messages (progress) or never end (subscriptions/listen). */
+  async function serveOnStream(request: Request, message: ModernMessage): Promise<Response> {
     const exchange = new PerRequestHTTPServerTransport({ classification: { era: "modern", revision: MODERN_PROTOCOL_VERSION } });
-    let global: string | undefined;
-    let resumed: { cancel: () => void } | undefined;
+    let served: { clientGone(): void } | undefined;
     exchange.onmessage = (m) => {
       const message = m as Message;
       if (message.id === undefined) return; // a posted notification has no meaning without a session: accepted, dropped
-      if (message.method === "server/discover")
-        return void exchange.send({ jsonrpc: "2.0", id: message.id, result: discoverResult(initResult!) } as JSONRPCMessage);
       if (message.method === "subscriptions/listen") return void listen.open(m as JSONRPCRequest, exchange);
-      const state = message.params?.requestState;
-      if (parked && typeof state === "string") {
-        const retried = parked.retry(state, message.params?.inputResponses, { via: exchange, id: message.id });
-        if ("error" in retried) return void exchange.send({ jsonrpc: "2.0", id: message.id, ...retried } as JSONRPCMessage);
-        resumed = retried.resumed;
-        return;
-      }
-      const capabilities = (message.params?._meta as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY];
-      global = forward(
-        { id: message.id, via: exchange, modern: message.method, capabilities: capabilities as Record<string, unknown> },
-        message,
-        legacyParams(message.params),
-      );
+      served = dispatch(message, exchange);
     };
-    // MCP 2026-07-28 Streamable HTTP: a client cancels a request by closing its response stream (no session to post
-    // notifications/cancelled in).
     exchange.onclose = () => {
-      // A parked call's answer goes elsewhere now (its client retries): closing this stream cancels nothing.
-      if (global !== undefined && routes.get(global)?.via === exchange) abandon(global, "The client went away");
-      resumed?.cancel();
+      served?.clientGone();
       listen.closed(exchange);
     };
     await exchange.start();
     // Rejected only when the client went away before any answer: no one reads what is returned then.
     return exchange.handleMessage(message, { request }).catch(() => new Response(null, { status: 499 }));
+  }
+
+  /** Serves one 2026-07-28 request, its answer to `via`; `clientGone` when the client stops waiting for it. */
+  function dispatch(message: Message, via: Sink): { clientGone(): void } {
+    const id = message.id!;
+    if (message.method === "server/discover") {
+      void via.send({ jsonrpc: "2.0", id, result: discoverResult(initResult!) } as JSONRPCMessage);
+      return { clientGone() {} };
+    }
+    const state = message.params?.requestState;
+    if (parked && typeof state === "string") {
+      const retried = parked.retry(state, message.params?.inputResponses, { via, id });
+      if ("error" in retried) {
+        void via.send({ jsonrpc: "2.0", id, ...retried } as JSONRPCMessage);
+        return { clientGone() {} };
+      }
+      return { clientGone: () => retried.resumed.cancel() };
+    }
+    const capabilities = (message.params?._meta as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY];
+    const global = forward(
+      { id, via, modern: message.method, capabilities: capabilities as Record<string, unknown> },
+      message,
+      legacyParams(message.params),
+    );
+    return {
+      clientGone() {
+        // A parked call's answer goes elsewhere now (its client retries): its first client going cancels nothing.
+        if (routes.get(global)?.via === via) abandon(global, "The client went away");
+      },
+    };
   }
 
   async function mcp(request: Request): Promise<Response> {
