@@ -1,7 +1,8 @@
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { ConnectorRow } from "../connectors/repository";
-import { isModernPost, loadModern } from "../gateway/era";
+import { isModernPost } from "../gateway/era";
+import { loadModern } from "../gateway/load-modern";
 import { readPostBody } from "../gateway/json-answers";
 import { jsonRpcError } from "../gateway/json-rpc";
 import { AppError, ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";

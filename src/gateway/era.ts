@@ -44,7 +44,3 @@ export function isModernPost(request: Request): boolean {
   const version = request.headers.get("mcp-protocol-version");
   return version !== null && version >= MODERN_PROTOCOL_VERSION;
 }
-
-let modern: Promise<typeof import("./modern")> | undefined;
-/** modern.ts, imported on the first request that may be 2026-07-28, then the same module (an import each time costs). */
-export const loadModern = () => (modern ??= import("./modern"));
