@@ -14,6 +14,8 @@
  *   bun bench/stdio.ts [--calls 2000] [--concurrency 8] [--rounds 3] [--supergateway <path to its dist/index.js>]
  *                      [--profile <dir>]   (the service under `bun --cpu-prof`, its profile written to <dir>)
  *                      [--audit false]     (the service without its audit trail; on by default, as in production)
+ *                      [--era 2026-07-28]  (the clients speak MCP 2026-07-28: the MCP SDK v2 client pinned to it; only
+ *                                           the service and mcp-proxy serve that era, so only they run)
  *
  * supergateway is not a dependency of the project: without `--supergateway`, the bench installs supergateway 4.0.0
  * with npm into a folder of the system's temporary directory (once; it is reused by later runs). The clients all run in this process (the direct one has to), so
@@ -25,6 +27,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -42,6 +45,8 @@ const CALLS = Number(args.get("calls") ?? 2000);
 const CONCURRENCY = Number(args.get("concurrency") ?? 8);
 const ROUNDS = Number(args.get("rounds") ?? 3);
 const AUDIT = args.get("audit") ?? "true"; // AUDIT__ENABLED of the service (false: to see what the audit trail costs here)
+const ERA = args.get("era") ?? "2025-11-25";
+const MODERN = ERA >= "2026-07-28";
 const PROFILE = args.get("profile"); // a directory: the service runs with `bun --cpu-prof` and writes its profile there
 const SUPERGATEWAY = args.get("supergateway") ?? installSupergateway();
 
@@ -132,6 +137,15 @@ const waitFor = async (what: string, check: () => Promise<boolean>, ms = 20_000)
 };
 
 async function httpClient(url: string, headers: Record<string, string> = {}): Promise<Client> {
+  if (MODERN) {
+    // The same calls as a 2026-07-28 client makes them (no initialize, no session; the routing headers).
+    const modern = new ModernClient({ name: "bench-stdio", version: "1.0.0" }, {
+      versionNegotiation: { mode: { pin: ERA } },
+    } as never);
+    clients.push(modern as unknown as Client);
+    await modern.connect(new ModernTransport(new URL(url), { requestInit: { headers } }));
+    return modern as unknown as Client;
+  }
   const client = new Client({ name: "bench-stdio", version: "1.0.0" });
   clients.push(client);
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), {
@@ -303,9 +317,10 @@ async function run(client: Client, count: number, concurrency: number): Promise<
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < count; i = next++) {
-      const result = (await client.callTool({ name: "echo", arguments: { message: `m${i}` } }, undefined, {
-        timeout: CALL_TIMEOUT_MS,
-      })) as { content: { text: string }[] };
+      const params = { name: "echo", arguments: { message: `m${i}` } };
+      const result = (await (MODERN
+        ? client.callTool(params)
+        : client.callTool(params, undefined, { timeout: CALL_TIMEOUT_MS }))) as { content: { text: string }[] };
       if (result.content[0]?.text !== `Echo: m${i}`) throw new Error(`unexpected answer: ${JSON.stringify(result)}`);
     }
   };
@@ -326,15 +341,22 @@ async function main() {
   );
   try {
     console.log(
-      `loadavg ${readFileSync("/proc/loadavg", "utf8").trim()}; ${CALLS} calls, concurrency ${CONCURRENCY}, ${ROUNDS} rounds, service audit ${AUDIT}`,
+      `loadavg ${readFileSync("/proc/loadavg", "utf8").trim()}; ${CALLS} calls, concurrency ${CONCURRENCY}, ${ROUNDS} rounds, service audit ${AUDIT}, MCP ${ERA}`,
     );
-    const targets: Target[] = [
-      { name: "direct (SDK stdio)", ...(await directClient()) },
-      { name: "connector-service", ...(await startService(work)) },
-      { name: "supergateway", ...(await startSupergateway()) },
-      { name: "mcp-proxy", ...(await startMcpProxy()) },
-      { name: "its gateway alone", ...(await startGateway()) },
-    ].map((t) => ({ ...t, rps: [], wrapperUs: [], serverUs: [], clientUs: [] }));
+    const targets: Target[] = (
+      MODERN
+        ? [
+            { name: "connector-service", ...(await startService(work)) },
+            { name: "mcp-proxy", ...(await startMcpProxy()) },
+          ]
+        : [
+            { name: "direct (SDK stdio)", ...(await directClient()) },
+            { name: "connector-service", ...(await startService(work)) },
+            { name: "supergateway", ...(await startSupergateway()) },
+            { name: "mcp-proxy", ...(await startMcpProxy()) },
+            { name: "its gateway alone", ...(await startGateway()) },
+          ]
+    ).map((t) => ({ ...t, rps: [], wrapperUs: [], serverUs: [], clientUs: [] }));
     // Warm-up: a full round's calls each (Node's JIT in the wrappers and the server needs more than a few hundred).
     for (const t of targets) await run(t.client, CALLS, CONCURRENCY);
     for (let round = 0; round < ROUNDS; round++) {
@@ -371,8 +393,8 @@ async function main() {
       );
     };
     console.log("");
-    ratio("direct (SDK stdio)", 0.8, true);
-    ratio("supergateway", 1.5, true);
+    if (!MODERN) ratio("direct (SDK stdio)", 0.8, true);
+    if (!MODERN) ratio("supergateway", 1.5, true);
     ratio("mcp-proxy", 1.5, true);
     console.log(`loadavg after ${readFileSync("/proc/loadavg", "utf8").trim()}`);
   } finally {
