@@ -1,5 +1,4 @@
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { ConnectorRow } from "../connectors/repository";
 import { isModernPost } from "../gateway/era";
 import { loadModern } from "../gateway/load-modern";
@@ -8,6 +7,7 @@ import { jsonRpcError } from "../gateway/json-rpc";
 import { AppError, ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { Principal } from "../users/model";
+import { answeredHere } from "../upstream/answered-here";
 import { reopeningTransport } from "./reopening-transport";
 
 /** One MCP request of `caller` to a connector's proxy URL, through the proxy's own service (its governance applies). */
@@ -32,38 +32,6 @@ type Bridge = { key: string; gateway: Promise<SharedGateway>; lastUsed: number }
 
 const loadGateway = async (options: Parameters<typeof import("../gateway/shared").createSharedGateway>[0]) =>
   (await import("../gateway/shared")).createSharedGateway(options);
-
-/**
- * A JSON answer to one of the bridge's requests, delivered here with a plain parse instead of by the SDK's transport,
- * which validates every message against its schema (a third of the bridge's CPU: bench/RESULTS.md "2026-07-28
- * clients"); the transport is told 202, with the headers (its session id). Delivered once the transport has read
- * those (setImmediate: after the continuation of its fetch). Anything else — an event stream, an error, a body that
- * is not one JSON-RPC answer — goes to the transport as it came.
- */
-async function answeredHere(response: Response, deliver: (message: JSONRPCMessage) => void): Promise<Response> {
-  if (response.status !== 200 || !(response.headers.get("content-type") ?? "").startsWith("application/json")) return response;
-  const text = await response.text();
-  let message: unknown;
-  try {
-    message = JSON.parse(text);
-  } catch {
-    message = undefined;
-  }
-  const answer = message as { jsonrpc?: unknown; id?: unknown; result?: unknown; error?: unknown } | undefined;
-  const isAnswer =
-    typeof answer === "object" &&
-    answer !== null &&
-    !Array.isArray(answer) &&
-    answer.jsonrpc === "2.0" &&
-    (typeof answer.id === "string" || typeof answer.id === "number") &&
-    (typeof answer.result === "object" || typeof answer.error === "object");
-  if (!isAnswer) return new Response(text, { status: response.status, headers: response.headers });
-  setImmediate(() => deliver(answer as JSONRPCMessage));
-  const headers = new Headers(response.headers);
-  headers.delete("content-type");
-  headers.delete("content-length");
-  return new Response(null, { status: 202, headers });
-}
 
 /**
  * A 2026-07-28 client in front of a server that speaks only the 2025 session era (docs/behaviour.md "Protocol eras";
