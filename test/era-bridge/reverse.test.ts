@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { startModernOnlyServer } from "../peers/modern-only-server";
+import { createTestApp, type TestApp } from "../support/app";
+import { connectedConnector, toolText } from "../support/mcp";
+import { waitFor } from "../support/wait";
+
+// A 2025 client (the MCP SDK v1 client: initialize, Mcp-Session-Id, the GET stream) in front of a server that speaks
+// only 2026-07-28 (the MCP SDK v2's createMcpHandler with legacy: 'reject'), reached by the service over a real socket.
+// Clients reach the service through `app.handle`.
+let modern: ReturnType<typeof startModernOnlyServer>;
+let t: TestApp;
+let id: string;
+
+beforeAll(async () => {
+  modern = startModernOnlyServer();
+  t = await createTestApp({ realNetwork: true });
+  id = await connectedConnector(t.api, modern.url);
+}, 30_000);
+afterAll(async () => {
+  await t.close();
+  await modern.stop();
+});
+
+const proxyUrl = () => `${t.publicUrl}/api/v1/connectors/${id}/mcp`;
+const as = (token: string) => (request: Request) => {
+  const headers = new Headers(request.headers);
+  headers.set("authorization", `Bearer ${token}`);
+  return t.handle(new Request(request, { headers }));
+};
+
+/** The MCP SDK v1 client (2025 sessions), answering elicitation with `color`. */
+async function legacyClient(token = t.admin.token, color = "blue") {
+  const transport = new StreamableHTTPClientTransport(new URL(proxyUrl()), {
+    fetch: (input, init) => as(token)(new Request(input, init)),
+  });
+  const client = new Client({ name: "legacy-test", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+  const asked: string[] = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params.message);
+    return { action: "accept", content: { color } };
+  });
+  await client.connect(transport);
+  return { client, transport, asked };
+}
+
+describe("a 2026-07-28-only server", () => {
+  test("connect records the one revision it speaks (its initialize refused, its server/discover answered)", async () => {
+    const { body } = await t.api("GET", `/api/v1/connectors/${id}`);
+    expect(body.state).toBe("connected");
+    expect(body.protocol_versions).toEqual(["2026-07-28"]);
+  });
+
+  test("a 2025 client initializes, lists tools and calls one; the session is the proxy's", async () => {
+    const { client, transport } = await legacyClient();
+    expect(client.getServerVersion()?.name).toBe("modern-only");
+    expect(client.getInstructions()).toBe("Only 2026-07-28 here.");
+    expect(transport.protocolVersion).toBe("2025-11-25");
+    expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    const tools = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(tools).toEqual(["echo", "slow", "ask-color"]);
+    expect(toolText(await client.callTool({ name: "echo", arguments: { message: "old" } }))).toBe("Echo: old");
+    await client.close();
+  });
+
+  test("progress of a long call reaches the 2025 client", async () => {
+    const { client } = await legacyClient();
+    const steps: number[] = [];
+    const result = await client.callTool({ name: "slow", arguments: { steps: 3, ms: 30 } }, undefined, {
+      onprogress: (p) => void steps.push(p.progress),
+    });
+    expect(toolText(result)).toBe("Done: 3");
+    expect(steps).toEqual([1, 2, 3]);
+    await client.close();
+  });
+
+  test("input_required: the server's elicitation is asked of the 2025 client, whose answer completes the call", async () => {
+    const { client, asked } = await legacyClient(t.admin.token, "green");
+    const result = await client.callTool({ name: "ask-color", arguments: {} });
+    expect(asked).toEqual(["Which color?"]);
+    // The retry carried the client's answer and the server's requestState, echoed.
+    expect(toolText(result)).toBe("Color: green (asked-once)");
+    await client.close();
+  });
+
+  test("two sessions stay apart: each its own id, answers and questions", async () => {
+    const [a, b] = await Promise.all([legacyClient(t.admin.token, "red"), legacyClient(t.admin.token, "yellow")]);
+    expect(a.transport.sessionId).not.toBe(b.transport.sessionId);
+    const [ra, rb, ea, eb] = await Promise.all([
+      a.client.callTool({ name: "ask-color", arguments: {} }),
+      b.client.callTool({ name: "ask-color", arguments: {} }),
+      a.client.callTool({ name: "echo", arguments: { message: "a" } }),
+      b.client.callTool({ name: "echo", arguments: { message: "b" } }),
+    ]);
+    expect(toolText(ra)).toContain("red");
+    expect(toolText(rb)).toContain("yellow");
+    expect([toolText(ea), toolText(eb)]).toEqual(["Echo: a", "Echo: b"]);
+    expect([a.asked.length, b.asked.length]).toEqual([1, 1]);
+    await a.client.close();
+    await b.client.close();
+  });
+
+  test("a session id the proxy does not know is 404; DELETE ends a session", async () => {
+    const list = (session: string) =>
+      as(t.admin.token)(
+        new Request(proxyUrl(), {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-session-id": session,
+            "mcp-protocol-version": "2025-11-25",
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+        }),
+      );
+    const unknown = await list(crypto.randomUUID());
+    expect(unknown.status).toBe(404);
+    expect((await unknown.json()).error.code).toBe(-32001);
+    const { client, transport } = await legacyClient();
+    const session = transport.sessionId!;
+    expect((await list(session)).status).toBe(200);
+    await transport.terminateSession();
+    expect((await list(session)).status).toBe(404);
+    await client.close();
+  });
+
+  test("another user is refused at the door, before any session opens", async () => {
+    const other = await t.user(`reverse-${crypto.randomUUID().slice(0, 8)}`);
+    await expect(legacyClient(other.token)).rejects.toThrow();
+    const initialize = await as(other.token)(
+      new Request(proxyUrl(), {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+        }),
+      }),
+    );
+    expect(initialize.status).toBe(404);
+    expect(initialize.headers.get("content-type")).toContain("application/problem+json");
+  });
+
+  test("the GET stream carries list_changed from the server's subscriptions/listen", async () => {
+    const { client } = await legacyClient();
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => void changed++);
+    // The SDK client opens its GET stream after initialize; the proxy opens subscriptions/listen for it.
+    await Bun.sleep(300);
+    modern.notify.toolsChanged();
+    await waitFor("tools/list_changed on the GET stream", () => changed > 0);
+    await client.close();
+  });
+
+  test("the tool policy applies to the 2025 session's requests (they go through the proxy)", async () => {
+    const own = await connectedConnector(t.api, modern.url);
+    expect(
+      (await t.api("PATCH", `/api/v1/connectors/${own}`, { body: { tool_policy: { deny: ["slow"] } } })).status,
+    ).toBe(200);
+    const transport = new StreamableHTTPClientTransport(new URL(`${t.publicUrl}/api/v1/connectors/${own}/mcp`), {
+      fetch: (input, init) => as(t.admin.token)(new Request(input, init)),
+    });
+    const client = new Client({ name: "policy-test", version: "1.0.0" });
+    await client.connect(transport);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["echo", "ask-color"]);
+    await client.close();
+  });
+});
