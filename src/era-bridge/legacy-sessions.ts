@@ -245,6 +245,34 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
     return session.listening;
   }
 
+  /**
+   * The session's GET stream (basic/transports "Listening for Messages from the Server"), fed by `subscriptions/listen`
+   * for as long as it is open: the listen holds one of the caller's streams at the proxy, so it ends with the GET.
+   */
+  function listenWhileOpen(session: Session, response: Response): Response {
+    if (!session.listening) void session.listen();
+    const reader = response.body!.getReader();
+    const stop = () => {
+      const listening = session.listening;
+      session.listening = undefined;
+      void listening?.then((client) => client?.close()).catch(() => undefined);
+    };
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+        if (done) {
+          stop();
+          controller.close();
+        } else controller.enqueue(value);
+      },
+      cancel(reason) {
+        stop();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: response.status, headers: response.headers });
+  }
+
   async function makeRoom(): Promise<void> {
     if (sessions.size < maxSessions) return;
     const idle = [...sessions.values()].filter((s) => s.inFlight === 0).sort((a, b) => a.lastUsed - b.lastUsed);
@@ -282,8 +310,9 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
         // caller's session is unknown to this one.
         if (!session || session.owner !== ownerOf(caller, id)) return sessionNotFound();
         session.lastUsed = clock();
-        if (request.method === "GET" && !session.listening) void session.listen();
-        return session.transport.handleRequest(request);
+        const response = await session.transport.handleRequest(request);
+        if (request.method !== "GET" || !response.ok || !response.body) return response;
+        return listenWhileOpen(session, response);
       }
       const body = await readPostBody(request);
       if (body === undefined) return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");

@@ -127,33 +127,88 @@ describe("a 2026-07-28-only server", () => {
     await client.close();
   });
 
-  test("another user is refused at the door, before any session opens", async () => {
-    const other = await t.user(`reverse-${crypto.randomUUID().slice(0, 8)}`);
-    await expect(legacyClient(other.token)).rejects.toThrow();
-    const initialize = await as(other.token)(
-      new Request(proxyUrl(), {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+  test("another user is refused at the door (404 problem); another credential does not find the session", async () => {
+    const { client, transport } = await legacyClient();
+    const listIn = (session: string, authorization: string) =>
+      t.handle(
+        new Request(proxyUrl(), {
+          method: "POST",
+          headers: {
+            authorization,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-session-id": session,
+            "mcp-protocol-version": "2025-11-25",
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
         }),
-      }),
-    );
-    expect(initialize.status).toBe(404);
-    expect(initialize.headers.get("content-type")).toContain("application/problem+json");
+      );
+    const other = await t.user(`reverse-${crypto.randomUUID().slice(0, 8)}`);
+    const refused = await listIn(transport.sessionId!, `Bearer ${other.token}`);
+    expect(refused.status).toBe(404);
+    expect(refused.headers.get("content-type")).toContain("application/problem+json");
+    await expect(legacyClient(other.token)).rejects.toThrow();
+    // The same user by another credential is another caller: the session is not theirs.
+    const basic = `Basic ${btoa(`${t.admin.basic.username}:${t.admin.basic.password}`)}`;
+    const elsewhere = await listIn(transport.sessionId!, basic);
+    expect(elsewhere.status).toBe(404);
+    expect((await elsewhere.json()).error.code).toBe(-32001);
+    expect((await listIn(transport.sessionId!, `Bearer ${t.admin.token}`)).status).toBe(200);
+    await client.close();
+  });
+
+  test("the client's version is agreed when the SDK knows it: 2025-06-18", async () => {
+    const transport = new StreamableHTTPClientTransport(new URL(proxyUrl()), {
+      fetch: async (input, init) => {
+        const request = new Request(input, init);
+        const body = request.method === "POST" ? await request.text() : undefined;
+        const offered = body?.replace('"protocolVersion":"2025-11-25"', '"protocolVersion":"2025-06-18"');
+        return as(t.admin.token)(new Request(request, { body: offered }));
+      },
+    });
+    const client = new Client({ name: "older", version: "1.0.0" });
+    await client.connect(transport);
+    expect(transport.protocolVersion).toBe("2025-06-18");
+    expect(toolText(await client.callTool({ name: "echo", arguments: { message: "06-18" } }))).toBe("Echo: 06-18");
+    await client.close();
+  });
+
+  test("notifications/cancelled from the 2025 client cancels the server's call", async () => {
+    const { client } = await legacyClient();
+    const controller = new AbortController();
+    let progressed = 0;
+    const before = modern.cancelled();
+    const call = client.callTool({ name: "slow", arguments: { steps: 50, ms: 100 } }, undefined, {
+      signal: controller.signal,
+      onprogress: () => void progressed++,
+    });
+    call.catch(() => undefined);
+    await waitFor("progress", () => progressed > 0);
+    controller.abort();
+    await expect(call).rejects.toThrow();
+    await waitFor("the server's call cancelled", () => modern.cancelled() > before);
+    await client.close();
+  });
+
+  test("each request is audited as the caller's, as any client's", async () => {
+    const { client } = await legacyClient();
+    await client.callTool({ name: "echo", arguments: { message: "audited" } });
+    await client.close();
+    await t.services.audit.flush();
+    const audit = await t.api("GET", `/api/v1/audit?connector_id=${id}&method=tools/call`);
+    expect(audit.body.items.map((r: { name: string; outcome: string }) => `${r.name} ${r.outcome}`)).toContain("echo result");
   });
 
   test("the GET stream carries list_changed from the server's subscriptions/listen", async () => {
     const { client } = await legacyClient();
     let changed = 0;
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => void changed++);
-    // The SDK client opens its GET stream after initialize; the proxy opens subscriptions/listen for it.
-    await Bun.sleep(300);
-    modern.notify.toolsChanged();
-    await waitFor("tools/list_changed on the GET stream", () => changed > 0);
+    // The SDK client opens its GET stream after initialize; the proxy opens subscriptions/listen for it (a change
+    // published before the server acknowledged it reaches no one: published again until one arrives).
+    await waitFor("tools/list_changed on the GET stream", () => {
+      modern.notify.toolsChanged();
+      return changed > 0;
+    });
     await client.close();
   });
 

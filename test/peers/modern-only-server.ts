@@ -9,7 +9,12 @@ import type { Peer } from "./ports";
  * through an `input_required` result with a form elicitation, answers with what the client chose). `handler.notify`
  * publishes list changes to open `subscriptions/listen` streams.
  */
-export function startModernOnlyServer(): Peer & { notify: ReturnType<typeof createMcpHandler>["notify"] } {
+export function startModernOnlyServer(): Peer & {
+  notify: ReturnType<typeof createMcpHandler>["notify"];
+  /** Calls of `slow` the server saw cancelled (their request's signal aborted). */
+  cancelled: () => number;
+} {
+  let cancelled = 0;
   const factory = () => {
     const server = new McpServer(
       { name: "modern-only", version: "1.0.0" },
@@ -26,7 +31,11 @@ export function startModernOnlyServer(): Peer & { notify: ReturnType<typeof crea
         for (let step = 1; step <= steps; step++) {
           await new Promise((resolve, reject) => {
             const timer = setTimeout(resolve, ms);
-            ctx.mcpReq.signal.addEventListener("abort", () => (clearTimeout(timer), reject(new Error("cancelled"))));
+            ctx.mcpReq.signal.addEventListener("abort", () => {
+              cancelled++;
+              clearTimeout(timer);
+              reject(new Error("cancelled"));
+            });
           });
           if (token !== undefined)
             await ctx.mcpReq.notify({
@@ -59,6 +68,7 @@ export function startModernOnlyServer(): Peer & { notify: ReturnType<typeof crea
     url: `http://127.0.0.1:${server.port}/mcp`,
     port: server.port!,
     notify: handler.notify,
+    cancelled: () => cancelled,
     async stop() {
       await handler.close();
       server.stop(true);
