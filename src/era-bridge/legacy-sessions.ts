@@ -100,7 +100,9 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
       probe = await modernClient(caller, id, init);
     } catch (error) {
       if (error instanceof AppError) throw error;
-      throw new UpstreamFailed(`The server's server/discover failed, so no 2025 session can be answered: ${(error as Error).message}`);
+      throw new UpstreamFailed(
+        `The server's server/discover failed, so no 2025 session can be answered: ${(error as Error).message}`,
+      );
     }
     const discover = probe.client.getDiscoverResult()!;
     const capabilities = probe.client.getServerCapabilities() ?? {};
@@ -114,7 +116,10 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
       import("@modelcontextprotocol/sdk/types.js"),
     ]);
     // The SDK's own initialize agrees the client's version when it knows it (2025-11-25, 2025-06-18, …), else its latest.
-    const server = new Server(serverInfo as never, { capabilities: capabilities as never, ...(instructions && { instructions }) });
+    const server = new Server(serverInfo as never, {
+      capabilities: capabilities as never,
+      ...(instructions && { instructions }),
+    });
     const session: Session = {
       owner: ownerOf(caller, id),
       lastUsed: clock(),
@@ -186,8 +191,11 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
     ] as const;
     for (const [capability, method, schema] of asks) {
       if (!init.capabilities[capability]) continue;
-      client.setRequestHandler(method as never, (async (asked: { params?: Record<string, unknown> }, ctx: { mcpReq: { signal: AbortSignal } }) =>
-        extra.sendRequest({ method, params: asked.params } as never, schema as never, { signal: ctx.mcpReq.signal })) as never);
+      client.setRequestHandler(
+        method as never,
+        (async (asked: { params?: Record<string, unknown> }, ctx: { mcpReq: { signal: AbortSignal } }) =>
+          extra.sendRequest({ method, params: asked.params } as never, schema as never, { signal: ctx.mcpReq.signal })) as never,
+      );
     }
     // What the server sends during the call (progress under the 2025 client's own token, log messages) goes to the
     // 2025 client on the call's stream, not to the v2 client (which did not ask for progress itself).
@@ -200,8 +208,7 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
       deliver?.(message);
     };
     const params = { ...(request.params as Record<string, unknown> | undefined) };
-    if (session.logLevel)
-      params._meta = { ...(params._meta as object), "io.modelcontextprotocol/logLevel": session.logLevel };
+    if (session.logLevel) params._meta = { ...(params._meta as object), "io.modelcontextprotocol/logLevel": session.logLevel };
     try {
       // `notifications/cancelled` from the 2025 client aborts `extra.signal`; the v2 client then closes the request's
       // response stream, which is how 2026-07-28 cancels (basic/utilities/cancellation).
@@ -218,7 +225,10 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
     const previous = session.listening;
     session.listening = (async () => {
       await (await previous?.catch(() => undefined))?.close().catch(() => undefined);
-      const capabilities = (discover.capabilities ?? {}) as Record<string, { listChanged?: boolean; subscribe?: boolean } | undefined>;
+      const capabilities = (discover.capabilities ?? {}) as Record<
+        string,
+        { listChanged?: boolean; subscribe?: boolean } | undefined
+      >;
       const filter = {
         ...(capabilities.tools?.listChanged && { toolsListChanged: true }),
         ...(capabilities.prompts?.listChanged && { promptsListChanged: true }),

@@ -146,8 +146,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
 
   return {
     /** Ends the 2026-07-28 bridges' upstream sessions; called when the service shuts down. */
-    closeBridges: () =>
-      Promise.all([deps.eraBridges?.closeAll(), deps.legacySessions?.closeAll()]).then(() => undefined),
+    closeBridges: () => Promise.all([deps.eraBridges?.closeAll(), deps.legacySessions?.closeAll()]).then(() => undefined),
 
     /** Ends the relayed notification (GET) streams; called when the service shuts down. */
     closeNotificationStreams(): number {

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { startModernOnlyServer } from "../peers/modern-only-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, toolText } from "../support/mcp";
@@ -60,7 +65,7 @@ describe("a 2026-07-28-only server", () => {
     expect(transport.protocolVersion).toBe("2025-11-25");
     expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
     const tools = (await client.listTools()).tools.map((tool) => tool.name);
-    expect(tools).toEqual(["echo", "slow", "ask-color"]);
+    expect(tools).toEqual(["echo", "slow", "log", "ask-color"]);
     expect(toolText(await client.callTool({ name: "echo", arguments: { message: "old" } }))).toBe("Echo: old");
     await client.close();
   });
@@ -199,6 +204,21 @@ describe("a 2026-07-28-only server", () => {
     expect(audit.body.items.map((r: { name: string; outcome: string }) => `${r.name} ${r.outcome}`)).toContain("echo result");
   });
 
+  test("logging/setLevel is kept by the session and sent in each request's envelope", async () => {
+    const { client } = await legacyClient();
+    const said: string[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => void said.push(`${n.params.level}`));
+    await client.callTool({ name: "log", arguments: {} });
+    const unset = [...said];
+    said.length = 0;
+    await client.setLoggingLevel("error");
+    await client.callTool({ name: "log", arguments: {} });
+    expect(said).toEqual(["error"]);
+    // 2026-07-28: a request whose envelope names no level gets no log messages (this SDK server's reading of it).
+    expect(unset).toEqual([]);
+    await client.close();
+  });
+
   test("the GET stream carries list_changed from the server's subscriptions/listen", async () => {
     const { client } = await legacyClient();
     let changed = 0;
@@ -212,17 +232,29 @@ describe("a 2026-07-28-only server", () => {
     await client.close();
   });
 
+  test("resources/subscribe maps onto the listen's resourceSubscriptions: updates reach the GET stream", async () => {
+    const { client } = await legacyClient();
+    const updated: string[] = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void updated.push(n.params.uri));
+    expect((await client.readResource({ uri: "note://one" })).contents[0]).toMatchObject({ text: "one" });
+    await client.subscribeResource({ uri: "note://one" });
+    await waitFor("resources/updated on the GET stream", () => {
+      modern.notify.resourceUpdated("note://one");
+      return updated.length > 0;
+    });
+    expect(updated[0]).toBe("note://one");
+    await client.close();
+  });
+
   test("the tool policy applies to the 2025 session's requests (they go through the proxy)", async () => {
     const own = await connectedConnector(t.api, modern.url);
-    expect(
-      (await t.api("PATCH", `/api/v1/connectors/${own}`, { body: { tool_policy: { deny: ["slow"] } } })).status,
-    ).toBe(200);
+    expect((await t.api("PATCH", `/api/v1/connectors/${own}`, { body: { tool_policy: { deny: ["slow"] } } })).status).toBe(200);
     const transport = new StreamableHTTPClientTransport(new URL(`${t.publicUrl}/api/v1/connectors/${own}/mcp`), {
       fetch: (input, init) => as(t.admin.token)(new Request(input, init)),
     });
     const client = new Client({ name: "policy-test", version: "1.0.0" });
     await client.connect(transport);
-    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["echo", "ask-color"]);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["echo", "log", "ask-color"]);
     await client.close();
   });
 });
