@@ -209,7 +209,11 @@ export function createServices(deps: Deps) {
       inputTimeoutMs: config.proxy.inputTimeoutMs,
     }),
     // A 2025 client of a 2026-07-28-only server: the proxy keeps its session and sends each request on in that era.
-    legacySessions: createLegacySessions({ hop: (caller, id, request) => proxy.handle(caller, id, request), log, clock }),
+    legacySessions: createLegacySessions({
+      hop: (caller, id, request, options) => proxy.handle(caller, id, request, options),
+      log,
+      clock,
+    }),
     forward: forwardOptions(
       metrics,
       "mcp",

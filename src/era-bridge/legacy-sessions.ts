@@ -8,10 +8,20 @@ import { jsonRpcError, sessionNotFound } from "../gateway/json-rpc";
 import { AppError, ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { Principal } from "../users/model";
-import type { Hop } from "./bridges";
+
+/**
+ * One MCP request of `caller` to a connector's proxy URL, through the proxy's own service; `policy: false` is the
+ * owner's unfiltered listing (proxy/server-tools.ts), whose session's requests are sent on unfiltered too.
+ */
+export type PolicyHop = (
+  caller: Principal,
+  connectorId: string,
+  request: Request,
+  options: { policy: boolean },
+) => Promise<Response>;
 
 export type LegacySessionsOptions = {
-  hop: Hop;
+  hop: PolicyHop;
   log: Logger;
   clock: () => number;
   /** A session no request used for this long is ended (its client gets 404 and initializes again). */
@@ -25,7 +35,12 @@ type V2 = typeof import("@modelcontextprotocol/client");
 type ModernClient = InstanceType<V2["Client"]>;
 type Discover = NonNullable<ReturnType<ModernClient["getDiscoverResult"]>>;
 type Extra = Parameters<NonNullable<Server["fallbackRequestHandler"]>>[1];
-type Init = { clientInfo: { name: string; version: string }; capabilities: Record<string, unknown> };
+type Init = {
+  clientInfo: { name: string; version: string };
+  capabilities: Record<string, unknown>;
+  /** Whether the tool policy applies (false only for the owner's unfiltered listing). */
+  policy: boolean;
+};
 
 type Session = {
   id?: string;
@@ -65,8 +80,8 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
   let v2: Promise<V2> | undefined;
   const loadV2 = () => (v2 ??= import("@modelcontextprotocol/client"));
 
-  const ownerOf = (caller: Principal, id: string) =>
-    `${id}\n${caller.id}\n${caller.credential ?? ""}\n${caller.virtualServer ?? ""}`;
+  const ownerOf = (caller: Principal, id: string, policy: boolean) =>
+    `${id}\n${caller.id}\n${caller.credential ?? ""}\n${caller.virtualServer ?? ""}\n${policy}`;
 
   /**
    * A v2 client of the server for one exchange, speaking for the session's 2025 client: its clientInfo and
@@ -77,7 +92,7 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
     const { Client, StreamableHTTPClientTransport } = await loadV2();
     const url = new URL(`http://bridge.invalid/api/v1/connectors/${id}/mcp`);
     const transport = new StreamableHTTPClientTransport(url, {
-      fetch: (input, requestInit) => hop(caller, id, new Request(input, requestInit)),
+      fetch: (input, requestInit) => hop(caller, id, new Request(input, requestInit), { policy: init.policy }),
     });
     const client = new Client(init.clientInfo, {
       capabilities: init.capabilities,
@@ -87,11 +102,12 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
     return { client, transport };
   }
 
-  async function open(caller: Principal, id: string, initialize: JSONRPCRequest): Promise<Session> {
+  async function open(caller: Principal, id: string, initialize: JSONRPCRequest, policy: boolean): Promise<Session> {
     const params = (initialize.params ?? {}) as Partial<Init>;
     const init: Init = {
       clientInfo: params.clientInfo ?? { name: "unknown", version: "0" },
       capabilities: params.capabilities ?? {},
+      policy,
     };
     // MCP 2025-11-25 basic/lifecycle "Initialization" is answered from MCP 2026-07-28 `server/discover`, asked as the
     // caller (the v2 client's pinned connect sends it with the client's own envelope).
@@ -121,7 +137,7 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
       ...(instructions && { instructions }),
     });
     const session: Session = {
-      owner: ownerOf(caller, id),
+      owner: ownerOf(caller, id, policy),
       lastUsed: clock(),
       inFlight: 0,
       server,
@@ -312,13 +328,13 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
     },
 
     /** Serves one request of a 2025 session of `caller` with connector `id`. */
-    async serve(caller: Principal, id: string, request: Request): Promise<Response> {
+    async serve(caller: Principal, id: string, request: Request, { policy = true } = {}): Promise<Response> {
       const sessionId = request.headers.get("mcp-session-id");
       if (sessionId !== null) {
         const session = sessions.get(sessionId);
         // basic/transports "Session Management": an unknown session is 404, and the client starts a new one. Another
         // caller's session is unknown to this one.
-        if (!session || session.owner !== ownerOf(caller, id)) return sessionNotFound();
+        if (!session || session.owner !== ownerOf(caller, id, policy)) return sessionNotFound();
         session.lastUsed = clock();
         const response = await session.transport.handleRequest(request);
         if (request.method !== "GET" || !response.ok || !response.body) return response;
@@ -331,7 +347,7 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
       if (Array.isArray(message) || message?.method !== "initialize")
         return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");
       await makeRoom();
-      const session = await open(caller, id, message);
+      const session = await open(caller, id, message, policy);
       const response = await session.transport.handleRequest(request, { parsedBody: message });
       if (!session.id) await session.close();
       return response;

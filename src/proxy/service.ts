@@ -173,7 +173,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
       if (deps.legacySessions?.wants(admitted.row, request)) {
         // A 2025 request to a 2026-07-28-only server: the session is kept here, its requests come back in that era.
         admitted.release();
-        return deps.legacySessions.serve(caller, id, request);
+        return deps.legacySessions.serve(caller, id, request, { policy });
       }
       const observation = observer.begin(caller, admitted.row, request);
       try {

@@ -256,5 +256,9 @@ describe("a 2026-07-28-only server", () => {
     await client.connect(transport);
     expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["echo", "log", "ask-color"]);
     await client.close();
+    // The owner's listing for editing the policy (a 2025 session of its own, unfiltered) still shows the denied tool.
+    const listed = await t.api("GET", `/api/v1/connectors/${own}/tools`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.items.map((tool: { name: string }) => tool.name)).toContain("slow");
   });
 });
