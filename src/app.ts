@@ -64,6 +64,7 @@ import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
 import { createEraBridges } from "./era-bridge/bridges";
+import { createLegacySessions } from "./era-bridge/legacy-sessions";
 import { createTargets } from "./proxy/target";
 import { forwardOptions } from "./forward/forward";
 import type { Runtime } from "./runtime/runtime";
@@ -206,6 +207,12 @@ export function createServices(deps: Deps) {
       log,
       clock,
       inputTimeoutMs: config.proxy.inputTimeoutMs,
+    }),
+    // A 2025 client of a 2026-07-28-only server: the proxy keeps its session and sends each request on in that era.
+    legacySessions: createLegacySessions({
+      hop: (caller, id, request, options) => proxy.handle(caller, id, request, options),
+      log,
+      clock,
     }),
     forward: forwardOptions(
       metrics,

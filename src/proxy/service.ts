@@ -9,6 +9,7 @@ import type { VirtualServerMetrics } from "../virtual-servers/metrics";
 import { streamCredential, type AccessWatch } from "../users/access-watch";
 import type { Principal } from "../users/model";
 import type { EraBridges } from "../era-bridge/bridges";
+import type { LegacySessions } from "../era-bridge/legacy-sessions";
 import { createAdmission, type Admitted } from "./admit";
 import type { CredentialCheck } from "./credential-check";
 import type { HeldBytes } from "./held-bytes";
@@ -50,6 +51,8 @@ export type ProxyServiceDeps = {
   watch?: AccessWatch;
   /** Serves 2026-07-28 clients of servers that speak only the 2025 era (era-bridge/bridges.ts). */
   eraBridges?: Pick<EraBridges, "wants" | "serve" | "closeAll">;
+  /** Serves 2025 clients of servers that speak only 2026-07-28, keeping their sessions (era-bridge/legacy-sessions.ts). */
+  legacySessions?: Pick<LegacySessions, "wants" | "serve" | "closeAll">;
   /** Calls, errors, refusals and durations per connector and tool on /metrics (tool-metrics.ts). */
   tools?: ToolMetrics;
   /** Rate limits per user, connector and tool (rate-check.ts). */
@@ -143,7 +146,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
 
   return {
     /** Ends the 2026-07-28 bridges' upstream sessions; called when the service shuts down. */
-    closeBridges: () => deps.eraBridges?.closeAll() ?? Promise.resolve(),
+    closeBridges: () => Promise.all([deps.eraBridges?.closeAll(), deps.legacySessions?.closeAll()]).then(() => undefined),
 
     /** Ends the relayed notification (GET) streams; called when the service shuts down. */
     closeNotificationStreams(): number {
@@ -166,6 +169,11 @@ export function createProxyService(deps: ProxyServiceDeps) {
         // The bridge's own requests come back here in the server's era, each admitted and observed as any other.
         admitted.release();
         return deps.eraBridges.serve(caller, id, request);
+      }
+      if (deps.legacySessions?.wants(admitted.row, request)) {
+        // A 2025 request to a 2026-07-28-only server: the session is kept here, its requests come back in that era.
+        admitted.release();
+        return deps.legacySessions.serve(caller, id, request, { policy });
       }
       const observation = observer.begin(caller, admitted.row, request);
       try {

@@ -85,6 +85,12 @@ export async function mcpHandshake(
     }
     if (last && last.status >= 300 && last.status < 400)
       return { ok: false, kind: "redirect", status: last.status, location: last.redirect };
+    // A server that speaks only 2026-07-28 refuses initialize (MCP 2026-07-28 basic/lifecycle: -32022 naming what it
+    // supports) and answers `server/discover`: it is connected, and 2025 clients get sessions the proxy keeps.
+    if (discover && !failure) {
+      const modern = await discoverVersions(url, fetch, headers, timeoutMs);
+      if (modern.length > 0) return { ok: true, protocolVersion: undefined, serverName: undefined, protocolVersions: modern };
+    }
     if (last && last.status >= 400) return { ok: false, kind: "http", detail: `answered HTTP ${last.status} to initialize` };
     if (failure) return { ok: false, kind: failure.kind === "timeout" ? "timeout" : "unreachable", detail: failure.detail };
     if (/timed? ?out/i.test((e as Error).message)) {
