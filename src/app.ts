@@ -129,7 +129,7 @@ export function createServices(deps: Deps) {
   const memberFailures = createMemberFailures();
   // A virtual server reaches each member through the proxy's own service, as the caller (virtual-servers/member-session.ts).
   const clientSessions = createClientSessions({
-    exchange: (caller, id, request) => proxy.handle(caller, id, request),
+    exchange: (caller, id, request) => proxy.handle(caller, id, request, { internal: true }),
     newId,
     clock,
     store: createSessionStore(deps.store, sealer),
@@ -202,7 +202,7 @@ export function createServices(deps: Deps) {
     watch: accessWatch,
     // A 2026-07-28 client of a 2025-only server is served over a session the bridge opens through the proxy itself.
     eraBridges: createEraBridges({
-      hop: (caller, id, request) => proxy.handle(caller, id, request),
+      hop: (caller, id, request) => proxy.handle(caller, id, request, { internal: true }),
       kind: "connectors",
       log,
       clock,
@@ -210,7 +210,7 @@ export function createServices(deps: Deps) {
     }),
     // A 2025 client of a 2026-07-28-only server: the proxy keeps its session and sends each request on in that era.
     legacySessions: createLegacySessions({
-      hop: (caller, id, request, options) => proxy.handle(caller, id, request, options),
+      hop: (caller, id, request, options) => proxy.handle(caller, id, request, { ...options, internal: true }),
       log,
       clock,
     }),
@@ -288,7 +288,7 @@ export function createServices(deps: Deps) {
     presets: base.presets,
     proxy,
     // The console's tool policy editor lists the server's tools before the policy (proxy/server-tools.ts).
-    serverTools: createServerTools((caller, id, request) => proxy.handle(caller, id, request, { policy: false })),
+    serverTools: createServerTools((caller, id, request) => proxy.handle(caller, id, request, { policy: false, internal: true })),
     providers,
     audit,
     tracing,

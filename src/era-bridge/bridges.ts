@@ -142,7 +142,17 @@ export function createEraBridges({
       // A modern header on a 2025 body is refused by classifyPost; this is the same answer for anything left.
       if (era.era === "legacy")
         return jsonRpcError(400, "Bad Request: a 2026-07-28 request must carry its envelope in _meta", -32020);
-      const key = `${id}\n${caller.id}\n${caller.credential ?? ""}\n${caller.virtualServer ?? ""}`;
+      // Everything the caller's access depends on: a bridge opened as one identity never serves another (a token bound
+      // to another resource, a demoted administrator).
+      const key = JSON.stringify([
+        id,
+        caller.id,
+        caller.role,
+        caller.credential ?? null,
+        caller.connector ?? null,
+        caller.boundVirtualServer ?? null,
+        caller.virtualServer ?? null,
+      ]);
       let bridge = bridges.get(key);
       if (!bridge) {
         await makeRoom();

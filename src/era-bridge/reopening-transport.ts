@@ -71,15 +71,22 @@ export function reopeningTransport(open: () => StreamableHTTPClientTransport): T
     void stale.close().catch(() => undefined);
     wire(inner);
     await inner.start();
+    // Waited for only once the initialize is sent: a send that fails (the server refusing it) leaves no timer and no
+    // promise behind (an unhandled rejection would end the process).
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const answered = new Promise<Answer>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("no answer to initialize on a new session")), REOPEN_TIMEOUT_MS);
-      awaitingReopen = (answer) => {
-        clearTimeout(timer);
-        resolve(answer);
-      };
+      awaitingReopen = resolve;
+      timer = setTimeout(() => reject(new Error("no answer to initialize on a new session")), REOPEN_TIMEOUT_MS);
     });
-    await inner.send({ ...initialize!, id: REOPEN_ID });
-    const answer = await answered.finally(() => (awaitingReopen = undefined));
+    answered.catch(() => undefined);
+    let answer: Answer;
+    try {
+      await inner.send({ ...initialize!, id: REOPEN_ID });
+      answer = await answered;
+    } finally {
+      clearTimeout(timer);
+      awaitingReopen = undefined;
+    }
     if (typeof answer.result?.protocolVersion !== "string")
       throw new Error(`the server refused initialize on a new session: ${answer.error?.message ?? "no version"}`);
     inner.setProtocolVersion(answer.result.protocolVersion);

@@ -39,7 +39,8 @@ type Park = {
   waiting?: { via: Sink; id: Id };
   /** The upstream request's answer, when it came before the client's retry. */
   final?: JSONRPCMessage & { id?: Id };
-  timer: ReturnType<typeof setTimeout>;
+  /** Runs while the client is asked (from an input_required until its retry). */
+  timer: ReturnType<typeof setTimeout> | undefined;
   counter: number;
 };
 
@@ -58,12 +59,24 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
   const byGlobal = new Map<string, Park>();
 
   const newState = () => randomBytes(16).toString("base64url");
+  const expiry = (park: Park) => {
+    const timer = setTimeout(() => end(park, "The client did not answer the server's request in time"), timeoutMs);
+    timer.unref?.();
+    return timer;
+  };
 
   function end(park: Park, why?: string) {
     clearTimeout(park.timer);
     byState.delete(park.state);
     byGlobal.delete(park.global);
     if (why === undefined) return;
+    // A retry waiting for what comes next gets the reason, not silence.
+    const { waiting } = park;
+    park.waiting = undefined;
+    if (waiting)
+      void waiting.via
+        .send({ jsonrpc: "2.0", id: waiting.id, error: { code: -32603, message: why } } as JSONRPCMessage)
+        .catch(() => undefined);
     for (const asked of [...park.pending, ...park.shown.values()])
       answerServer(asked.serverId, { error: { code: -32603, message: why } });
     abandon(park.global, why);
@@ -89,6 +102,9 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
     park.state = newState();
     byState.set(park.state, park);
     park.waiting = undefined;
+    // The client has `timeoutMs` from now to retry (each round its own wait).
+    clearTimeout(park.timer);
+    park.timer = expiry(park);
     const result = { resultType: "input_required", inputRequests, requestState: park.state };
     void waiting.via.send({ jsonrpc: "2.0", id: waiting.id, result } as JSONRPCMessage).catch(() => undefined);
   }
@@ -121,9 +137,8 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
           shown: new Map(),
           waiting,
           counter: 0,
-          timer: setTimeout(() => end(park!, "The client did not answer the server's request in time"), timeoutMs),
+          timer: undefined,
         };
-        park.timer.unref?.();
         byGlobal.set(global, park);
         byState.set(park.state, park);
       }
@@ -158,8 +173,11 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
       if (missing.length > 0) return { error: { code: INVALID_PARAMS, message: `inputResponses lacks ${missing.join(", ")}` } };
       for (const [key, asked] of park.shown) answerServer(asked.serverId, { result: answers[key] });
       park.shown.clear();
-      // A state is good for one retry: the next round gets a new one (flush).
+      // A state is good for one retry: the next round gets a new one (flush). The client answered in time: what
+      // remains is the server's to do, under the upstream call's own limits.
       byState.delete(state);
+      clearTimeout(park.timer);
+      park.timer = undefined;
       park.waiting = waiting;
       flush(park);
       // A retry whose client goes away before its answer cancels the call, as closing any 2026-07-28 request does.

@@ -26,6 +26,12 @@ import { filterRequest, rewriteResponse } from "./tool-filter";
 
 export type { AuditSink } from "./observe";
 
+/**
+ * `policy: false` leaves the tool policy and pinning out (the owner's own listing, server-tools.ts); `internal`: sent
+ * by another of the service's parts as the caller (a virtual server's member, a bridge), not by a client at the entry.
+ */
+type ExchangeOptions = { policy: boolean; internal: boolean };
+
 export type ProxyServiceDeps = {
   /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): a span per request, a child per upstream call; undefined when off. */
   tracing?: Tracing;
@@ -86,7 +92,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
     { caller, row, release }: Admitted,
     request: Request,
     observation: Observation,
-    policy: boolean,
+    { policy, internal }: ExchangeOptions,
   ): Promise<Response> {
     const target = targets.target(row);
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
@@ -137,7 +143,10 @@ export function createProxyService(deps: ProxyServiceDeps) {
       outgoing.release();
     }
     // An event stream lasts: it ends when the caller loses access (disabled, demoted, its token revoked).
-    const streamWatch = watch && ((close: () => void) => watch.watch(streamCredential(request), caller, close));
+    // An internal request (a virtual server's or a bridge's, sent as the caller) carries no credential to check again:
+    // the caller's own request at the entry is what is authenticated (a watch of none would cut it within a second).
+    const streamWatch =
+      watch && !internal ? (close: () => void) => watch.watch(streamCredential(request), caller, close) : undefined;
     // A listing the policy rewrites is observed as the client gets it, after the rewrite.
     if (listIds && view)
       return rewriteResponse(await forwarded.respond(release, streamWatch), listIds, view, held.maxMessageBytes);
@@ -163,7 +172,12 @@ export function createProxyService(deps: ProxyServiceDeps) {
      * places (stream-limits.ts) until the exchange is over. `policy: false` leaves the tool policy and pinning out:
      * only the owner's own listing of the server's tools asks for that (server-tools.ts), to edit the policy.
      */
-    async handle(caller: Principal, id: string, request: Request, { policy = true } = {}): Promise<Response> {
+    async handle(
+      caller: Principal,
+      id: string,
+      request: Request,
+      { policy = true, internal = false }: Partial<ExchangeOptions> = {},
+    ): Promise<Response> {
       const admitted = await admit(caller, id);
       if (deps.eraBridges?.wants(admitted.row, request)) {
         // The bridge's own requests come back here in the server's era, each admitted and observed as any other.
@@ -177,7 +191,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
       }
       const observation = observer.begin(caller, admitted.row, request);
       try {
-        return await observation.answered(await exchange(admitted, request, observation, policy));
+        return await observation.answered(await exchange(admitted, request, observation, { policy, internal }));
       } catch (e) {
         admitted.release();
         observation.failed(e);

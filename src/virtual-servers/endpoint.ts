@@ -278,6 +278,14 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
 
   return {
     /**
+     * Whether `caller` may use virtual server `serverId` now (its token's resource, ownership): the era bridge asks it
+     * for each 2026-07-28 request before serving it over a session that an earlier request opened.
+     */
+    async check(caller: Principal, serverId: string): Promise<void> {
+      await serverOf(caller, serverId);
+    },
+
+    /**
      * One HTTP request at `/api/v1/virtual-servers/{id}/mcp` of an authenticated caller; with tracing on, in a span of
      * its own that the member calls made for it continue (trace-context.ts).
      */

@@ -47,7 +47,11 @@ export function virtualEntry(deps: VirtualEntryDeps) {
       const refusal = crossSiteRefusal(request, new URL(deps.publicUrl()).origin, "cross-origin");
       if (refusal) throw refusal;
       const caller = await deps.authenticate(request);
-      if (deps.modern && isModernPost(request)) return await deps.modern(caller, id, request);
+      if (deps.modern && isModernPost(request)) {
+        // Checked for every request with the caller as it is now: the bridge's session was opened by an earlier one.
+        await deps.endpoint.check(caller, id);
+        return await deps.modern(caller, id, request);
+      }
       return await deps.endpoint.handle(caller, id, request);
     } catch (error) {
       const response = errorResponse(error, deps.log, deps.requestId(request));

@@ -94,6 +94,21 @@ describe("a 2025-only remote server", () => {
     await cancelMidway(proxyUrl(id), as(t.admin.token), () => sent);
   });
 
+  test("a call that outlasts the service's access rechecks (over a second) keeps its one stream: each step once", async () => {
+    const id = await connectedConnector(t.api, everything.url);
+    const modern = await modernClient(proxyUrl(id), as(t.admin.token));
+    const steps: number[] = [];
+    const result = await modern.client.callTool(
+      { name: "trigger-long-running-operation", arguments: { duration: 3, steps: 3 } },
+      { onprogress: (p) => void steps.push(p.progress), timeout: 20_000 },
+    );
+    expect(toolText(result)).toContain("Steps: 3");
+    // A bridged request's upstream stream cut by a recheck of a credential it does not carry was resumed, and its
+    // progress came twice.
+    expect(steps).toEqual([1, 2, 3]);
+    await modern.close();
+  });
+
   test("a session the server forgot (404) is opened again transparently", async () => {
     const id = await connectedConnector(t.api, recorderUrl);
     const modern = await modernClient(proxyUrl(id), as(t.admin.token));

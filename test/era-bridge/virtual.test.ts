@@ -4,6 +4,8 @@ import { startEverything, type Peer } from "../peers/everything";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, mcpClient, toolText } from "../support/mcp";
 import { MODERN, modernClient, modernRequest } from "../support/modern";
+import { byHand, pkce } from "../support/oauth-by-hand";
+import { approveInForms } from "../support/oauth-client";
 
 // A virtual server for 2026-07-28 clients: the MCP SDK v2 client pinned to that revision (and raw requests) at a
 // virtual server of two connectors to server-everything (prefixes a and b), next to a 2025 client of the same
@@ -86,4 +88,35 @@ test("a name no member has is -32602, and another user's request is refused at t
   const refused = await as(other.token)(modernRequest(mcpUrl, { method: "tools/list" }));
   expect(refused.status).toBe(404);
   expect(refused.headers.get("content-type")).toContain("application/problem+json");
+});
+
+test("an access token bound to another resource is refused even while the owner's bridge is open", async () => {
+  const alice = await t.user(`alice-${crypto.randomUUID().slice(0, 8)}`);
+  const connector = await connectedConnector(alice.api, everything.url);
+  const make = async (name: string) =>
+    (await alice.api("POST", "/api/v1/virtual-servers", { body: { name, members: [{ connector_id: connector, prefix: "e" }] } }))
+      .body as { mcp_url: string };
+  const [a, b] = [await make("A"), await make("B")];
+  const oauth = byHand(t.handle, t.publicUrl);
+  const client_id = await oauth.register();
+  const tokenFor = async (resource: string) => {
+    const { verifier, challenge } = pkce();
+    const { location } = await approveInForms(t.handle, oauth.authorizeUrl({ client_id, challenge, resource }), alice.basic);
+    const code = new URL(location).searchParams.get("code")!;
+    return ((await (await oauth.exchange({ client_id, verifier, code }, resource)).json()) as { access_token: string })
+      .access_token;
+  };
+  const [forA, forB, forConnector] = [
+    await tokenFor(a.mcp_url),
+    await tokenFor(b.mcp_url),
+    await tokenFor(`${t.publicUrl}/api/v1/connectors/${connector}/mcp`),
+  ];
+  const call = { method: "tools/call", params: { name: "e__echo", arguments: { message: "x" } } };
+  // A's own token opens the bridge (the same OAuth client, the same user: only the resource differs).
+  expect((await as(forA)(modernRequest(a.mcp_url, call))).status).toBe(200);
+  for (const token of [forB, forConnector]) {
+    const refused = await as(token)(modernRequest(a.mcp_url, call));
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toContain("invalid_token");
+  }
 });

@@ -67,3 +67,31 @@ test("a retry whose client goes away cancels the call; a capability not declared
   expect(parked.ask("r-4", { via: client().via, id: 1 }, {}, { id: 9, method: "roots/list" })).toBeUndefined();
   expect(toServer.at(-1)).toMatchObject({ id: 9, error: { code: -32601 } });
 });
+
+test("a client that retried in time waits for the server as long as it takes; each round has its own wait", async () => {
+  const { parked, abandoned, client } = harness(40);
+  const first = client();
+  const sink = parked.ask("r-5", { via: first.via, id: 1 }, { elicitation: {} }, elicit(1))!;
+  const state = first.got[0]!.result!.requestState as string;
+  await Bun.sleep(20);
+  const retry = client();
+  parked.retry(state, { "input-1": { action: "accept" } }, { via: retry.via, id: 2 });
+  // The server takes longer than the wait for a retry: the call goes on.
+  await Bun.sleep(80);
+  expect(abandoned).toEqual([]);
+  await sink.send({ jsonrpc: "2.0", id: 1, result: { content: [], resultType: "complete" } });
+  expect(retry.got).toEqual([{ jsonrpc: "2.0", id: 2, result: { content: [], resultType: "complete" } } as never]);
+});
+
+test("a call given up while a retry waits answers that retry with why", () => {
+  const { parked, client } = harness();
+  const first = client();
+  parked.ask("r-6", { via: first.via, id: 1 }, { elicitation: {} }, elicit(1));
+  const state = first.got[0]!.result!.requestState as string;
+  const retry = client();
+  parked.retry(state, { "input-1": { action: "accept" } }, { via: retry.via, id: 2 });
+  expect(retry.got).toEqual([]);
+  parked.endAll("The gateway closed");
+  expect(retry.got).toEqual([{ jsonrpc: "2.0", id: 2, error: { code: -32603, message: "The gateway closed" } } as never]);
+  expect(parked.size()).toBe(0);
+});
