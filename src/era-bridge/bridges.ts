@@ -4,7 +4,7 @@ import { isModernPost } from "../gateway/era";
 import { loadModern } from "../gateway/load-modern";
 import { readPostBody } from "../gateway/json-answers";
 import { jsonRpcError } from "../gateway/json-rpc";
-import { AppError, ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";
+import { AppError, ServiceUnavailable, TooManyRequests, UpstreamFailed } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { Principal } from "../users/model";
 import { answeredHere } from "../upstream/answered-here";
@@ -23,12 +23,14 @@ export type EraBridgeOptions = {
   idleMs?: number;
   /** Bridges kept at most (each holds an upstream session and its GET stream); beyond, the longest idle goes. */
   maxBridges?: number;
+  /** Bridges of one user at most (one per connector or virtual server and credential); beyond, their longest idle goes. */
+  maxPerUser?: number;
   /** How long a call whose server asked the client something waits for the client's retry (gateway/parked.ts). */
   inputTimeoutMs: number;
 };
 
 type SharedGateway = Awaited<ReturnType<typeof loadGateway>>;
-type Bridge = { key: string; gateway: Promise<SharedGateway>; lastUsed: number };
+type Bridge = { key: string; userId: string; gateway: Promise<SharedGateway>; lastUsed: number };
 
 const loadGateway = async (options: Parameters<typeof import("../gateway/shared").createSharedGateway>[0]) =>
   (await import("../gateway/shared")).createSharedGateway(options);
@@ -50,6 +52,7 @@ export function createEraBridges({
   clock,
   idleMs = 5 * 60_000,
   maxBridges = 1000,
+  maxPerUser = 100,
   inputTimeoutMs,
 }: EraBridgeOptions) {
   const bridges = new Map<string, Bridge>();
@@ -82,23 +85,38 @@ export function createEraBridges({
       }
       return shared;
     })();
-    const bridge = { key, gateway, lastUsed: clock() };
+    const bridge = { key, userId: caller.id, gateway, lastUsed: clock() };
     // A bridge that could not open is not kept: the next request tries again.
     gateway.catch(() => bridges.get(key) === bridge && bridges.delete(key));
     return bridge;
   }
 
-  /** Makes room for one more, closing the longest idle bridge that has nothing in flight. */
-  async function makeRoom(): Promise<void> {
+  /**
+   * Makes room for one more bridge of `userId`: at most `maxPerUser` each (one user never pushes out everyone
+   * else's), then at most `maxBridges` in all; the longest idle bridge with nothing in flight is closed first.
+   */
+  async function makeRoom(userId: string): Promise<void> {
+    const mine = [...bridges.values()].filter((b) => b.userId === userId);
+    if (mine.length >= maxPerUser && !(await closeIdlest(mine)))
+      throw new TooManyRequests(
+        `You have ${mine.length} 2026-07-28 bridges busy here (at most ${maxPerUser} per user); try again shortly`,
+        5,
+      );
     if (bridges.size < maxBridges) return;
-    const idle = [...bridges.values()].sort((a, b) => a.lastUsed - b.lastUsed);
+    if (!(await closeIdlest([...bridges.values()])))
+      throw new ServiceUnavailable(`Too many 2026-07-28 bridges in use (at most ${maxBridges}); try again shortly`);
+  }
+
+  /** Closes the longest idle of `candidates` that has nothing in flight; false if every one is busy. */
+  async function closeIdlest(candidates: Bridge[]): Promise<boolean> {
+    const idle = candidates.sort((a, b) => a.lastUsed - b.lastUsed);
     for (const bridge of idle) {
       const gateway = await bridge.gateway.catch(() => undefined);
       if (gateway && gateway.pendingRequests() > 0) continue;
       close(bridge);
-      return;
+      return true;
     }
-    throw new ServiceUnavailable(`Too many 2026-07-28 bridges in use (at most ${maxBridges}); try again shortly`);
+    return false;
   }
 
   function close(bridge: Bridge) {
@@ -155,7 +173,7 @@ export function createEraBridges({
       ]);
       let bridge = bridges.get(key);
       if (!bridge) {
-        await makeRoom();
+        await makeRoom(caller.id);
         bridge = bridges.get(key) ?? open(caller, id, key);
         bridges.set(key, bridge);
       }

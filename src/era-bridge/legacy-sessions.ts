@@ -5,7 +5,7 @@ import type { ConnectorRow } from "../connectors/repository";
 import { isModernPost, MODERN_PROTOCOL_VERSION } from "../gateway/era";
 import { readPostBody } from "../gateway/json-answers";
 import { jsonRpcError, sessionNotFound } from "../gateway/json-rpc";
-import { AppError, ServiceUnavailable, UpstreamFailed } from "../http-errors/errors";
+import { AppError, ServiceUnavailable, TooManyRequests, UpstreamFailed } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { Principal } from "../users/model";
 
@@ -28,6 +28,8 @@ export type LegacySessionsOptions = {
   idleMs?: number;
   /** Sessions kept at most per replica; beyond, the longest idle goes. */
   maxSessions?: number;
+  /** Sessions one user may have open on this replica; beyond, 429. */
+  maxPerUser?: number;
 };
 
 /** The MCP SDK v2 client package, loaded on the first session (it costs some 70 ms to import: gateway/era.ts). */
@@ -45,6 +47,8 @@ type Init = {
 type Session = {
   id?: string;
   owner: string;
+  /** Whose: the cap per user counts these. */
+  userId: string;
   lastUsed: number;
   inFlight: number;
   server: Server;
@@ -75,7 +79,16 @@ const LIST_CHANGED = [
  * is the hop: the proxy's own service, as the caller — so credentials, tool policy, pinning, rate limits and the audit
  * trail apply to each message as to any client's.
  */
-export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, maxSessions = 1000 }: LegacySessionsOptions) {
+export function createLegacySessions({
+  hop,
+  log,
+  clock,
+  idleMs = 30 * 60_000,
+  maxSessions = 1000,
+  maxPerUser = 100,
+}: LegacySessionsOptions) {
+  /** Sessions being opened (their initialize not answered yet), per user. */
+  const opening = new Map<string, number>();
   const sessions = new Map<string, Session>();
   let v2: Promise<V2> | undefined;
   const loadV2 = () => (v2 ??= import("@modelcontextprotocol/client"));
@@ -138,6 +151,7 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
     });
     const session: Session = {
       owner: ownerOf(caller, id, policy),
+      userId: caller.id,
       lastUsed: clock(),
       inFlight: 0,
       server,
@@ -299,7 +313,17 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
     return new Response(body, { status: response.status, headers: response.headers });
   }
 
-  async function makeRoom(): Promise<void> {
+  /**
+   * Room for one more of `userId`'s sessions: at most `maxPerUser` each (one user never pushes out everyone else's,
+   * counting those still opening), then at most `maxSessions` in all, the longest idle going first.
+   */
+  async function makeRoom(userId: string): Promise<void> {
+    const mine = [...sessions.values()].filter((s) => s.userId === userId).length + (opening.get(userId) ?? 0);
+    if (mine >= maxPerUser)
+      throw new TooManyRequests(
+        `You have ${mine} 2025 sessions of 2026-07-28-only servers open here (at most ${maxPerUser} per user): end those you no longer use (an MCP client's DELETE) and retry`,
+        60,
+      );
     if (sessions.size < maxSessions) return;
     const idle = [...sessions.values()].filter((s) => s.inFlight === 0).sort((a, b) => a.lastUsed - b.lastUsed);
     if (!idle[0]) throw new ServiceUnavailable(`Too many 2025 sessions in use (at most ${maxSessions}); try again shortly`);
@@ -346,8 +370,16 @@ export function createLegacySessions({ hop, log, clock, idleMs = 30 * 60_000, ma
       const message = body.parsed as JSONRPCRequest;
       if (Array.isArray(message) || message?.method !== "initialize")
         return jsonRpcError(400, "Bad Request: Mcp-Session-Id header is required");
-      await makeRoom();
-      const session = await open(caller, id, message, policy);
+      await makeRoom(caller.id);
+      opening.set(caller.id, (opening.get(caller.id) ?? 0) + 1);
+      let session: Session;
+      try {
+        session = await open(caller, id, message, policy);
+      } finally {
+        const left = (opening.get(caller.id) ?? 1) - 1;
+        if (left > 0) opening.set(caller.id, left);
+        else opening.delete(caller.id);
+      }
       const response = await session.transport.handleRequest(request, { parsedBody: message });
       if (!session.id) await session.close();
       return response;

@@ -33,13 +33,18 @@ export function reopeningTransport(open: () => StreamableHTTPClientTransport): T
     },
     async send(message, options) {
       if (isInitialize(message)) initialize = message;
+      // A session being opened again takes nothing until it is (a request now would go out with no session id).
+      if (reopening && message !== initialize) await reopening.catch(() => undefined);
+      const used = inner;
       try {
-        await inner.send(message, options);
+        await used.send(message, options);
       } catch (error) {
         const forgotten = error instanceof StreamableHTTPError && error.code === 404;
         if (!forgotten || !initialize || message === initialize) throw error;
-        reopening ??= reopen().finally(() => (reopening = undefined));
-        await reopening;
+        // Many requests in flight on the forgotten session: the first 404 opens one new session, the others wait for
+        // it; one sent on a session already replaced goes again on the new one without opening a third.
+        if (used === inner) reopening ??= reopen().finally(() => (reopening = undefined));
+        if (reopening) await reopening;
         await inner.send(message, options);
       }
     },
