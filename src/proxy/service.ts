@@ -11,6 +11,7 @@ import type { Principal } from "../users/model";
 import type { EraBridges } from "../era-bridge/bridges";
 import type { LegacySessions } from "../era-bridge/legacy-sessions";
 import { createAdmission, type Admitted } from "./admit";
+import { heldAnswer } from "./held-answer";
 import type { CredentialCheck } from "./credential-check";
 import type { HeldBytes } from "./held-bytes";
 import { readMessage, serialiseMessage } from "./message";
@@ -179,15 +180,23 @@ export function createProxyService(deps: ProxyServiceDeps) {
       { policy = true, internal = false }: Partial<ExchangeOptions> = {},
     ): Promise<Response> {
       const admitted = await admit(caller, id);
-      if (deps.eraBridges?.wants(admitted.row, request)) {
-        // The bridge's own requests come back here in the server's era, each admitted and observed as any other.
-        admitted.release();
-        return deps.eraBridges.serve(caller, id, request);
-      }
-      if (deps.legacySessions?.wants(admitted.row, request)) {
-        // A 2025 request to a 2026-07-28-only server: the session is kept here, its requests come back in that era.
-        admitted.release();
-        return deps.legacySessions.serve(caller, id, request, { policy });
+      // The bridges' own requests come back here in the server's era, each admitted and observed as any other; the
+      // caller's own answer holds its place while it streams and is watched like a relayed stream (held-answer.ts).
+      const bridged = deps.eraBridges?.wants(admitted.row, request)
+        ? () => deps.eraBridges!.serve(caller, id, request)
+        : deps.legacySessions?.wants(admitted.row, request)
+          ? // A 2025 request to a 2026-07-28-only server: the session is kept here, its requests go on in that era.
+            () => deps.legacySessions!.serve(caller, id, request, { policy })
+          : undefined;
+      if (bridged) {
+        try {
+          const watchStream =
+            watch && !internal ? (close: () => void) => watch.watch(streamCredential(request), caller, close) : undefined;
+          return heldAnswer(await bridged(), admitted.release, watchStream);
+        } catch (e) {
+          admitted.release();
+          throw e;
+        }
       }
       const observation = observer.begin(caller, admitted.row, request);
       try {

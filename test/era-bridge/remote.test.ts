@@ -109,6 +109,27 @@ describe("a 2025-only remote server", () => {
     await modern.close();
   });
 
+  test("a bridged event stream holds the caller's place and ends when the caller loses access", async () => {
+    const dana = await t.user(`dana-${crypto.randomUUID().slice(0, 8)}`);
+    const id = await connectedConnector(dana.api, everything.url);
+    const listen = await as(dana.token)(
+      modernRequest(proxyUrl(id), { method: "subscriptions/listen", params: { notifications: { toolsListChanged: true } } }),
+    );
+    expect(listen.headers.get("content-type")).toContain("text/event-stream");
+    const reader = listen.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain("subscriptions");
+    expect((await t.api("PATCH", `/api/v1/users/${dana.principal.id}`, { body: { disabled: true } })).status).toBe(200);
+    // The access watch rechecks every second: the stream ends soon after.
+    const ended = await Promise.race([
+      (async () => {
+        for (let r = await reader.read(); !r.done; r = await reader.read());
+        return true;
+      })(),
+      Bun.sleep(5_000).then(() => false),
+    ]);
+    expect(ended).toBe(true);
+  });
+
   test("a session the server forgot (404) is opened again transparently", async () => {
     const id = await connectedConnector(t.api, recorderUrl);
     const modern = await modernClient(proxyUrl(id), as(t.admin.token));
