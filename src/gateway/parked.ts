@@ -171,6 +171,13 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
       const answers = (typeof responses === "object" && responses !== null ? responses : {}) as Record<string, unknown>;
       const missing = [...park.shown.keys()].filter((key) => !(key in answers));
       if (missing.length > 0) return { error: { code: INVALID_PARAMS, message: `inputResponses lacks ${missing.join(", ")}` } };
+      // MCP 2026-07-28 `InputResponses`: each a result object (ElicitResult, CreateMessageResult, ListRootsResult).
+      const notResults = [...park.shown.keys()].filter((key) => {
+        const answer = answers[key];
+        return typeof answer !== "object" || answer === null || Array.isArray(answer);
+      });
+      if (notResults.length > 0)
+        return { error: { code: INVALID_PARAMS, message: `inputResponses.${notResults[0]} must be a result object` } };
       for (const [key, asked] of park.shown) answerServer(asked.serverId, { result: answers[key] });
       park.shown.clear();
       // A state is good for one retry: the next round gets a new one (flush). The client answered in time: what

@@ -95,3 +95,15 @@ test("a call given up while a retry waits answers that retry with why", () => {
   expect(retry.got).toEqual([{ jsonrpc: "2.0", id: 2, error: { code: -32603, message: "The gateway closed" } } as never]);
   expect(parked.size()).toBe(0);
 });
+
+test("an answer that is not a result object is refused to the client, and the call still waits for a good one", () => {
+  const { parked, toServer, client } = harness();
+  const first = client();
+  parked.ask("r-7", { via: first.via, id: 1 }, { elicitation: {} }, elicit(1));
+  const state = first.got[0]!.result!.requestState as string;
+  for (const bad of [null, "yes", 42, ["accept"]])
+    expect(parked.retry(state, { "input-1": bad }, { via: client().via, id: 2 })).toMatchObject({ error: { code: -32602 } });
+  expect(toServer).toEqual([]);
+  expect("resumed" in parked.retry(state, { "input-1": { action: "accept" } }, { via: client().via, id: 3 })).toBe(true);
+  expect(toServer).toEqual([{ id: 1, result: { action: "accept" } }]);
+});
