@@ -306,6 +306,7 @@ export function createServices(deps: Deps) {
     virtualEntry: virtualEntry({
       endpoint: virtualEndpoint,
       modern: (caller, id, request) => virtualBridges.serve(caller, id, request),
+      watch: accessWatch,
       authenticate: authentication.proxy,
       publicUrl: deps.publicUrl,
       log,

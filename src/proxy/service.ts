@@ -11,7 +11,7 @@ import type { Principal } from "../users/model";
 import type { EraBridges } from "../era-bridge/bridges";
 import type { LegacySessions } from "../era-bridge/legacy-sessions";
 import { createAdmission, type Admitted } from "./admit";
-import { heldAnswer } from "./held-answer";
+import { heldAnswer } from "../http/held-answer";
 import type { CredentialCheck } from "./credential-check";
 import type { HeldBytes } from "./held-bytes";
 import { readMessage, serialiseMessage } from "./message";

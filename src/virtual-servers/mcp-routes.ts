@@ -11,6 +11,8 @@ import { IdParams } from "../http/params";
 import type { Logger } from "../observability/logger";
 import type { RequestAuthenticator } from "../users/authenticate";
 import type { Principal } from "../users/model";
+import { streamCredential, type AccessWatch } from "../users/access-watch";
+import { heldAnswer } from "../http/held-answer";
 import { isModernPost } from "../gateway/era";
 import type { VirtualEndpoint } from "./endpoint";
 
@@ -27,6 +29,8 @@ export type VirtualEntryDeps = {
    * keeps (era-bridge/bridges.ts, wired by app.ts): the endpoint itself speaks the 2025 session eras.
    */
   modern?: (caller: Principal, id: string, request: Request) => Promise<Response>;
+  /** Ends an event stream whose caller lost access (users/access-watch.ts), as the proxy's are. */
+  watch?: AccessWatch;
 };
 
 const METHODS = "POST, GET, DELETE";
@@ -47,12 +51,21 @@ export function virtualEntry(deps: VirtualEntryDeps) {
       const refusal = crossSiteRefusal(request, new URL(deps.publicUrl()).origin, "cross-origin");
       if (refusal) throw refusal;
       const caller = await deps.authenticate(request);
+      const { watch } = deps;
+      // An event stream (a session's GET stream, a call's, a 2026-07-28 subscriptions/listen) lasts: it ends when the
+      // caller loses access, as the proxy's do.
+      const watched = (response: Response) =>
+        heldAnswer(
+          response,
+          () => undefined,
+          watch && ((close: () => void) => watch.watch(streamCredential(request), caller, close)),
+        );
       if (deps.modern && isModernPost(request)) {
         // Checked for every request with the caller as it is now: the bridge's session was opened by an earlier one.
         await deps.endpoint.check(caller, id);
-        return await deps.modern(caller, id, request);
+        return watched(await deps.modern(caller, id, request));
       }
-      return await deps.endpoint.handle(caller, id, request);
+      return watched(await deps.endpoint.handle(caller, id, request));
     } catch (error) {
       const response = errorResponse(error, deps.log, deps.requestId(request));
       if (response.status === 401)

@@ -120,3 +120,50 @@ test("an access token bound to another resource is refused even while the owner'
     expect(refused.headers.get("www-authenticate")).toContain("invalid_token");
   }
 });
+
+test("a virtual server's event streams end when the caller loses access: a session's GET stream, a 2026-07-28 listen", async () => {
+  const erin = await t.user(`erin-${crypto.randomUUID().slice(0, 8)}`);
+  const connector = await connectedConnector(erin.api, everything.url);
+  const created = await erin.api("POST", "/api/v1/virtual-servers", {
+    body: { name: "Erin's", members: [{ connector_id: connector, prefix: "e" }] },
+  });
+  const url = created.body.mcp_url as string;
+  const send = as(erin.token);
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const init = await send(
+    new Request(url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "erin", version: "1" } },
+      }),
+    }),
+  );
+  const session = init.headers.get("mcp-session-id")!;
+  await init.text();
+  const withSession = { ...headers, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" };
+  await send(
+    new Request(url, { method: "POST", headers: withSession, body: '{"jsonrpc":"2.0","method":"notifications/initialized"}' }),
+  );
+  const get = await send(new Request(url, { method: "GET", headers: { ...withSession, accept: "text/event-stream" } }));
+  expect(get.headers.get("content-type")).toContain("text/event-stream");
+  const listen = await send(
+    modernRequest(url, { method: "subscriptions/listen", params: { notifications: { toolsListChanged: true } } }),
+  );
+  expect(listen.headers.get("content-type")).toContain("text/event-stream");
+  expect((await t.api("PATCH", `/api/v1/users/${erin.principal.id}`, { body: { disabled: true } })).status).toBe(200);
+  const ends = async (response: Response) => {
+    const reader = response.body!.getReader();
+    return Promise.race([
+      (async () => {
+        for (let r = await reader.read(); !r.done; r = await reader.read());
+        return true;
+      })(),
+      Bun.sleep(5_000).then(() => false),
+    ]);
+  };
+  expect(await Promise.all([ends(get), ends(listen)])).toEqual([true, true]);
+});

@@ -1,8 +1,8 @@
 /**
- * An answer the proxy did not relay itself (an era bridge's, proxy/service.ts): the caller's place among its open
- * exchanges (stream-limits.ts) is held until the answer's body ends, as for a relayed one, and an event stream is
- * watched like a relayed one (users/access-watch.ts: it ends when the caller loses access). A JSON answer is whole
- * already: its place is given back at once.
+ * An answer made in-process rather than relayed (an era bridge's: proxy/service.ts; a virtual server's:
+ * virtual-servers/mcp-routes.ts): what it holds (`release`: the caller's place among its open exchanges,
+ * proxy/stream-limits.ts) is held until its body ends, and an event stream is watched (`watch`: users/access-watch.ts,
+ * it ends when the caller loses access) as a relayed one is. A JSON answer is whole already: released at once.
  */
 export function heldAnswer(
   response: Response,
