@@ -6,7 +6,7 @@ import { RELAYED_JSON_BODY, type ApiBodyPlugin } from "../http/json-body";
 import { IdParams } from "../http/params";
 import { forward, type ForwardOptions } from "../forward/forward";
 import { upstreamRequestHeaders } from "../forward/headers";
-import { streamCredential, type AccessWatch } from "../users/access-watch";
+import type { AccessWatch } from "../users/access-watch";
 import type { AuthPlugin } from "../users/auth-plugin";
 import type { Principal } from "../users/model";
 import type { RequestAuthenticator } from "../users/authenticate";
@@ -108,7 +108,7 @@ export function a2aRoutes(
       forwardOptions,
     );
     // A message/stream ends when the caller loses access (users/access-watch.ts).
-    return forwarded.respond(undefined, (close) => watch.watch(streamCredential(request), principal, close));
+    return forwarded.respond(undefined, watch.of(request, principal));
   };
   const proxyOptions = {
     auth: true as const,

@@ -1,12 +1,12 @@
 import type { ConnectorService } from "../connectors/service";
 import type { Transitions } from "../connectors/transitions";
-import type { ForwardOptions } from "../forward/forward";
+import type { ForwardOptions, StreamWatch } from "../forward/forward";
 import { UpstreamFailed } from "../http-errors/errors";
 import type { StatusCounter } from "../metrics/registry";
 import type { Authorization } from "../oauth-client/authorization";
 import type { Tracing } from "../observability/tracing";
 import type { VirtualServerMetrics } from "../virtual-servers/metrics";
-import { streamCredential, type AccessWatch } from "../users/access-watch";
+import type { AccessWatch } from "../users/access-watch";
 import type { Principal } from "../users/model";
 import type { EraBridges } from "../era-bridge/bridges";
 import type { LegacySessions } from "../era-bridge/legacy-sessions";
@@ -93,7 +93,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
     { caller, row, release }: Admitted,
     request: Request,
     observation: Observation,
-    { policy, internal }: ExchangeOptions,
+    { policy, streamWatch }: { policy: boolean; streamWatch: StreamWatch | undefined },
   ): Promise<Response> {
     const target = targets.target(row);
     if (!target) throw new UpstreamFailed("The connector's managed server is not running; it is being started again");
@@ -143,11 +143,6 @@ export function createProxyService(deps: ProxyServiceDeps) {
     } finally {
       outgoing.release();
     }
-    // An event stream lasts: it ends when the caller loses access (disabled, demoted, its token revoked).
-    // An internal request (a virtual server's or a bridge's, sent as the caller) carries no credential to check again:
-    // the caller's own request at the entry is what is authenticated (a watch of none would cut it within a second).
-    const streamWatch =
-      watch && !internal ? (close: () => void) => watch.watch(streamCredential(request), caller, close) : undefined;
     // A listing the policy rewrites is observed as the client gets it, after the rewrite.
     if (listIds && view)
       return rewriteResponse(await forwarded.respond(release, streamWatch), listIds, view, held.maxMessageBytes);
@@ -180,6 +175,10 @@ export function createProxyService(deps: ProxyServiceDeps) {
       { policy = true, internal = false }: Partial<ExchangeOptions> = {},
     ): Promise<Response> {
       const admitted = await admit(caller, id);
+      // An event stream lasts: it ends when the caller loses access (disabled, demoted, its token revoked). An internal
+      // request (a virtual server's or a bridge's, sent as the caller) carries no credential to check again: the
+      // caller's own request at the entry is what is authenticated (a watch of none would cut it within a second).
+      const streamWatch = watch && !internal ? watch.of(request, caller) : undefined;
       // The bridges' own requests come back here in the server's era, each admitted and observed as any other; the
       // caller's own answer holds its place while it streams and is watched like a relayed stream (held-answer.ts).
       const bridged = deps.eraBridges?.wants(admitted.row, request)
@@ -190,9 +189,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
           : undefined;
       if (bridged) {
         try {
-          const watchStream =
-            watch && !internal ? (close: () => void) => watch.watch(streamCredential(request), caller, close) : undefined;
-          return heldAnswer(await bridged(), admitted.release, watchStream);
+          return heldAnswer(await bridged(), admitted.release, streamWatch);
         } catch (e) {
           admitted.release();
           throw e;
@@ -200,7 +197,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
       }
       const observation = observer.begin(caller, admitted.row, request);
       try {
-        return await observation.answered(await exchange(admitted, request, observation, { policy, internal }));
+        return await observation.answered(await exchange(admitted, request, observation, { policy, streamWatch }));
       } catch (e) {
         admitted.release();
         observation.failed(e);

@@ -72,24 +72,33 @@ export function createAccessWatch({ recheck, intervalMs = ACCESS_RECHECK_MS, log
     timer = undefined;
   }
 
+  /** Watches a stream; `close` ends it. Returns what forgets it (call when the stream ends by itself). */
+  function watch(credential: StreamCredential, principal: Principal, close: () => void): () => void {
+    const key = keyOf(credential, principal);
+    let entry = watched.get(key);
+    if (!entry) watched.set(key, (entry = { credential, principal, closers: new Set() }));
+    entry.closers.add(close);
+    // One sweep at a time: a slow store never stacks them up.
+    if (!timer) {
+      timer = setInterval(() => void (sweeping ??= sweep().finally(() => (sweeping = undefined))), intervalMs);
+      timer.unref?.();
+    }
+    const mine = entry;
+    return () => {
+      mine.closers.delete(close);
+      if (mine.closers.size === 0 && watched.get(key) === mine) watched.delete(key);
+      if (watched.size === 0) stop();
+    };
+  }
+
   return {
-    /** Watches a stream; `close` ends it. Returns what forgets it (call when the stream ends by itself). */
-    watch(credential: StreamCredential, principal: Principal, close: () => void): () => void {
-      const key = keyOf(credential, principal);
-      let entry = watched.get(key);
-      if (!entry) watched.set(key, (entry = { credential, principal, closers: new Set() }));
-      entry.closers.add(close);
-      // One sweep at a time: a slow store never stacks them up.
-      if (!timer) {
-        timer = setInterval(() => void (sweeping ??= sweep().finally(() => (sweeping = undefined))), intervalMs);
-        timer.unref?.();
-      }
-      const mine = entry;
-      return () => {
-        mine.closers.delete(close);
-        if (mine.closers.size === 0 && watched.get(key) === mine) watched.delete(key);
-        if (watched.size === 0) stop();
-      };
+    watch,
+    /**
+     * The watch of one request's stream, as relays take it (`close` ends the stream; what it returns forgets it): the
+     * credential the request carries, checked again as `principal`.
+     */
+    of(request: Request, principal: Principal): (close: () => void) => () => void {
+      return (close) => watch(streamCredential(request), principal, close);
     },
     /** One round now (tests; the timer does it every `intervalMs`). Answers how many streams it ended. */
     sweep,

@@ -11,7 +11,7 @@ import { IdParams } from "../http/params";
 import type { Logger } from "../observability/logger";
 import type { RequestAuthenticator } from "../users/authenticate";
 import type { Principal } from "../users/model";
-import { streamCredential, type AccessWatch } from "../users/access-watch";
+import type { AccessWatch } from "../users/access-watch";
 import { heldAnswer } from "../http/held-answer";
 import { isModernPost } from "../gateway/era";
 import type { VirtualEndpoint } from "./endpoint";
@@ -54,12 +54,7 @@ export function virtualEntry(deps: VirtualEntryDeps) {
       const { watch } = deps;
       // An event stream (a session's GET stream, a call's, a 2026-07-28 subscriptions/listen) lasts: it ends when the
       // caller loses access, as the proxy's do.
-      const watched = (response: Response) =>
-        heldAnswer(
-          response,
-          () => undefined,
-          watch && ((close: () => void) => watch.watch(streamCredential(request), caller, close)),
-        );
+      const watched = (response: Response) => heldAnswer(response, () => undefined, watch?.of(request, caller));
       if (deps.modern && isModernPost(request)) {
         // Checked for every request with the caller as it is now: the bridge's session was opened by an earlier one.
         await deps.endpoint.check(caller, id);
