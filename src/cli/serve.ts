@@ -258,6 +258,7 @@ function createRuntime(config: Config, sandbox: SandboxChoice | undefined, log: 
         log: runtimeLog,
         sandbox: prepareSandbox(sandbox!, servicePaths(config), runtimeLog),
         limits: createProcessLimits(config.runtime),
+        inputTimeoutMs: config.proxy.inputTimeoutMs,
       });
 }
 

@@ -38,6 +38,8 @@ export type GatewayOptions = {
    * driver's caps (runtime/process-limits.ts). The function returned gives the place back when the process is gone.
    */
   admit?: () => () => void;
+  /** How long a 2026-07-28 client's call parked for input waits for its retry (PROXY__INPUT_TIMEOUT_SECONDS). */
+  inputTimeoutMs?: number;
 };
 
 /**
@@ -64,6 +66,7 @@ export function createGateway({
   idleSessionMs = IDLE_SESSION_MS,
   token,
   admit,
+  inputTimeoutMs = 300_000,
 }: GatewayOptions): SessionGateway {
   const sessions = new Map<string, GatewaySession>();
   const pending = new Set<GatewaySession>();
@@ -118,7 +121,15 @@ export function createGateway({
     const modernLog = log.child({ serves: "2026-07-28 clients" });
     logStderr(server, modernLog, () => ({ pid: server.pid }));
     const { createSharedGateway } = await import("./shared");
-    const gateway = createSharedGateway({ server, log: modernLog });
+    const gateway = createSharedGateway({
+      server,
+      log: modernLog,
+      // The server may ask during a call: the 2026-07-28 client is asked through a parked call, when its call is the
+      // only one in flight (a stdio server's request names no call), and one that did not declare what is asked is
+      // refused to the server (shared.ts, parked.ts).
+      offer: { elicitation: {}, sampling: {}, roots: {} },
+      parkCalls: { timeoutMs: inputTimeoutMs, soleCall: true },
+    });
     const started: ModernProcess = { gateway, release, ended: false };
     void gateway.ended().then(() => endModern(started, "its process exited"));
     try {

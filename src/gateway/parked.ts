@@ -42,6 +42,8 @@ type Park = {
   /** Runs while the client is asked (from an input_required until its retry). */
   timer: ReturnType<typeof setTimeout> | undefined;
   counter: number;
+  /** Who started the call (caller.ts), when the gateway serves several callers: only they may retry it. */
+  owner: string | undefined;
 };
 
 /**
@@ -120,6 +122,7 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
       waiting: { via: Sink; id: Id },
       capabilities: Record<string, unknown> | undefined,
       request: { id: Id; method: string; params?: Record<string, unknown> },
+      owner?: string,
     ): Sink | undefined {
       const needs = CAPABILITY[request.method];
       if (!needs || capabilities?.[needs] === undefined) {
@@ -138,6 +141,7 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
           waiting,
           counter: 0,
           timer: undefined,
+          owner,
         };
         byGlobal.set(global, park);
         byState.set(park.state, park);
@@ -165,9 +169,12 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
       state: string,
       responses: unknown,
       waiting: { via: Sink; id: Id },
+      owner?: string,
     ): { error: { code: number; message: string } } | { resumed: { cancel: () => void } } {
       const park = byState.get(state);
-      if (!park) return { error: { code: INVALID_PARAMS, message: "requestState names no call waiting for input here" } };
+      // Another caller's call is as unknown as none: nothing tells it that the state names a call.
+      if (!park || park.owner !== owner)
+        return { error: { code: INVALID_PARAMS, message: "requestState names no call waiting for input here" } };
       const answers = (typeof responses === "object" && responses !== null ? responses : {}) as Record<string, unknown>;
       const missing = [...park.shown.keys()].filter((key) => !(key in answers));
       if (missing.length > 0) return { error: { code: INVALID_PARAMS, message: `inputResponses lacks ${missing.join(", ")}` } };

@@ -18,6 +18,7 @@ import { MODERN_PROTOCOL_VERSION } from "./era";
 import { classifyPost, discoverResult, legacyParams, modernResult, type ModernMessage } from "./modern";
 import { GATEWAY_ERROR, jsonRpcError, sessionNotFound } from "./json-rpc";
 import { createParkedCalls } from "./parked";
+import { CALLER_HEADER } from "./caller";
 import { refuseWithoutToken } from "./token";
 
 type Id = string | number;
@@ -28,7 +29,15 @@ type Sink = Pick<Transport, "send">;
  * A request sent on to the server: whose it is (a session's, or a 2026-07-28 request's, which has none), its own id, the
  * transport its answer goes back through, and for a 2026-07-28 request its method (its result is reshaped for it).
  */
-type Route = { session?: Session; id: Id; via: Sink; modern?: string; capabilities?: Record<string, unknown> };
+type Route = {
+  session?: Session;
+  id: Id;
+  via: Sink;
+  modern?: string;
+  capabilities?: Record<string, unknown>;
+  /** Who sent it (caller.ts): a call parked for input is theirs alone. */
+  owner?: string;
+};
 type Message = JSONRPCMessage & { id?: Id; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown };
 
 const INIT_ID = "gateway-initialize";
@@ -56,10 +65,13 @@ export type SharedGatewayOptions = {
   offer?: Record<string, unknown>;
   /**
    * Parks a 2026-07-28 call whose server asks its client something (parked.ts), waiting at most `timeoutMs` for the
-   * client's retry. Only where the server's requests can be told apart by the call they belong to and one caller
-   * owns every park (the era bridge's HTTP session); the shared sidecar's stdio server refuses such requests.
+   * client's retry; a park is bound to the caller the service names (caller.ts). The server's requests must be told
+   * apart by the call they belong to: over HTTP (the era bridge) a request comes on the stream of its call; a stdio
+   * server's requests name no call, so with `soleCall` one is taken for the one client call in flight, and refused
+   * when several are (the local 2026-07-28 process). The Kubernetes sidecar, whose process serves 2025 sessions as
+   * well (their calls answered as JSON, where no request can ride), parks nothing.
    */
-  parkCalls?: { timeoutMs: number };
+  parkCalls?: { timeoutMs: number; soleCall?: boolean };
 };
 
 export function createSharedGateway({
@@ -154,6 +166,20 @@ export function createSharedGateway({
     });
   const listen = createListenRouter({ capabilities: () => (initResult?.capabilities ?? {}) as ServerCapabilities, ask });
 
+  /**
+   * The one client call in flight, when there is exactly one (the gateway's own requests aside): the call a stdio
+   * server's request must be about, since nothing else is running. Several: none can be told (undefined).
+   */
+  function soleCall(): string | undefined {
+    let sole: string | undefined;
+    for (const [global, route] of routes) {
+      if (route.id === INIT_ID) continue;
+      if (sole !== undefined) return undefined;
+      sole = global;
+    }
+    return sole;
+  }
+
   /** Forgets a request whose client is gone, and tells the server to stop working on it. */
   function abandon(global: string, reason: string) {
     routes.delete(global);
@@ -221,20 +247,22 @@ export function createSharedGateway({
     }
     if (message.method !== undefined && message.id !== undefined) {
       // A request from the server during a 2026-07-28 call: the call is parked and its client asked (parked.ts).
-      const global = sending.getStore();
+      const global = sending.getStore() ?? (parkCalls?.soleCall ? soleCall() : undefined);
       const route = global === undefined ? undefined : routes.get(global);
       if (parked && global !== undefined && route?.modern !== undefined) {
         const request = { id: message.id, method: message.method, ...(message.params && { params: message.params }) };
-        const sink = parked.ask(global, { via: route.via, id: route.id }, route.capabilities, request);
+        const sink = parked.ask(global, { via: route.via, id: route.id }, route.capabilities, request, route.owner);
         if (sink) route.via = sink;
         return;
       }
       // Any other request from the server (sampling, elicitation, roots): no client of a session can be asked.
-      void server.send({
-        jsonrpc: "2.0",
-        id: message.id,
-        error: { code: -32601, message: "The gateway serves several clients and forwards no requests to them" },
-      } as JSONRPCMessage);
+      void server
+        .send({
+          jsonrpc: "2.0",
+          id: message.id,
+          error: { code: -32601, message: "The gateway serves several clients and forwards no requests to them" },
+        } as JSONRPCMessage)
+        .catch(() => undefined);
       return;
     }
     // Not tied to a request (logging, list changes): every session gets it. A 2026-07-28 client gets no log line: the
@@ -294,7 +322,7 @@ export function createSharedGateway({
     // a JSON answer, without a transport of its own (bench/RESULTS.md "2026-07-28 clients").
     return new Promise<Response>((resolve) => {
       const via: Sink = { send: async (answer) => resolve(Response.json(answer)) };
-      const served = dispatch(message as Message, via);
+      const served = dispatch(message as Message, via, request.headers.get(CALLER_HEADER) ?? undefined);
       request.signal.addEventListener("abort", () => served.clientGone(), { once: true });
     });
   }
@@ -307,7 +335,7 @@ export function createSharedGateway({
       const message = m as Message;
       if (message.id === undefined) return; // a posted notification has no meaning without a session: accepted, dropped
       if (message.method === "subscriptions/listen") return void listen.open(m as JSONRPCRequest, exchange);
-      served = dispatch(message, exchange);
+      served = dispatch(message, exchange, request.headers.get(CALLER_HEADER) ?? undefined);
     };
     exchange.onclose = () => {
       served?.clientGone();
@@ -318,8 +346,8 @@ export function createSharedGateway({
     return exchange.handleMessage(message, { request }).catch(() => new Response(null, { status: 499 }));
   }
 
-  /** Serves one 2026-07-28 request, its answer to `via`; `clientGone` when the client stops waiting for it. */
-  function dispatch(message: Message, via: Sink): { clientGone(): void } {
+  /** Serves one 2026-07-28 request of `owner`, its answer to `via`; `clientGone` when the client stops waiting for it. */
+  function dispatch(message: Message, via: Sink, owner: string | undefined): { clientGone(): void } {
     const id = message.id!;
     if (message.method === "server/discover") {
       void via.send({ jsonrpc: "2.0", id, result: discoverResult(initResult!) } as JSONRPCMessage);
@@ -327,7 +355,7 @@ export function createSharedGateway({
     }
     const state = message.params?.requestState;
     if (parked && typeof state === "string") {
-      const retried = parked.retry(state, message.params?.inputResponses, { via, id });
+      const retried = parked.retry(state, message.params?.inputResponses, { via, id }, owner);
       if ("error" in retried) {
         void via.send({ jsonrpc: "2.0", id, ...retried } as JSONRPCMessage);
         return { clientGone() {} };
@@ -336,7 +364,7 @@ export function createSharedGateway({
     }
     const capabilities = (message.params?._meta as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY];
     const global = forward(
-      { id, via, modern: message.method, capabilities: capabilities as Record<string, unknown> },
+      { id, via, modern: message.method, capabilities: capabilities as Record<string, unknown>, owner },
       message,
       legacyParams(message.params),
     );

@@ -12,6 +12,7 @@ import {
 import type { Authorization } from "../oauth-client/authorization";
 import type { CredentialCheck } from "./credential-check";
 import { MCP_REQUEST_HEADERS } from "./headers";
+import { CALLER_HEADER } from "../gateway/caller";
 import type { Observation } from "./observe";
 import type { Target, Targets } from "./target";
 
@@ -41,6 +42,8 @@ export type Sending = {
   mcpName?: string;
   /** Asks for an uncompressed answer (a listing the policy rewrites must be read). */
   uncompressed: boolean;
+  /** To a managed server's gateway: who asks (gateway/caller.ts). */
+  caller?: string;
 };
 
 export function createSender({ targets, transitions, authorization, credentialCheck, forward: base, clock }: SenderDeps) {
@@ -138,6 +141,7 @@ export function createSender({ targets, transitions, authorization, credentialCh
     const headers = upstreamRequestHeaders(request.headers, MCP_REQUEST_HEADERS, await targets.credentials(row));
     if (sending.message) headers.set("content-type", "application/json");
     if (sending.mcpName !== undefined) headers.set("mcp-name", sending.mcpName);
+    if (sending.caller !== undefined) headers.set(CALLER_HEADER, sending.caller);
     // The listing must be read to be rewritten: ask for it uncompressed.
     if (sending.uncompressed) headers.delete("accept-encoding");
     const span = observation.upstream(target.url, headers);

@@ -11,6 +11,7 @@ import type { Principal } from "../users/model";
 import type { EraBridges } from "../era-bridge/bridges";
 import type { LegacySessions } from "../era-bridge/legacy-sessions";
 import { createAdmission, type Admitted } from "./admit";
+import { callerDigest } from "../gateway/caller";
 import { heldAnswer } from "../http/held-answer";
 import type { CredentialCheck } from "./credential-check";
 import type { HeldBytes } from "./held-bytes";
@@ -139,6 +140,8 @@ export function createProxyService(deps: ProxyServiceDeps) {
         }
         sending = { body: serialiseMessage(message), message: true, uncompressed: listIds !== undefined, mcpName };
       } else sending = { body: outgoing.body, message: false, uncompressed: false };
+      // A managed server's gateway tells its callers apart (a call parked for input is its caller's alone).
+      if (target.managed) sending.caller = callerDigest(caller.id, caller.credential);
       forwarded = await send(row, target, request, sending, observation);
     } finally {
       outgoing.release();

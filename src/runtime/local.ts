@@ -19,6 +19,8 @@ export type LocalRuntimeOptions = {
   /** RUNTIME__MAX_PROCESSES_PER_USER and RUNTIME__MAX_PROCESSES. */
   limits: ProcessLimits;
   readinessTimeoutMs?: number;
+  /** How long a 2026-07-28 client's call parked for input waits for its retry (PROXY__INPUT_TIMEOUT_SECONDS). */
+  inputTimeoutMs?: number;
   /** Looks a program up on PATH (injectable for tests). */
   which?: (program: string) => string | null;
 };
@@ -36,6 +38,7 @@ export function createLocalRuntime({
   sandbox,
   limits,
   readinessTimeoutMs = READINESS_TIMEOUT_MS,
+  inputTimeoutMs,
   which = Bun.which,
 }: LocalRuntimeOptions): Runtime {
   const deployments = new Map<string, Deployment>();
@@ -82,7 +85,13 @@ export function createLocalRuntime({
         await remove(spec.connectorId);
         const stdio = commandFor(spec);
         const token = randomBytes(32).toString("base64url");
-        const gateway = createGateway({ stdio, log: log.child({ connector_id: spec.connectorId }), token, admit });
+        const gateway = createGateway({
+          stdio,
+          log: log.child({ connector_id: spec.connectorId }),
+          token,
+          admit,
+          inputTimeoutMs,
+        });
         const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: gateway.fetch });
         const url = new URL(`http://127.0.0.1:${server.port}/mcp`);
         // Ready means a real MCP handshake with a fresh server process succeeds (its session is then ended).

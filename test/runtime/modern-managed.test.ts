@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { EVERYTHING } from "../peers/everything";
 import { authHeader } from "../support/api";
 import { proxyUrl, toolText } from "../support/mcp";
-import { expectBothEras, modernRequest } from "../support/modern";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { expectBothEras, MODERN, modernRequest } from "../support/modern";
 import { ADMIN, startTestService, type TestService } from "../support/service";
 
 // End to end: a managed mcp+stdio:// connector (local runtime) reached through the service's proxy URL by the v2 client
@@ -55,4 +56,52 @@ test("through the proxy too: server/discover, and the gateway's -32020 and -3202
   expect((await unknown.json()).error).toMatchObject({ code: -32022, data: { supported: ["2026-07-28"] } });
   const ok = await asAdmin(modernRequest(url, call));
   expect(toolText((await ok.json()).result)).toBe("Echo: x");
+});
+
+test("a 2026-07-28 client is asked through a parked call when the server elicits during its call", async () => {
+  const client = new ModernClient({ name: "parked-managed", version: "1.0.0" }, {
+    capabilities: { elicitation: { form: {} } },
+    versionNegotiation: { mode: { pin: MODERN } },
+  } as never);
+  const asked: string[] = [];
+  client.setRequestHandler("elicitation/create", async (request) => {
+    asked.push(request.params.message);
+    return { action: "accept", content: { color: "blue" } };
+  });
+  await client.connect(new ModernTransport(new URL(url), { fetch: (input, init) => asAdmin(new Request(input, init)) }));
+  const result = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
+  expect(asked).toHaveLength(1);
+  expect(JSON.stringify(result)).toContain("blue");
+  await client.close();
+});
+
+test("a parked call is its caller's: the same user by another credential finds nothing, the caller's retry completes it", async () => {
+  const capabilities = { elicitation: { form: {} } };
+  const call = { method: "tools/call", params: { name: "trigger-elicitation-request", arguments: {} } };
+  const first = await (await asAdmin(modernRequest(url, call, {}, MODERN, capabilities))).json();
+  expect(first.result).toMatchObject({ resultType: "input_required" });
+  const [key] = Object.keys(first.result.inputRequests);
+  const retry = modernRequest(
+    url,
+    {
+      id: 2,
+      ...call,
+      params: {
+        ...call.params,
+        requestState: first.result.requestState,
+        inputResponses: { [key!]: { action: "accept", content: { color: "red" } } },
+      },
+    },
+    {},
+    MODERN,
+    capabilities,
+  );
+  const token = (await service.api("POST", "/api/v1/tokens", { body: { name: "parked" } })).body.token as string;
+  const byToken = new Request(retry.clone(), {
+    headers: { ...Object.fromEntries(retry.headers), authorization: `Bearer ${token}` },
+  });
+  expect((await (await fetch(byToken)).json()).error).toMatchObject({ code: -32602 });
+  const done = await (await asAdmin(retry)).json();
+  expect(done.result).toMatchObject({ resultType: "complete" });
+  expect(JSON.stringify(done.result.content)).toContain("red");
 });
