@@ -55,7 +55,7 @@ import { presetRoutes } from "./presets/routes";
 import { proxyEntry } from "./proxy/entry";
 import { createServerTools } from "./proxy/server-tools";
 import { proxyRoutes } from "./proxy/routes";
-import { createProxyService } from "./proxy/service";
+import { createProxyService, type ProxyService } from "./proxy/service";
 import { createStreamLimits } from "./proxy/stream-limits";
 import { createToolMetrics } from "./proxy/tool-metrics";
 import { createRateLimiter } from "./rate-limits/service";
@@ -64,7 +64,7 @@ import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
 import { createEraBridges } from "./era-bridge/bridges";
-import { createLegacySessions } from "./era-bridge/legacy-sessions";
+import { createLegacySessions, type PolicyHop } from "./era-bridge/legacy-sessions";
 import { createTargets } from "./proxy/target";
 import { forwardOptions } from "./forward/forward";
 import type { Runtime } from "./runtime/runtime";
@@ -120,126 +120,27 @@ export type Deps = {
  * tests build apps with it.
  */
 export function createServices(deps: Deps) {
-  const { config, sealer, clock, newId, log } = deps;
+  const { config, clock, newId, log } = deps;
   const base = createBase(deps);
   const { connectorRows, metrics, cors, upstreamFetch, tracing } = base;
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
-  const conflictNotes = createConflictNotes();
-  const memberFailures = createMemberFailures();
-  // A virtual server reaches each member through the proxy's own service, as the caller (virtual-servers/member-session.ts).
-  const clientSessions = createClientSessions({
-    exchange: (caller, id, request) => proxy.handle(caller, id, request, { internal: true }),
-    newId,
-    clock,
-    store: createSessionStore(deps.store, sealer),
-    maxPerUser: config.virtual.maxSessionsPerUser,
-    log: log.child({ component: "virtual-servers" }),
-  });
-  const virtualServers = createVirtualServerService({
-    conflicts: conflictNotes,
-    failures: memberFailures,
-    membersChanged: clientSessions.membersChanged,
-    repository: base.virtualServerRows,
-    clock,
-    newId,
-    publicUrl: deps.publicUrl,
-    maxPerUser: config.virtual.maxPerUser,
-  });
-  const { oauth, transitions, deployments, authorization, connectors, connections, sealed } = createConnectorParts(
-    deps,
-    base,
-    virtualServers.removeConnector,
-  );
+  // The parts that reach a connector's server as the caller (a virtual server's members, the era bridges, the tools
+  // editor) go through the proxy's own service, made below: its credentials, policy, limits and audit apply.
+  let proxy: ProxyService | undefined;
+  const hop: PolicyHop = (caller, id, request, options) => proxy!.handle(caller, id, request, { ...options, internal: true });
+  const virtual = createVirtualParts(deps, base, hop);
+  const parts = createConnectorParts(deps, base, virtual.servers.removeConnector);
+  const { oauth, deployments, authorization, connectors, connections } = parts;
   const forwardSettings = {
     fetch: upstreamFetch,
     headersTimeoutMs: config.proxy.upstreamTimeoutMs,
     maxBodyBytes: config.proxy.maxBodyBytes,
   };
-  // The audit trail: records queued by the proxy, written in batches off the request path.
-  const auditRows = createAuditRepository(deps.store);
-  const audit = createAuditService({
-    repository: auditRows,
-    writer: createAuditWriter(auditRows, log.child({ component: "audit" })),
-    sealer,
-    clock,
-    newId,
-    capture: config.audit.capture,
-    retentionMs: config.audit.retentionMs,
-    maxRecords: config.audit.maxRecords,
-  });
+  const audit = createAudit(deps);
   const rateLimiter = createRateLimiter({ store: deps.store, clock });
   const rateOverrides = createRateOverrides(base.users, clock);
-  const proxy = createProxyService({
-    ...(config.audit.enabled && { audit }),
-    ...(tracing && { tracing }),
-    responses: metrics.statusCounter(
-      "mcp_proxy_responses_total",
-      "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
-    ),
-    virtualServers: createVirtualServerMetrics(metrics),
-    tools: createToolMetrics(metrics, config.metrics.toolsPerConnector),
-    rates: {
-      limiter: rateLimiter,
-      userDefault: config.rate.userRequestsPerMinute,
-      userOverride: rateOverrides.of,
-      refused: metrics.counter(
-        "mcp_rate_limited_total",
-        "MCP requests a rate limit refused, by the limit that refused them (user, connector, tool)",
-        "limit",
-        ["user", "connector", "tool"],
-      ),
-    },
-    connectors,
-    pins: createPinRecords({ connectorRows, clock, log }),
-    transitions,
-    authorization,
-    targets: createTargets({ runtime: deps.runtime, oauth, sealed }),
-    limits: createStreamLimits({ perUser: config.proxy.maxStreamsPerUser, perConnector: config.proxy.maxStreamsPerConnector }),
-    held: createHeldBytes(config.proxy),
-    credentialCheck: createCredentialCheck({ handshake: mcpHandshake, clock }),
-    clock,
-    watch: accessWatch,
-    // A 2026-07-28 client of a 2025-only server is served over a session the bridge opens through the proxy itself.
-    eraBridges: createEraBridges({
-      hop: (caller, id, request) => proxy.handle(caller, id, request, { internal: true }),
-      kind: "connectors",
-      log,
-      clock,
-      inputTimeoutMs: config.proxy.inputTimeoutMs,
-    }),
-    // A 2025 client of a 2026-07-28-only server: the proxy keeps its session and sends each request on in that era.
-    legacySessions: createLegacySessions({
-      hop: (caller, id, request, options) => proxy.handle(caller, id, request, { ...options, internal: true }),
-      log,
-      clock,
-    }),
-    forward: forwardOptions(
-      metrics,
-      "mcp",
-      "MCP server",
-      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      forwardSettings,
-    ),
-  });
-  const virtualEndpoint = createVirtualEndpoint({
-    servers: virtualServers,
-    sessions: clientSessions,
-    conflicts: conflictNotes,
-    failures: memberFailures,
-    sealer,
-    memberTimeoutMs: config.virtual.memberTimeoutMs,
-    maxMessageBytes: config.proxy.maxMessageBytes,
-    ...(tracing && { tracing }),
-  });
-  // A 2026-07-28 client of a virtual server is served over a 2025 session of it that the caller's bridge keeps.
-  const virtualBridges = createEraBridges({
-    hop: (caller, id, request) => virtualEndpoint.handle(caller, id, request),
-    kind: "virtual-servers",
-    log,
-    clock,
-    inputTimeoutMs: config.proxy.inputTimeoutMs,
-  });
+  proxy = createProxy(deps, base, { access, parts, audit, hop, forwardSettings, rateLimiter, rateOverrides });
   const providers = createProviderService({
     providers: createProviderRepository(deps.store),
     fetch: upstreamFetch,
@@ -250,6 +151,13 @@ export function createServices(deps: Deps) {
     refreshAfterMs: config.a2a.cardRefreshMs,
   });
   const webhooks = createWebhooksIfAny(deps, base);
+  const entryDeps = {
+    authenticate: authentication.proxy,
+    publicUrl: deps.publicUrl,
+    log,
+    requestId: (request: Request) => deps.requestIds.get(request),
+    cors,
+  };
   return {
     users: createUserService({
       users: base.users,
@@ -259,7 +167,7 @@ export function createServices(deps: Deps) {
       rateOverrides,
       // A deleted user's virtual servers go first, each with its event; then their connectors as DELETE takes them.
       beforeDelete: async (userId) => {
-        await virtualServers.deleteAllOf(userId);
+        await virtual.servers.deleteAllOf(userId);
         await connections.deleteAllOf(userId);
       },
       grants: { of: authServer.grantsOf, revoke: authServer.revokeGrant },
@@ -275,7 +183,7 @@ export function createServices(deps: Deps) {
     sessions,
     connectors,
     connections,
-    virtualServers,
+    virtualServers: virtual.servers,
     authorization,
     callback: createCallback({
       authorization,
@@ -288,32 +196,21 @@ export function createServices(deps: Deps) {
     presets: base.presets,
     proxy,
     // The console's tool policy editor lists the server's tools before the policy (proxy/server-tools.ts).
-    serverTools: createServerTools((caller, id, request) => proxy.handle(caller, id, request, { policy: false, internal: true })),
+    serverTools: createServerTools((caller, id, request) => hop(caller, id, request, { policy: false })),
     providers,
     audit,
     tracing,
     accessWatch,
     eventStreams: createEventStreams({ feed: base.feed, repository: connectorRows, watch: accessWatch }),
     events: { feed: base.feed, webhooks },
-    proxyEntry: proxyEntry({
-      proxy,
-      authenticate: authentication.proxy,
-      publicUrl: deps.publicUrl,
-      log,
-      requestId: (request) => deps.requestIds.get(request),
-      cors,
-    }),
+    proxyEntry: proxyEntry({ proxy, ...entryDeps }),
     virtualEntry: virtualEntry({
-      endpoint: virtualEndpoint,
-      modern: (caller, id, request) => virtualBridges.serve(caller, id, request),
+      endpoint: virtual.endpoint,
+      modern: (caller, id, request) => virtual.bridges.serve(caller, id, request),
       watch: accessWatch,
-      authenticate: authentication.proxy,
-      publicUrl: deps.publicUrl,
-      log,
-      requestId: (request) => deps.requestIds.get(request),
-      cors,
+      ...entryDeps,
     }),
-    virtualBridges,
+    virtualBridges: virtual.bridges,
     a2aForward: forwardOptions(metrics, "a2a", "agent", [0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30], forwardSettings),
     metrics,
     /** What the scheduler runs on every tick (scheduler/scheduler.ts), in this order; each job is its feature's. */
@@ -325,7 +222,7 @@ export function createServices(deps: Deps) {
         sessions.job,
         audit.job,
         expireEvents(connectorRows, clock),
-        clientSessions.job,
+        virtual.sessions.job,
         ...(webhooks ? [webhooks.job] : []),
         providers.job,
         authorization.job,
@@ -371,6 +268,136 @@ function createBase(deps: Deps) {
   };
 }
 type Base = ReturnType<typeof createBase>;
+
+/**
+ * Virtual servers: the resource, its client sessions (members reached through `hop`, as the caller), its MCP endpoint,
+ * and the bridges that serve it to 2026-07-28 clients.
+ */
+function createVirtualParts(deps: Deps, base: Base, hop: PolicyHop) {
+  const { config, sealer, clock, newId, log } = deps;
+  const conflicts = createConflictNotes();
+  const failures = createMemberFailures();
+  const sessions = createClientSessions({
+    exchange: (caller, id, request) => hop(caller, id, request, { policy: true }),
+    newId,
+    clock,
+    store: createSessionStore(deps.store, sealer),
+    maxPerUser: config.virtual.maxSessionsPerUser,
+    log: log.child({ component: "virtual-servers" }),
+  });
+  const servers = createVirtualServerService({
+    conflicts,
+    failures,
+    membersChanged: sessions.membersChanged,
+    repository: base.virtualServerRows,
+    clock,
+    newId,
+    publicUrl: deps.publicUrl,
+    maxPerUser: config.virtual.maxPerUser,
+  });
+  const endpoint = createVirtualEndpoint({
+    servers,
+    sessions,
+    conflicts,
+    failures,
+    sealer,
+    memberTimeoutMs: config.virtual.memberTimeoutMs,
+    maxMessageBytes: config.proxy.maxMessageBytes,
+    ...(base.tracing && { tracing: base.tracing }),
+  });
+  // A 2026-07-28 client of a virtual server is served over a 2025 session of it that the caller's bridge keeps.
+  const bridges = createEraBridges({
+    hop: (caller, id, request) => endpoint.handle(caller, id, request),
+    kind: "virtual-servers",
+    log,
+    clock,
+    inputTimeoutMs: config.proxy.inputTimeoutMs,
+  });
+  return { sessions, servers, endpoint, bridges };
+}
+
+/** The audit trail: records queued by the proxy, written in batches off the request path. */
+function createAudit(deps: Deps) {
+  const { config, log } = deps;
+  const repository = createAuditRepository(deps.store);
+  return createAuditService({
+    repository,
+    writer: createAuditWriter(repository, log.child({ component: "audit" })),
+    sealer: deps.sealer,
+    clock: deps.clock,
+    newId: deps.newId,
+    capture: config.audit.capture,
+    retentionMs: config.audit.retentionMs,
+    maxRecords: config.audit.maxRecords,
+  });
+}
+
+/** The MCP proxy's service: what it reads, decides, sends and observes for each request (proxy/service.ts). */
+function createProxy(
+  deps: Deps,
+  base: Base,
+  from: {
+    access: ReturnType<typeof createAccess>;
+    parts: ReturnType<typeof createConnectorParts>;
+    audit: ReturnType<typeof createAudit>;
+    hop: PolicyHop;
+    forwardSettings: { fetch: FetchLike; headersTimeoutMs: number; maxBodyBytes: number };
+    rateLimiter: ReturnType<typeof createRateLimiter>;
+    rateOverrides: ReturnType<typeof createRateOverrides>;
+  },
+) {
+  const { config, clock, log } = deps;
+  const { metrics, tracing, connectorRows } = base;
+  const { parts, hop } = from;
+  return createProxyService({
+    ...(config.audit.enabled && { audit: from.audit }),
+    ...(tracing && { tracing }),
+    responses: metrics.statusCounter(
+      "mcp_proxy_responses_total",
+      "MCP proxy requests by the status the client got, the service's own answers (401, 404, 409, 413, 502, 504 …) included",
+    ),
+    virtualServers: createVirtualServerMetrics(metrics),
+    tools: createToolMetrics(metrics, config.metrics.toolsPerConnector),
+    rates: {
+      limiter: from.rateLimiter,
+      userDefault: config.rate.userRequestsPerMinute,
+      userOverride: from.rateOverrides.of,
+      refused: metrics.counter(
+        "mcp_rate_limited_total",
+        "MCP requests a rate limit refused, by the limit that refused them (user, connector, tool)",
+        "limit",
+        ["user", "connector", "tool"],
+      ),
+    },
+    connectors: parts.connectors,
+    pins: createPinRecords({ connectorRows, clock, log }),
+    transitions: parts.transitions,
+    authorization: parts.authorization,
+    targets: createTargets({ runtime: deps.runtime, oauth: parts.oauth, sealed: parts.sealed }),
+    limits: createStreamLimits({ perUser: config.proxy.maxStreamsPerUser, perConnector: config.proxy.maxStreamsPerConnector }),
+    held: createHeldBytes(config.proxy),
+    credentialCheck: createCredentialCheck({ handshake: mcpHandshake, clock }),
+    clock,
+    watch: from.access.accessWatch,
+    // A 2026-07-28 client of a 2025-only server is served over a session the bridge opens through the proxy itself.
+    eraBridges: createEraBridges({
+      hop: (caller, id, request) => hop(caller, id, request, { policy: true }),
+      kind: "connectors",
+      log,
+      clock,
+      inputTimeoutMs: config.proxy.inputTimeoutMs,
+    }),
+    // A 2025 client of a 2026-07-28-only server: the proxy keeps its session and sends each request on in that era.
+    legacySessions: createLegacySessions({ hop, log, clock }),
+    forward: forwardOptions(
+      metrics,
+      "mcp",
+      "MCP server",
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      from.forwardSettings,
+    ),
+  });
+}
 
 /** Who may do what: sessions, the authorization server of the proxy URLs, and the credentials each way in takes. */
 function createAccess(deps: Deps, base: Base) {

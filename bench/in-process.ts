@@ -1,0 +1,157 @@
+/**
+ * The proxy's own work per request, without sockets: the service built in this process (SQLite on disk, the defaults),
+ * its proxy entry (proxy/entry.ts, what Bun's native route calls) handed the bench's tools/call with a Bearer API token,
+ * and an upstream fetch that answers at once with the bench upstream's JSON result. What is left is the service's own
+ * JavaScript — authentication, admission, the strict read, the policy, the forward's bookkeeping, the audit record and
+ * its batched insert, metrics — which a socket benchmark (bench/proxy.ts) sees under the noise of Bun's HTTP server and
+ * client, the load generator and the upstream sharing two cores. Left out with the socket: the request log line
+ * (http/server.ts; some 2 µs).
+ *
+ *   bun bench/in-process.ts [--requests 50000] [--rounds 5] [--concurrency 16] [--settings "AUDIT__ENABLED=false,…"]
+ *   bun --cpu-prof --cpu-prof-dir=DIR bench/in-process.ts …   (where the time goes: Chrome DevTools opens the profile)
+ *
+ * Prints CPU µs per request per round and the median; several settings side by side with `--compare "a:K=V;b:K=V"`.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { buildApp, createServices, type Deps } from "../src/app";
+import { loadConfig } from "../src/config/load";
+import { openStore } from "../src/db/open";
+import { createLogger } from "../src/observability/logger";
+import { createLocalRuntime } from "../src/runtime/local";
+import { createProcessLimits } from "../src/runtime/process-limits";
+import { createSealer } from "../src/secrets/sealer";
+import { createUserRepository } from "../src/users/repository";
+import { settingsFrom } from "./children";
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
+const REQUESTS = Number(args.get("requests") ?? 50_000);
+const ROUNDS = Number(args.get("rounds") ?? 5);
+const CONCURRENCY = Number(args.get("concurrency") ?? 16);
+const COMPARE = (args.get("compare") ?? `default:${args.get("settings") ?? ""}`).split(";").map((part) => {
+  const at = part.indexOf(":");
+  return { name: part.slice(0, at), settings: settingsFrom(part.slice(at + 1)) };
+});
+
+const UPSTREAM = "http://127.0.0.1:9/mcp";
+const CALL = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{}}}';
+const RESULT = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"pong"}]}}';
+const INIT_RESULT =
+  '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"bench","version":"1"}}}';
+
+/** The upstream: a JSON answer at once, as the bench upstream (bench/upstream.ts) gives it. */
+const upstreamFetch = async (_input: unknown, init?: RequestInit): Promise<Response> => {
+  const body = init?.body ? await new Response(init.body).text() : "";
+  const answer = body.includes('"initialize"') ? INIT_RESULT : body.includes('"id"') ? RESULT : "";
+  return answer
+    ? new Response(answer, { headers: { "content-type": "application/json", "content-length": String(answer.length) } })
+    : new Response(null, { status: 202 });
+};
+
+async function serviceWith(settings: Record<string, string>, dir: string) {
+  const config = loadConfig({ DATABASE__PATH: join(dir, "cs.db"), SCHEDULER__INTERVAL_SECONDS: "3600", ...settings });
+  const store = await openStore(config.database);
+  // The request log as in production (info level, one JSON line per request), written nowhere.
+  const log = createLogger({ level: config.log.level, write: () => undefined });
+  const deps: Deps = {
+    config,
+    store,
+    sealer: createSealer(randomBytes(32)),
+    log,
+    clock: Date.now,
+    sleep: (ms) => Bun.sleep(ms),
+    newId: () => Bun.randomUUIDv7(),
+    fetch: upstreamFetch as Deps["fetch"],
+    publicUrl: () => "http://127.0.0.1:8080",
+    readiness: () => ({ ready: true }),
+    requestIds: new WeakMap(),
+    clientAddress: () => "127.0.0.1",
+    runtime: createLocalRuntime({ log, sandbox: { kind: "none" }, limits: createProcessLimits(config.runtime) }),
+  };
+  const services = createServices(deps);
+  return { services, store, app: buildApp(deps, services) };
+}
+
+/** An administrator, a connector to the upstream (connected) and an API token, made as the API makes them. */
+async function setUp(services: ReturnType<typeof createServices>, store: Awaited<ReturnType<typeof openStore>>) {
+  const now = Date.now();
+  const id = Bun.randomUUIDv7();
+  await createUserRepository(store).insert({
+    id,
+    username: "bench",
+    password_hash: await Bun.password.hash("bench-password-0123", "argon2id"),
+    role: "admin",
+    disabled_at: null,
+    requests_per_minute: null,
+    created_at: now,
+    updated_at: now,
+  });
+  const principal = { id, username: "bench", role: "admin" as const };
+  return (await services.users.createToken(principal, { name: "bench" })).token;
+}
+
+async function run(name: string, settings: Record<string, string>) {
+  const dir = mkdtempSync(join(tmpdir(), "cs-in-process-"));
+  const { services, store, app } = await serviceWith(settings, dir);
+  const token = await setUp(services, store);
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await app.handle(
+      new Request(`http://127.0.0.1:8080${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as { id: string };
+  };
+  const connector = await call("POST", "/api/v1/connectors", { url: UPSTREAM });
+  await call("POST", `/api/v1/connectors/${connector.id}/connect`, {});
+  const url = `http://127.0.0.1:8080/api/v1/connectors/${connector.id}/mcp`;
+  const headers = {
+    authorization: `Bearer ${token}`,
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-11-25",
+  };
+  const entry = services.proxyEntry;
+  let failures = 0;
+  const one = async () => {
+    const response = await entry.handle(new Request(url, { method: "POST", headers, body: CALL }), connector.id);
+    // The first failure says what went wrong; the count says how often.
+    if (response.status !== 200 && failures++ === 0)
+      console.error(`${name}: ${response.status} ${await response.clone().text()}`);
+    await response.arrayBuffer();
+  };
+  const batch = async (count: number) => {
+    let left = count;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (left-- > 0) await one();
+      }),
+    );
+  };
+  await batch(5_000); // warm-up: JIT, caches
+  const rounds: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const before = process.cpuUsage();
+    await batch(REQUESTS);
+    const used = process.cpuUsage(before);
+    rounds.push((used.user + used.system) / REQUESTS);
+  }
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+  const median = [...rounds].sort((a, b) => a - b)[Math.floor(rounds.length / 2)]!;
+  console.log(
+    `${name.padEnd(16)} ${median.toFixed(1).padStart(7)} µs/request (rounds ${rounds.map((r) => r.toFixed(1)).join(" / ")})` +
+      (failures ? ` — ${failures} failures` : ""),
+  );
+  return median;
+}
+
+console.log(`${REQUESTS} tools/call × ${ROUNDS} rounds at concurrency ${CONCURRENCY}, CPU per request (median)`);
+for (const { name, settings } of COMPARE) await run(name, settings);
+process.exit(0);
