@@ -51,11 +51,22 @@ type ValueIssue = { path?: unknown; message?: unknown; schema?: unknown; errors?
  */
 function specific(e: ValueIssue): ValueIssue[] {
   const path = typeof e.path === "string" ? e.path : "";
-  const deeper = (e.errors ?? [])
-    .map((variant) => [...variant])
-    .filter((issues) => issues.length > 0 && issues.every((i) => typeof i.path === "string" && i.path.startsWith(`${path}/`)));
-  return deeper.length > 0 ? deeper[0]!.flatMap(specific) : [e];
+  const variants = (e.errors ?? []).map((variant) => [...variant]).filter((issues) => issues.length > 0);
+  const deeper = variants.filter((issues) => issues.every((i) => typeof i.path === "string" && i.path.startsWith(`${path}/`)));
+  if (deeper.length > 0) return deeper[0]!.flatMap(specific);
+  // Failing at the union's own path, the variant of the value's type says what is wrong with it: Elysia's integer is
+  // a string or an integer, and 0 is "Expected integer to be greater or equal to 1", not "Expected string".
+  const wrongType = (issues: ValueIssue[]) => issues.every((i) => typeof i.message === "string" && WRONG_TYPE.test(i.message));
+  const typed = variants.filter((issues) => !wrongType(issues));
+  if (typed.length === 1) return typed[0]!.flatMap(specific);
+  // Of no variant's type at all: every type it may be, named ("Expected string or integer").
+  if (typed.length === 0 && variants.length > 0)
+    return [{ ...e, message: `Expected ${variants.map((issues) => String(issues[0]!.message).slice(9)).join(" or ")}` }];
+  return [e];
 }
+
+/** TypeBox's message for a value of another type altogether ("Expected string"), as opposed to a value out of bounds. */
+const WRONG_TYPE = /^Expected \w+$/;
 
 function validationErrors(error: ValidationError): FieldError[] {
   const seen = new Set<string>();

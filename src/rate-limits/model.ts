@@ -6,7 +6,13 @@ export const MAX_PER_MINUTE = 1_000_000;
 export const MAX_LIMITED_TOOLS = 1000;
 
 export const PerMinute = (description: string) =>
-  t.Integer({ minimum: 1, maximum: MAX_PER_MINUTE, description: `${description}: 1 to ${MAX_PER_MINUTE}` });
+  t.Integer({
+    minimum: 1,
+    maximum: MAX_PER_MINUTE,
+    description: `${description}: 1 to ${MAX_PER_MINUTE}`,
+    // Said in words: TypeBox's own message for this type is "Expected union value" (Elysia's integer also takes a string).
+    error: `must be a whole number from 1 to ${MAX_PER_MINUTE}`,
+  });
 
 /**
  * A connector's rate limits, set by its owner (docs/behaviour.md "Rate limits"): token buckets on the MCP requests

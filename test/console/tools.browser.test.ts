@@ -79,7 +79,7 @@ test.skipIf(!available)(
     // A name MCP does not allow: the API's 422 is shown under that field, and nothing is saved.
     const rename = dialog.getByLabel("Name clients see for alpha");
     await rename.fill("two words");
-    await dialog.getByRole("button", { name: "Save policy" }).click();
+    await dialog.getByRole("button", { name: "Save", exact: true }).click();
     await dialog.locator("[aria-invalid=true]").waitFor();
     expect(await rename.getAttribute("aria-invalid")).toBe("true");
     const describedBy = (await rename.getAttribute("aria-describedby"))!;
@@ -88,10 +88,13 @@ test.skipIf(!available)(
 
     await rename.fill("");
     await dialog.getByLabel("Shown to clients: beta").uncheck();
-    await dialog.getByRole("button", { name: "Save policy" }).click();
-    await page.locator("#status:has-text('tool policy of Paged was saved')").waitFor();
+    await dialog.getByRole("button", { name: "Save", exact: true }).click();
+    await page.locator("#status:has-text('tool policy and rate limits of Paged were saved')").waitFor();
     expect(await rename.getAttribute("aria-invalid")).toBeNull();
-    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.tool_policy).toEqual({ deny: ["beta"] });
+    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body).toMatchObject({
+      tool_policy: { deny: ["beta"] },
+      rate_limits: null,
+    });
 
     // The MCP client at the proxy URL no longer sees it; the dialog, opened again, still lists it (unticked).
     expect(await listedNames(mcp.client)).toEqual(["alpha", "gamma"]);
@@ -113,8 +116,8 @@ test.skipIf(!available)(
     const { context, page, problems } = await signedIn();
     const first = await openToolsDialog(page, id, "Pinned");
     await first.dialog.getByLabel("Pinning").selectOption("strict");
-    await first.dialog.getByRole("button", { name: "Save policy" }).click();
-    await page.locator("#status:has-text('tool policy of Pinned was saved')").waitFor();
+    await first.dialog.getByRole("button", { name: "Save", exact: true }).click();
+    await page.locator("#status:has-text('tool policy and rate limits of Pinned were saved')").waitFor();
     await page.keyboard.press("Escape");
 
     // The first listing is the approved one (written beside the request: wait for it).
@@ -167,6 +170,54 @@ test.skipIf(!available)(
 
     expect(await listedNames(mcp.client)).toEqual(["alpha", "beta", "gamma"]);
     expect(toolText(await mcp.client.callTool({ name: "gamma", arguments: {} }))).toBe("called gamma");
+    expect(problems).toEqual([]);
+    await mcp.close();
+    await context.close();
+  },
+  60_000,
+);
+
+test.skipIf(!available)(
+  "rate limits in the Tools dialog: an out-of-range value is refused at its field; a tool's limit then answers the agent",
+  async () => {
+    const { id } = await connectedServer("Limited");
+    const { context, page, problems } = await signedIn();
+    const { dialog } = await openToolsDialog(page, id, "Limited");
+    const perMinute = dialog.getByLabel("Requests per minute");
+    const gamma = dialog.getByLabel("Calls per minute of gamma");
+    expect(await perMinute.inputValue()).toBe("");
+
+    // 0 is not a limit: the API's 422 is shown under that field, and nothing is saved.
+    await gamma.fill("0");
+    await dialog.getByRole("button", { name: "Save", exact: true }).click();
+    await dialog.locator("[aria-invalid=true]").waitFor();
+    expect(await gamma.getAttribute("aria-invalid")).toBe("true");
+    expect(await dialog.locator(`[id="${await gamma.getAttribute("aria-describedby")}"]`).textContent()).toContain("1 to");
+    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.rate_limits).toBeNull();
+
+    // gamma renamed in the same save: its limit follows it to the name clients call.
+    await gamma.fill("1");
+    await perMinute.fill("600");
+    await dialog.getByLabel("Name clients see for gamma").fill("delta");
+    await dialog.getByRole("button", { name: "Save", exact: true }).click();
+    await page.locator("#status:has-text('rate limits of Limited were saved')").waitFor();
+    expect((await service.api("GET", `/api/v1/connectors/${id}`)).body.rate_limits).toEqual({
+      requests_per_minute: 600,
+      tools: { delta: 1 },
+    });
+
+    // The agent's second call in the minute is answered in the server's place, as a tool result it can read.
+    const mcp = await mcpClient(proxyUrl(service, id), ADMIN);
+    expect(toolText(await mcp.client.callTool({ name: "delta", arguments: {} }))).toBe("called gamma");
+    const limited = await mcp.client.callTool({ name: "delta", arguments: {} });
+    expect(limited.isError).toBe(true);
+    expect(toolText(limited)).toContain("Rate limit reached");
+
+    // Opened again, the dialog shows what is saved.
+    await page.keyboard.press("Escape");
+    const again = await openToolsDialog(page, id, "Limited");
+    expect(await again.dialog.getByLabel("Requests per minute").inputValue()).toBe("600");
+    expect(await again.dialog.getByLabel("Calls per minute of gamma").inputValue()).toBe("1");
     expect(problems).toEqual([]);
     await mcp.close();
     await context.close();

@@ -24,7 +24,7 @@ function bare(plugin?: unknown): Bare {
     .get("/private", () => {
       throw new Unauthorized("who are you");
     })
-    .post("/typed", ({ body }) => body, { body: t.Object({ n: t.Integer() }, { additionalProperties: false }) });
+    .post("/typed", ({ body }) => body, { body: t.Object({ n: t.Integer({ minimum: 0 }) }, { additionalProperties: false }) });
 }
 
 const send = (app: Bare, path: string, init: RequestInit = {}) =>
@@ -45,6 +45,15 @@ describe("problemPlugin", () => {
     expect(invalid.status).toBe(422);
     expect(invalid.body.errors[0].field).toBe("body.n");
     expect((await send(app, "/nowhere")).body).toMatchObject({ status: 404, detail: "No route for GET /nowhere" });
+  });
+
+  test("a value refused inside a union is described by the variant of its type, not as 'Expected union value'", async () => {
+    const app = bare();
+    const post = (body: string) => send(app, "/typed", { method: "POST", headers: { "content-type": "application/json" }, body });
+    // Elysia's integer is a string or an integer: a number out of bounds is told as the integer's bounds.
+    expect((await post('{"n":0.5}')).body.errors).toEqual([{ field: "body.n", detail: "Expected string or integer" }]);
+    const low = await post('{"n":-1}');
+    expect(low.body.errors).toEqual([{ field: "body.n", detail: "Expected integer to be greater or equal to 0" }]);
   });
 
   test("a 401 challenges a program for Basic, a browser only for Bearer", async () => {

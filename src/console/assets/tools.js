@@ -1,7 +1,8 @@
 // A connector's tools: the server's tools as it lists them (GET …/tools, before the policy), each with its policy —
 // shown to clients or not, the name and description clients get — and the pinning mode, saved as the connector's
 // tool_policy (PATCH); and the tools that changed since they were approved, as a diff (GET …/tools/changes), approved
-// one by one or all (POST …/tools/approve).
+// one by one or all (POST …/tools/approve). The connector's rate limits are edited here too (saved with the policy as
+// its rate_limits): its requests per minute, and each tool's calls per minute by the name clients call it.
 import { api } from "./api.js";
 import { changedParts, definitionParts } from "./tool-diff.js";
 import { announce, busy, h, hidden, openDialog, showError, uid } from "./dom.js";
@@ -151,9 +152,17 @@ export function openTools(c, name, onSaved) {
       PIN_MODES.map(([value, label]) => h("option", { value }, label)),
     );
     pin.value = policy.pin ?? "";
-    const rows = names.map((toolName) => row(toolName, listed.get(toolName), policy, allowMode, pending.get(toolName)));
+    const limits = connector.rate_limits ?? {};
+    const rows = names.map((toolName) =>
+      row(toolName, listed.get(toolName), policy, allowMode, pending.get(toolName), limits.tools ?? {}),
+    );
+    // Limits of tools no row names (a name clients call that is no server tool's now) are kept as they are.
+    const rowKeys = new Set(rows.map((r) => r.limitKey));
+    const otherLimits = Object.entries(limits.tools ?? {}).filter(([key]) => !rowKeys.has(key));
+    const perMinuteId = uid("per-minute");
+    const perMinute = perMinuteInput(perMinuteId, limits.requests_per_minute, "body.rate_limits.requests_per_minute");
     const error = h("p", { class: "form-error", role: "alert" });
-    const save = h("button", { type: "submit", class: "button primary" }, "Save policy");
+    const save = h("button", { type: "submit", class: "button primary" }, "Save");
     form.hidden = false;
     form.replaceChildren(
       h(
@@ -163,6 +172,18 @@ export function openTools(c, name, onSaved) {
         pin,
         fieldError(pin),
         h("p", { class: "hint" }, "Pinning remembers each tool's definition and tells you when the server changes it."),
+      ),
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: perMinuteId }, "Requests per minute"),
+        perMinute,
+        fieldError(perMinute),
+        h(
+          "p",
+          { class: "hint" },
+          "Every MCP request to this connector, from all its clients together. Empty: no limit of its own (each user's own limit still applies).",
+        ),
       ),
       h(
         "fieldset",
@@ -181,17 +202,22 @@ export function openTools(c, name, onSaved) {
     );
     form.onsubmit = (event) => {
       event.preventDefault();
-      const body = { tool_policy: policyOf(rows, pin.value, allowMode) };
+      const body = {
+        tool_policy: policyOf(rows, pin.value, allowMode),
+        rate_limits: rateLimitsOf(rows, perMinute.value, otherLimits),
+      };
+      // A limit's errors come back under the name it was sent as (a rename in this save moves it).
+      for (const r of rows) r.limit.dataset.field = `body.rate_limits.tools.${r.rename.value.trim() || r.name}`;
       busy(save, async () => {
         for (const element of form.querySelectorAll("[aria-invalid]")) clearError(element);
         showError(error, null);
         try {
           const result = await api("PATCH", pathOf(c.id), body);
           saved(result);
-          announce(`The tool policy of ${name} was saved.`);
+          announce(`The tool policy and rate limits of ${name} were saved.`);
         } catch (e) {
           showError(error, e);
-          markFields(form, e, body.tool_policy);
+          markFields(form, e, body);
         }
       });
     };
@@ -200,10 +226,13 @@ export function openTools(c, name, onSaved) {
   return dialog;
 }
 
-/** One tool's row: shown to clients, the name and description they get. */
-function row(toolName, tool, policy, allowMode, pendingChange) {
+/** One tool's row: shown to clients, the name and description they get, its calls per minute. */
+function row(toolName, tool, policy, allowMode, pendingChange, toolLimits) {
   const shown = allowMode ? policy.allow.includes(toolName) : !(policy.deny ?? []).includes(toolName);
-  const ids = { shown: uid("shown"), rename: uid("rename"), description: uid("description") };
+  const ids = { shown: uid("shown"), rename: uid("rename"), description: uid("description"), limit: uid("limit") };
+  // A tool's limit is kept under the name clients call it (after a rename), as the proxy counts it.
+  const limitKey = (policy.rename ?? {})[toolName] ?? toolName;
+  const limit = perMinuteInput(ids.limit, toolLimits[limitKey], `body.rate_limits.tools.${limitKey}`);
   const toggle = h("input", { type: "checkbox", id: ids.shown, checked: shown, "data-shown": toolName });
   const rename = h("input", {
     id: ids.rename,
@@ -253,8 +282,49 @@ function row(toolName, tool, policy, allowMode, pendingChange) {
       description,
       fieldError(description),
     ),
+    h(
+      "div",
+      { class: "field narrow" },
+      h("label", { for: ids.limit }, "Calls per minute", hidden(` of ${toolName}`)),
+      limit,
+      fieldError(limit),
+    ),
   );
-  return { name: toolName, toggle, rename, description, element };
+  return { name: toolName, toggle, rename, description, limit, limitKey, element };
+}
+
+/** A field for a limit per minute: empty is no limit; the API checks the range (and says so at the field). */
+function perMinuteInput(id, value, field) {
+  return h("input", {
+    id,
+    type: "number",
+    inputmode: "numeric",
+    min: 1,
+    step: 1,
+    value: value === undefined ? "" : String(value),
+    placeholder: "No limit",
+    autocomplete: "off",
+    "data-field": field,
+  });
+}
+
+/**
+ * The rate limits the fields say, null when they say none. A value that is not a whole number goes as written, so the
+ * API's 422 says what is wrong at its field rather than the page guessing.
+ */
+function rateLimitsOf(rows, perMinute, otherLimits) {
+  const number = (text) => (/^\d+$/.test(text) ? Number(text) : text);
+  const limits = {};
+  if (perMinute.trim()) limits.requests_per_minute = number(perMinute.trim());
+  const tools = Object.fromEntries(otherLimits);
+  for (const r of rows) {
+    const text = r.limit.value.trim();
+    // The limit follows the tool's name as it will be after this save.
+    const key = r.rename.value.trim() || r.name;
+    if (text) tools[key] = number(text);
+  }
+  if (Object.keys(tools).length) limits.tools = tools;
+  return Object.keys(limits).length ? limits : null;
 }
 
 /** The policy the rows say; null when it says nothing (no policy: the proxy then streams bodies unread). */
@@ -294,14 +364,16 @@ function clearError(control) {
 
 /**
  * The problem's field errors at their controls: `body.tool_policy.rename.<tool>` and `…descriptions.<tool>` at that
- * tool's field, `…pin` at the select, `…allow.<n>`/`…deny.<n>` at the n-th tool of the list that was sent.
+ * tool's field, `…pin` at the select, `…allow.<n>`/`…deny.<n>` at the n-th tool of the list that was sent;
+ * `body.rate_limits.requests_per_minute` and `…tools.<name>` at their limits.
  */
 function markFields(form, error, sent) {
   const errors = (error.problem && Array.isArray(error.problem.errors) && error.problem.errors) || [];
   let first = null;
   for (const { field, detail } of errors) {
     const list = /^body\.tool_policy\.(allow|deny)\.(\d+)$/.exec(field ?? "");
-    const toolName = list && sent && sent[list[1]] ? sent[list[1]][Number(list[2])] : undefined;
+    const policy = sent.tool_policy;
+    const toolName = list && policy && policy[list[1]] ? policy[list[1]][Number(list[2])] : undefined;
     const control = toolName
       ? form.querySelector(`[data-shown="${CSS.escape(toolName)}"]`)
       : [...form.querySelectorAll("[data-field]")].find((element) => element.dataset.field === field);
