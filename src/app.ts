@@ -64,6 +64,8 @@ import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
 import { createEraBridges } from "./era-bridge/bridges";
+import { createHandoffStore } from "./era-bridge/handoff-store";
+import { sweepHandoffs } from "./era-bridge/handoffs";
 import { createLegacySessions } from "./era-bridge/legacy-sessions";
 import { createTargets } from "./proxy/target";
 import { forwardOptions } from "./forward/forward";
@@ -125,6 +127,16 @@ export function createServices(deps: Deps) {
   const { connectorRows, metrics, cors, upstreamFetch, tracing } = base;
   const access = createAccess(deps, base);
   const { authServer, authentication, sessions, accessWatch } = access;
+  // A parked call's requestState names the bridges holding it; replicas on one PostgreSQL store hand a retry that
+  // reached the wrong one over to them through the store (era-bridge/handoffs.ts).
+  const handoffRows = deps.store.dialect === "postgres" ? createHandoffStore(deps.store, sealer) : undefined;
+  const parkedCalls = (kind: string) => ({
+    kind,
+    inputTimeoutMs: config.proxy.inputTimeoutMs,
+    sealer,
+    holder: `${base.processId}/${kind}`,
+    ...(handoffRows && { handoffs: { rows: handoffRows, newId } }),
+  });
   const conflictNotes = createConflictNotes();
   const memberFailures = createMemberFailures();
   // A virtual server reaches each member through the proxy's own service, as the caller (virtual-servers/member-session.ts).
@@ -203,10 +215,9 @@ export function createServices(deps: Deps) {
     // A 2026-07-28 client of a 2025-only server is served over a session the bridge opens through the proxy itself.
     eraBridges: createEraBridges({
       hop: (caller, id, request) => proxy.handle(caller, id, request, { internal: true }),
-      kind: "connectors",
+      ...parkedCalls("connectors"),
       log,
       clock,
-      inputTimeoutMs: config.proxy.inputTimeoutMs,
     }),
     // A 2025 client of a 2026-07-28-only server: the proxy keeps its session and sends each request on in that era.
     legacySessions: createLegacySessions({
@@ -235,10 +246,9 @@ export function createServices(deps: Deps) {
   // A 2026-07-28 client of a virtual server is served over a 2025 session of it that the caller's bridge keeps.
   const virtualBridges = createEraBridges({
     hop: (caller, id, request) => virtualEndpoint.handle(caller, id, request),
-    kind: "virtual-servers",
+    ...parkedCalls("virtual-servers"),
     log,
     clock,
-    inputTimeoutMs: config.proxy.inputTimeoutMs,
   });
   const providers = createProviderService({
     providers: createProviderRepository(deps.store),
@@ -330,6 +340,7 @@ export function createServices(deps: Deps) {
         providers.job,
         authorization.job,
         rateLimiter.job,
+        ...(handoffRows ? [sweepHandoffs(handoffRows, clock, config.proxy.inputTimeoutMs, log)] : []),
       ],
       base.leases,
     ),

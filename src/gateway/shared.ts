@@ -59,7 +59,7 @@ export type SharedGatewayOptions = {
    * client's retry. Only where the server's requests can be told apart by the call they belong to and one caller
    * owns every park (the era bridge's HTTP session); the shared sidecar's stdio server refuses such requests.
    */
-  parkCalls?: { timeoutMs: number };
+  parkCalls?: { timeoutMs: number; seal?: (handle: string) => string };
 };
 
 export function createSharedGateway({
@@ -76,6 +76,8 @@ export function createSharedGateway({
   serveModern(request: Request, message: ModernMessage): Promise<Response>;
   /** Requests sent on to the server and not answered yet, and open subscriptions/listen streams. */
   pendingRequests(): number;
+  /** Calls waiting for their client's input now, or going on after its retry (parked.ts). */
+  parkedCalls(): number;
   /** Resolves once the server answered initialize; rejects if it does not. */
   ready(): Promise<void>;
   /** Resolves when the server's stdio is gone (the gateway is then of no use). */
@@ -149,6 +151,7 @@ export function createSharedGateway({
     parkCalls &&
     createParkedCalls({
       timeoutMs: parkCalls.timeoutMs,
+      ...(parkCalls.seal && { seal: parkCalls.seal }),
       answerServer: (id, answer) => void server.send({ jsonrpc: "2.0", id, ...answer } as JSONRPCMessage).catch(() => undefined),
       abandon: (global, reason) => abandon(global, reason),
     });
@@ -295,7 +298,9 @@ export function createSharedGateway({
     return new Promise<Response>((resolve) => {
       const via: Sink = { send: async (answer) => resolve(Response.json(answer)) };
       const served = dispatch(message as Message, via);
-      request.signal.addEventListener("abort", () => served.clientGone(), { once: true });
+      // (A request handed over from another replica may be abandoned before it gets here: era-bridge/handoffs.ts.)
+      if (request.signal.aborted) served.clientGone();
+      else request.signal.addEventListener("abort", () => served.clientGone(), { once: true });
     });
   }
 
@@ -406,6 +411,7 @@ export function createSharedGateway({
   const shared = {
     serveModern,
     pendingRequests: () => routes.size + listen.size(),
+    parkedCalls: () => parked?.size() ?? 0,
     ready: () => readyPromise,
     ended: () => endedPromise,
     async fetch(request: Request) {
