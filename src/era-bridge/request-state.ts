@@ -3,6 +3,9 @@ import type { Sealer } from "../secrets/sealer";
 /** What a parked call's `requestState` says, once opened: which replica's bridges hold the call, and its park there. */
 export type ParkedState = { holder: string; handle: string };
 
+/** What secrets/sealer.ts writes: its version, then base64 of the IV, the ciphertext and the tag. */
+const CANONICAL = /^v1:(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 /** Binds a state to the bridge that issued it: the caller (user, role, credential) and the MCP URL (bridges.ts `key`). */
 const context = (bridge: string) => `parked-call/${bridge}`;
 
@@ -19,6 +22,8 @@ export function sealState(sealer: Sealer, bridge: string, state: ParkedState): s
 
 /** The state `requestState` names for the caller of `bridge`; undefined when it is not one the service sealed for them. */
 export function openState(sealer: Sealer, bridge: string, requestState: string): ParkedState | undefined {
+  // Exactly as sealed (whole base64 quanta): a decoder skips a stray trailing character, and a state is one string.
+  if (!CANONICAL.test(requestState)) return undefined;
   try {
     const [holder, handle] = JSON.parse(sealer.open(requestState, context(bridge))) as unknown[];
     return typeof holder === "string" && typeof handle === "string" ? { holder, handle } : undefined;
