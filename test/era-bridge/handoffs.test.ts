@@ -188,3 +188,35 @@ describe("a retry that reaches the other instance", () => {
     20_000,
   );
 });
+
+test.if(SHARED)(
+  "a handed-over retry waits at most PROXY__INPUT_TIMEOUT_SECONDS for its answer, then the call is cancelled upstream",
+  async () => {
+    const store = await openTestStore();
+    const env = { PROXY__INPUT_TIMEOUT_SECONDS: "1" };
+    const holder = await createTestApp({ store, sealingKey: key, realNetwork: true, env });
+    const other = await createTestApp({ store, sealingKey: key, realNetwork: true, env, adminUsername: "admin-other" });
+    try {
+      const bob = await holder.user("bob");
+      const to = `${holder.publicUrl}/api/v1/connectors/${await connectedConnector(bob.api, peer.url)}/mcp`;
+      const authorization = `Bearer ${bob.token}`;
+      const { cancelled, working } = peer.seen;
+      const first = (await call(holder, { name: "ask-then-wait", arguments: {} }, { to, authorization })).answer.result!;
+      const responses = { [Object.keys(first.inputRequests)[0]!]: colour };
+      const { answer } = await call(
+        other,
+        { name: "ask-then-wait", arguments: {}, requestState: first.requestState, inputResponses: responses },
+        { to, authorization, id: 5 },
+      );
+      expect(answer).toMatchObject({ id: 5, error: { code: -32603 } });
+      expect(answer.error!.message).toContain("did not answer within 1 s");
+      // The answer had reached the server (the holder took the retry): the cancel is the handoff's, not the park's.
+      expect(peer.seen.working).toBeGreaterThan(working);
+      await waitFor("the call to be cancelled upstream", () => peer.seen.cancelled > cancelled);
+    } finally {
+      await Promise.all([holder.services.proxy.closeBridges(), other.services.proxy.closeBridges()]);
+      await holder.close();
+    }
+  },
+  20_000,
+);
