@@ -220,3 +220,27 @@ test.if(SHARED)(
   },
   20_000,
 );
+
+test(
+  SHARED
+    ? "a virtual server's parked call (a member asked) retried on the other instance is handed over too"
+    : "a virtual server's parked call retried on the other instance names no call on SQLite",
+  async () => {
+    const connectorId = await connectedConnector(alice.api, peer.url);
+    const created = await alice.api("POST", "/api/v1/virtual-servers", {
+      body: { name: `Asking ${crypto.randomUUID().slice(0, 8)}`, members: [{ connector_id: connectorId, prefix: "m" }] },
+    });
+    const to = created.body.mcp_url as string;
+    const first = (await call(a, { name: "m__ask", arguments: {} }, { to })).answer.result!;
+    expect(first).toMatchObject({ resultType: "input_required" });
+    const params = { name: "m__ask", arguments: {}, requestState: first.requestState };
+    const responses = { [Object.keys(first.inputRequests)[0]!]: colour };
+    const next = (await call(b, { ...params, inputResponses: responses }, { to, id: 2 })).answer;
+    if (!SHARED) return void expect(next).toMatchObject({ id: 2, error: { code: -32602 } });
+    expect(next).toMatchObject({ id: 2, result: { resultType: "input_required" } });
+    const sampled = { [Object.keys(next.result!.inputRequests)[0]!]: sample };
+    const done = await call(b, { ...params, requestState: next.result!.requestState, inputResponses: sampled }, { to, id: 3 });
+    expect(done.answer.result?.content?.[0]?.text).toBe("accept blue; sampled");
+  },
+  30_000,
+);
