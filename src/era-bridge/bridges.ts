@@ -66,6 +66,8 @@ const noCall = (id: string | number): RetryAnswer => ({
  * gateway gives each request a unique id on the shared session, answers `server/discover` from the initialize result,
  * reshapes results for 2026-07-28, serves `subscriptions/listen`, cancels upstream a request whose client went away,
  * and parks a call whose server asks the client something (elicitation, sampling, roots) until the client retries it.
+ * The retry's sealed `requestState` (request-state.ts) names the replica holding the call: a retry that reached another
+ * one is handed over to it through the store (handoffs.ts).
  */
 export function createEraBridges({
   hop,

@@ -55,9 +55,11 @@ type Park = {
  * client speaks 2026-07-28, which has no server→client requests — it gets an `input_required` result instead (MCP
  * 2026-07-28 multi-round-trip requests: `inputRequests` and an opaque `requestState`) and retries the call with
  * `inputResponses` and the same `requestState`. Meanwhile the upstream request stays open: the client's responses
- * become the answers to the server's requests, and the same upstream call goes on. The `requestState` is a random
+ * become the answers to the server's requests, and the same upstream call goes on. Each round's park has a random
  * handle (128 bits) into this gateway's parks — a bridge is one caller's (era-bridge/bridges.ts), so another caller's
- * retry finds nothing — and a call waits at most `timeoutMs` for its retry; then it is cancelled upstream.
+ * retry finds nothing — which the client gets as `seal(handle)` and the retry brings back as the handle (the bridge
+ * seals it, naming the replica: era-bridge/request-state.ts); a call waits at most `timeoutMs` for its retry, then it
+ * is cancelled upstream.
  */
 export function createParkedCalls({ timeoutMs, answerServer, abandon, seal = (handle) => handle }: ParkedCallsOptions) {
   const byState = new Map<string, Park>();
