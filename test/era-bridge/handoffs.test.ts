@@ -6,6 +6,7 @@ import { connectedConnector } from "../support/mcp";
 import { MODERN, modernRequest } from "../support/modern";
 import { openTestStore, TEST_STORE } from "../support/store";
 import { waitFor } from "../support/wait";
+import { createHandoffStore } from "../../src/era-bridge/handoff-store";
 
 // Parked calls (a 2025 server asks a 2026-07-28 client during a bridged call) and their requestState, through
 // `app.handle` of two instances of the service on one store, as two replicas: on PostgreSQL a retry that reaches the
@@ -243,4 +244,19 @@ test(
     expect(done.answer.result?.content?.[0]?.text).toBe("accept blue; sampled");
   },
   30_000,
+);
+
+test.if(SHARED)(
+  "rows a replica left behind (it died waiting) are swept once older than the longest wait and a minute",
+  async () => {
+    const rows = createHandoffStore(a.deps.store, a.deps.sealer);
+    const now = a.clock.now();
+    const [old, recent] = [`left-${crypto.randomUUID()}`, `recent-${crypto.randomUUID()}`];
+    await rows.insert(old, "gone/connectors", "[]", "{}", now - a.config.proxy.inputTimeoutMs - 61_000);
+    await rows.insert(recent, "gone/connectors", "[]", "{}", now - a.config.proxy.inputTimeoutMs);
+    await a.runJobs();
+    expect(await rows.read(old)).toBeUndefined();
+    expect(await rows.read(recent)).toEqual({ taken: false });
+    await rows.delete([recent]);
+  },
 );
