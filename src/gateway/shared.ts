@@ -179,7 +179,9 @@ export function createSharedGateway({
       const original = (message.params as { requestId?: Id }).requestId;
       for (const [global, route] of routes) {
         if (route.session === session && route.id === original)
-          void server.send({ ...message, params: { ...message.params, requestId: global } } as JSONRPCMessage);
+          void server
+            .send({ ...message, params: { ...message.params, requestId: global } } as JSONRPCMessage)
+            .catch(() => undefined);
       }
       return;
     }
@@ -187,7 +189,7 @@ export function createSharedGateway({
       forward({ session, id: message.id, via }, message);
       return;
     }
-    if (message.method !== undefined) void server.send(message); // other notifications (roots/list_changed, …)
+    if (message.method !== undefined) void server.send(message).catch(() => undefined); // other notifications (roots/list_changed, …)
     // Responses to server→client requests: none are made (the gateway declares no client capabilities).
   }
 
@@ -196,7 +198,7 @@ export function createSharedGateway({
     if (message.id === INIT_ID) {
       if (message.error) return rejectReady(new Error(`the server refused initialize: ${JSON.stringify(message.error)}`));
       initResult = message.result as Record<string, unknown>;
-      void server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      void server.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => undefined);
       resolveReady();
       return;
     }
@@ -233,11 +235,14 @@ export function createSharedGateway({
         return;
       }
       // Any other request from the server (sampling, elicitation, roots): no client of a session can be asked.
-      void server.send({
-        jsonrpc: "2.0",
-        id: message.id,
-        error: { code: -32601, message: "The gateway serves several clients and forwards no requests to them" },
-      } as JSONRPCMessage);
+      // (Not sent when the server went away meanwhile: nothing waits for it then.)
+      void server
+        .send({
+          jsonrpc: "2.0",
+          id: message.id,
+          error: { code: -32601, message: "The gateway serves several clients and forwards no requests to them" },
+        } as JSONRPCMessage)
+        .catch(() => undefined);
       return;
     }
     // Not tied to a request (logging, list changes): every session gets it. A 2026-07-28 client gets no log line: the
