@@ -64,6 +64,8 @@ import { createHeldBytes } from "./proxy/held-bytes";
 import { createCredentialCheck } from "./proxy/credential-check";
 import { mcpHandshake } from "./upstream/handshake";
 import { createEraBridges } from "./era-bridge/bridges";
+import { createHandoffStore } from "./era-bridge/handoff-store";
+import { sweepHandoffs } from "./era-bridge/handoffs";
 import { createLegacySessions, type PolicyHop } from "./era-bridge/legacy-sessions";
 import { createTargets } from "./proxy/target";
 import { forwardOptions } from "./forward/forward";
@@ -129,7 +131,17 @@ export function createServices(deps: Deps) {
   // editor) go through the proxy's own service, made below: its credentials, policy, limits and audit apply.
   let proxy: ProxyService | undefined;
   const hop: PolicyHop = (caller, id, request, options) => proxy!.handle(caller, id, request, { ...options, internal: true });
-  const virtual = createVirtualParts(deps, base, hop);
+  // A parked call's requestState names the bridges holding it; replicas on one PostgreSQL store hand a retry that
+  // reached the wrong one over to them through the store (era-bridge/handoffs.ts).
+  const handoffRows = deps.store.dialect === "postgres" ? createHandoffStore(deps.store, deps.sealer) : undefined;
+  const parkedCalls: ParkedCallsOf = (kind) => ({
+    kind,
+    inputTimeoutMs: config.proxy.inputTimeoutMs,
+    sealer: deps.sealer,
+    holder: `${base.processId}/${kind}`,
+    ...(handoffRows && { handoffs: { rows: handoffRows, newId } }),
+  });
+  const virtual = createVirtualParts(deps, base, hop, parkedCalls);
   const parts = createConnectorParts(deps, base, virtual.servers.removeConnector);
   const { oauth, deployments, authorization, connectors, connections } = parts;
   const forwardSettings = {
@@ -140,7 +152,7 @@ export function createServices(deps: Deps) {
   const audit = createAudit(deps);
   const rateLimiter = createRateLimiter({ store: deps.store, clock });
   const rateOverrides = createRateOverrides(base.users, clock);
-  proxy = createProxy(deps, base, { access, parts, audit, hop, forwardSettings, rateLimiter, rateOverrides });
+  proxy = createProxy(deps, base, { access, parts, audit, hop, parkedCalls, forwardSettings, rateLimiter, rateOverrides });
   const providers = createProviderService({
     providers: createProviderRepository(deps.store),
     fetch: upstreamFetch,
@@ -227,6 +239,7 @@ export function createServices(deps: Deps) {
         providers.job,
         authorization.job,
         rateLimiter.job,
+        ...(handoffRows ? [sweepHandoffs(handoffRows, clock, config.proxy.inputTimeoutMs, log)] : []),
       ],
       base.leases,
     ),
@@ -269,11 +282,16 @@ function createBase(deps: Deps) {
 }
 type Base = ReturnType<typeof createBase>;
 
+/** The era bridges' parked calls, for the bridges of connectors or of virtual servers (era-bridge/bridges.ts). */
+type ParkedCallsOf = (
+  kind: "connectors" | "virtual-servers",
+) => Pick<Parameters<typeof createEraBridges>[0], "kind" | "inputTimeoutMs" | "sealer" | "holder" | "handoffs">;
+
 /**
  * Virtual servers: the resource, its client sessions (members reached through `hop`, as the caller), its MCP endpoint,
  * and the bridges that serve it to 2026-07-28 clients.
  */
-function createVirtualParts(deps: Deps, base: Base, hop: PolicyHop) {
+function createVirtualParts(deps: Deps, base: Base, hop: PolicyHop, parkedCalls: ParkedCallsOf) {
   const { config, sealer, clock, newId, log } = deps;
   const conflicts = createConflictNotes();
   const failures = createMemberFailures();
@@ -308,10 +326,9 @@ function createVirtualParts(deps: Deps, base: Base, hop: PolicyHop) {
   // A 2026-07-28 client of a virtual server is served over a 2025 session of it that the caller's bridge keeps.
   const bridges = createEraBridges({
     hop: (caller, id, request) => endpoint.handle(caller, id, request),
-    kind: "virtual-servers",
+    ...parkedCalls("virtual-servers"),
     log,
     clock,
-    inputTimeoutMs: config.proxy.inputTimeoutMs,
   });
   return { sessions, servers, endpoint, bridges };
 }
@@ -341,6 +358,7 @@ function createProxy(
     parts: ReturnType<typeof createConnectorParts>;
     audit: ReturnType<typeof createAudit>;
     hop: PolicyHop;
+    parkedCalls: ParkedCallsOf;
     forwardSettings: { fetch: FetchLike; headersTimeoutMs: number; maxBodyBytes: number };
     rateLimiter: ReturnType<typeof createRateLimiter>;
     rateOverrides: ReturnType<typeof createRateOverrides>;
@@ -382,10 +400,9 @@ function createProxy(
     // A 2026-07-28 client of a 2025-only server is served over a session the bridge opens through the proxy itself.
     eraBridges: createEraBridges({
       hop: (caller, id, request) => hop(caller, id, request, { policy: true }),
-      kind: "connectors",
+      ...from.parkedCalls("connectors"),
       log,
       clock,
-      inputTimeoutMs: config.proxy.inputTimeoutMs,
     }),
     // A 2025 client of a 2026-07-28-only server: the proxy keeps its session and sends each request on in that era.
     legacySessions: createLegacySessions({ hop, log, clock }),

@@ -34,6 +34,8 @@ import {
 } from "../oauth-client/table";
 import { rate_buckets, rate_bucketsPg } from "../rate-limits/table";
 import { job_leases, job_leasesPg } from "../scheduler/table";
+import { handoffSealContext } from "../era-bridge/handoff-store";
+import { parked_handoffs, parked_handoffsPg } from "../era-bridge/table";
 import { api_tokens, api_tokensPg, sessions, sessionsPg, users, usersPg } from "../users/table";
 import { upstreamSealContext } from "../virtual-servers/session-store";
 import {
@@ -193,6 +195,15 @@ export const TABLES: readonly StoredTable[] = [
     key: ["key"],
     copied: false,
     why: "rate limits' live token buckets: a missing bucket is a full one, so the target starts with full buckets",
+  }),
+  stored(parked_handoffs, parked_handoffsPg, {
+    key: ["id"],
+    copied: false,
+    why: "retries of parked calls handed between replicas: the calls live in the memory of the source's processes",
+    sealed: {
+      message: (row) => handoffSealContext(row.id, "message"),
+      answer: (row) => handoffSealContext(row.id, "answer"),
+    },
   }),
 ];
 

@@ -8,7 +8,13 @@ import { AppError, ServiceUnavailable, TooManyRequests, UpstreamFailed } from ".
 import type { Logger } from "../observability/logger";
 import type { Principal } from "../users/model";
 import { answeredHere } from "../upstream/answered-here";
+import type { Sealer } from "../secrets/sealer";
+import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { ModernMessage } from "../gateway/modern";
+import type { HandoffStore } from "./handoff-store";
+import { createHandoffs, type RetryAnswer } from "./handoffs";
 import { reopeningTransport } from "./reopening-transport";
+import { openState, sealState } from "./request-state";
 
 /** One MCP request of `caller` to a connector's proxy URL, through the proxy's own service (its governance applies). */
 export type Hop = (caller: Principal, connectorId: string, request: Request) => Promise<Response>;
@@ -27,13 +33,29 @@ export type EraBridgeOptions = {
   maxPerUser?: number;
   /** How long a call whose server asked the client something waits for the client's retry (gateway/parked.ts). */
   inputTimeoutMs: number;
+  /** Seals each parked call's `requestState` (request-state.ts). */
+  sealer: Sealer;
+  /** These bridges among the replicas sharing the store (this process and `kind`): a `requestState` names them. */
+  holder: string;
+  /**
+   * Replicas on one PostgreSQL store: a retry whose call another replica holds is handed over to it (handoffs.ts).
+   * None on SQLite (one process: a state naming another holder names a process that is gone).
+   */
+  handoffs?: { rows: HandoffStore; newId: () => string };
 };
 
 type SharedGateway = Awaited<ReturnType<typeof loadGateway>>;
-type Bridge = { key: string; userId: string; gateway: Promise<SharedGateway>; lastUsed: number };
+type Bridge = { key: string; userId: string; gateway: Promise<SharedGateway>; lastUsed: number; opened?: SharedGateway };
 
 const loadGateway = async (options: Parameters<typeof import("../gateway/shared").createSharedGateway>[0]) =>
   (await import("../gateway/shared")).createSharedGateway(options);
+
+/** MCP 2026-07-28 InvalidParams: a retry whose `requestState` names no call waiting for input (gateway/parked.ts). */
+const noCall = (id: string | number): RetryAnswer => ({
+  jsonrpc: "2.0",
+  id,
+  error: { code: -32602, message: "requestState names no call waiting for input here" },
+});
 
 /**
  * A 2026-07-28 client in front of a server that speaks only the 2025 session era (docs/behaviour.md "Protocol eras";
@@ -44,6 +66,8 @@ const loadGateway = async (options: Parameters<typeof import("../gateway/shared"
  * gateway gives each request a unique id on the shared session, answers `server/discover` from the initialize result,
  * reshapes results for 2026-07-28, serves `subscriptions/listen`, cancels upstream a request whose client went away,
  * and parks a call whose server asks the client something (elicitation, sampling, roots) until the client retries it.
+ * The retry's sealed `requestState` (request-state.ts) names the replica holding the call: a retry that reached another
+ * one is handed over to it through the store (handoffs.ts).
  */
 export function createEraBridges({
   hop,
@@ -54,8 +78,31 @@ export function createEraBridges({
   maxBridges = 1000,
   maxPerUser = 100,
   inputTimeoutMs,
+  sealer,
+  holder,
+  handoffs: handing,
 }: EraBridgeOptions) {
   const bridges = new Map<string, Bridge>();
+  const handoffs =
+    handing &&
+    createHandoffs({
+      rows: handing.rows,
+      holder,
+      newId: handing.newId,
+      clock,
+      log: log.child({ component: "era-bridge" }),
+      waitMs: inputTimeoutMs,
+      holding: () => [...bridges.values()].some((bridge) => (bridge.opened?.parkedCalls() ?? 0) > 0),
+      deliver: async (key, message, signal) => {
+        const bridge = bridges.get(key);
+        const gateway = await bridge?.gateway.catch(() => undefined);
+        if (!bridge || !gateway) return noCall(message.id as string | number);
+        bridge.lastUsed = clock();
+        // Served as the holder serves a retry it got itself; the JSON answer, since no progress was asked.
+        const request = new Request("http://bridge.invalid/", { method: "POST", signal });
+        return (await (await gateway.serveModern(request, message as ModernMessage)).json()) as RetryAnswer;
+      },
+    });
 
   function open(caller: Principal, id: string, key: string): Bridge {
     const bridgeLog = log.child({ [kind === "connectors" ? "connector_id" : "virtual_server_id"]: id, component: "era-bridge" });
@@ -75,7 +122,11 @@ export function createEraBridges({
         // The server may ask during a call; a 2026-07-28 client is asked through a parked call (gateway/parked.ts),
         // and one that did not declare what is asked is refused to the server then.
         offer: { elicitation: {}, sampling: {}, roots: {} },
-        parkCalls: { timeoutMs: inputTimeoutMs },
+        parkCalls: {
+          timeoutMs: inputTimeoutMs,
+          // Each requestState names this replica, and the retries of its calls that reach another are looked for.
+          seal: (handle) => (handoffs?.watch(), sealState(sealer, key, { holder, handle })),
+        },
       });
       try {
         await shared.ready();
@@ -85,9 +136,12 @@ export function createEraBridges({
       }
       return shared;
     })();
-    const bridge = { key, userId: caller.id, gateway, lastUsed: clock() };
+    const bridge: Bridge = { key, userId: caller.id, gateway, lastUsed: clock() };
     // A bridge that could not open is not kept: the next request tries again.
-    gateway.catch(() => bridges.get(key) === bridge && bridges.delete(key));
+    gateway.then(
+      (opened) => void (bridge.opened = opened),
+      () => bridges.get(key) === bridge && bridges.delete(key),
+    );
     return bridge;
   }
 
@@ -138,6 +192,31 @@ export function createEraBridges({
   );
   sweep.unref?.();
 
+  /**
+   * A retry of a parked call (its `requestState` a string): served here when this replica holds the call, handed over
+   * to the one that holds it, or answered -32602 when the state names no call of this caller.
+   */
+  async function retry(sent: JSONRPCRequest, state: string, key: string, request: Request): Promise<Response> {
+    const parked = openState(sealer, key, state);
+    if (!parked) return Response.json(noCall(sent.id));
+    const message = { ...sent, params: { ...sent.params, requestState: parked.handle } };
+    if (parked.holder !== holder) return handOver(parked.holder, key, message, request.signal);
+    const bridge = bridges.get(key);
+    const gateway = await bridge?.gateway.catch(() => undefined);
+    if (!bridge || !gateway) return Response.json(noCall(sent.id));
+    bridge.lastUsed = clock();
+    return gateway.serveModern(request, message);
+  }
+
+  /** A retry whose call `to` holds: handed over, and its answer as JSON (no progress of another replica's call comes). */
+  async function handOver(to: string, key: string, message: JSONRPCRequest, signal: AbortSignal) {
+    if (!handoffs) return Response.json(noCall(message.id));
+    const meta = message.params?._meta as Record<string, unknown> | undefined;
+    const { progressToken: _, ...rest } = meta ?? {};
+    const answer = await handoffs.handOver(to, key, { ...message, params: { ...message.params, _meta: rest } }, signal);
+    return answer ? Response.json({ ...answer, id: message.id }) : new Response(null, { status: 499 });
+  }
+
   return {
     /**
      * Whether `request` is a 2026-07-28 POST (SEP-2243: such a request always names its revision in
@@ -171,6 +250,8 @@ export function createEraBridges({
         caller.boundVirtualServer ?? null,
         caller.virtualServer ?? null,
       ]);
+      const state = (era.message.params as { requestState?: unknown } | undefined)?.requestState;
+      if ("id" in era.message && typeof state === "string") return retry(era.message, state, key, request);
       let bridge = bridges.get(key);
       if (!bridge) {
         await makeRoom(caller.id);

@@ -24,6 +24,11 @@ export type ParkedCallsOptions = {
   answerServer(id: Id, answer: { result: unknown } | { error: { code: number; message: string } }): void;
   /** Gives up the upstream request (notifications/cancelled to the server). */
   abandon(global: string, reason: string): void;
+  /**
+   * The `requestState` the client gets for a park's handle (era-bridge/request-state.ts seals it and names the replica);
+   * its retry must come back with the handle. The handle itself unless said.
+   */
+  seal?: (handle: string) => string;
 };
 
 /** One upstream request whose client was asked for input: what the server asked, and who waits for what. */
@@ -52,11 +57,13 @@ type Park = {
  * client speaks 2026-07-28, which has no server→client requests — it gets an `input_required` result instead (MCP
  * 2026-07-28 multi-round-trip requests: `inputRequests` and an opaque `requestState`) and retries the call with
  * `inputResponses` and the same `requestState`. Meanwhile the upstream request stays open: the client's responses
- * become the answers to the server's requests, and the same upstream call goes on. The `requestState` is a random
+ * become the answers to the server's requests, and the same upstream call goes on. Each round's park has a random
  * handle (128 bits) into this gateway's parks — a bridge is one caller's (era-bridge/bridges.ts), so another caller's
- * retry finds nothing — and a call waits at most `timeoutMs` for its retry; then it is cancelled upstream.
+ * retry finds nothing — which the client gets as `seal(handle)` and the retry brings back as the handle (the bridge
+ * seals it, naming the replica: era-bridge/request-state.ts); a call waits at most `timeoutMs` for its retry, then it
+ * is cancelled upstream.
  */
-export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCallsOptions) {
+export function createParkedCalls({ timeoutMs, answerServer, abandon, seal = (handle) => handle }: ParkedCallsOptions) {
   const byState = new Map<string, Park>();
   const byGlobal = new Map<string, Park>();
 
@@ -107,7 +114,7 @@ export function createParkedCalls({ timeoutMs, answerServer, abandon }: ParkedCa
     // The client has `timeoutMs` from now to retry (each round its own wait).
     clearTimeout(park.timer);
     park.timer = expiry(park);
-    const result = { resultType: "input_required", inputRequests, requestState: park.state };
+    const result = { resultType: "input_required", inputRequests, requestState: seal(park.state) };
     void waiting.via.send({ jsonrpc: "2.0", id: waiting.id, result } as JSONRPCMessage).catch(() => undefined);
   }
 

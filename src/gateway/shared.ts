@@ -71,7 +71,7 @@ export type SharedGatewayOptions = {
    * when several are (the local 2026-07-28 process). The Kubernetes sidecar, whose process serves 2025 sessions as
    * well (their calls answered as JSON, where no request can ride), parks nothing.
    */
-  parkCalls?: { timeoutMs: number; soleCall?: boolean };
+  parkCalls?: { timeoutMs: number; soleCall?: boolean; seal?: (handle: string) => string };
 };
 
 export function createSharedGateway({
@@ -88,6 +88,8 @@ export function createSharedGateway({
   serveModern(request: Request, message: ModernMessage): Promise<Response>;
   /** Requests sent on to the server and not answered yet, and open subscriptions/listen streams. */
   pendingRequests(): number;
+  /** Calls waiting for their client's input now, or going on after its retry (parked.ts). */
+  parkedCalls(): number;
   /** Resolves once the server answered initialize; rejects if it does not. */
   ready(): Promise<void>;
   /** Resolves when the server's stdio is gone (the gateway is then of no use). */
@@ -161,6 +163,7 @@ export function createSharedGateway({
     parkCalls &&
     createParkedCalls({
       timeoutMs: parkCalls.timeoutMs,
+      ...(parkCalls.seal && { seal: parkCalls.seal }),
       answerServer: (id, answer) => void server.send({ jsonrpc: "2.0", id, ...answer } as JSONRPCMessage).catch(() => undefined),
       abandon: (global, reason) => abandon(global, reason),
     });
@@ -202,7 +205,9 @@ export function createSharedGateway({
       const original = (message.params as { requestId?: Id }).requestId;
       for (const [global, route] of routes) {
         if (route.session === session && route.id === original)
-          void server.send({ ...message, params: { ...message.params, requestId: global } } as JSONRPCMessage);
+          void server
+            .send({ ...message, params: { ...message.params, requestId: global } } as JSONRPCMessage)
+            .catch(() => undefined);
       }
       return;
     }
@@ -210,7 +215,7 @@ export function createSharedGateway({
       forward({ session, id: message.id, via }, message);
       return;
     }
-    if (message.method !== undefined) void server.send(message); // other notifications (roots/list_changed, …)
+    if (message.method !== undefined) void server.send(message).catch(() => undefined); // other notifications (roots/list_changed, …)
     // Responses to server→client requests: none are made (the gateway declares no client capabilities).
   }
 
@@ -219,7 +224,7 @@ export function createSharedGateway({
     if (message.id === INIT_ID) {
       if (message.error) return rejectReady(new Error(`the server refused initialize: ${JSON.stringify(message.error)}`));
       initResult = message.result as Record<string, unknown>;
-      void server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      void server.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => undefined);
       resolveReady();
       return;
     }
@@ -256,6 +261,7 @@ export function createSharedGateway({
         return;
       }
       // Any other request from the server (sampling, elicitation, roots): no client of a session can be asked.
+      // (Not sent when the server went away meanwhile: nothing waits for it then.)
       void server
         .send({
           jsonrpc: "2.0",
@@ -323,7 +329,9 @@ export function createSharedGateway({
     return new Promise<Response>((resolve) => {
       const via: Sink = { send: async (answer) => resolve(Response.json(answer)) };
       const served = dispatch(message as Message, via, request.headers.get(CALLER_HEADER) ?? undefined);
-      request.signal.addEventListener("abort", () => served.clientGone(), { once: true });
+      // (A request handed over from another replica may be abandoned before it gets here: era-bridge/handoffs.ts.)
+      if (request.signal.aborted) served.clientGone();
+      else request.signal.addEventListener("abort", () => served.clientGone(), { once: true });
     });
   }
 
@@ -434,6 +442,7 @@ export function createSharedGateway({
   const shared = {
     serveModern,
     pendingRequests: () => routes.size + listen.size(),
+    parkedCalls: () => parked?.size() ?? 0,
     ready: () => readyPromise,
     ended: () => endedPromise,
     async fetch(request: Request) {

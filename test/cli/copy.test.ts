@@ -184,7 +184,7 @@ test("every table, row for row: SQLite → PostgreSQL → PostgreSQL → SQLite 
 
   const report = await runCopyReport(origin, postgres);
   expect(report.rows).toEqual(expected);
-  expect(Object.keys(report.not_copied)).toEqual(["job_leases", "rate_buckets"]);
+  expect(Object.keys(report.not_copied)).toEqual(["job_leases", "rate_buckets", "parked_handoffs"]);
   expect(await runCopy(origin, postgres)).toEqual(expected);
   // Two rows a page: every table of more than two rows is read in pages after its last key (composite keys too).
   expect(await withStore(postgres, (from) => withStore(postgresAgain, (to) => copyRows(from, to, 2)))).toEqual(expected);
@@ -204,7 +204,7 @@ test("every table, row for row: SQLite → PostgreSQL → PostgreSQL → SQLite 
     }
   }
 
-  // Every sealed value of every table still opens under the key, in its own row's context.
+  // Every sealed value of every copied table still opens under the key, in its own row's context.
   const sealer = createSealer(key);
   const opened: Record<string, number> = {};
   const copied = await snapshot(sqliteAgain);
@@ -218,7 +218,9 @@ test("every table, row for row: SQLite → PostgreSQL → PostgreSQL → SQLite 
     }
   }
   expect(Object.keys(opened).sort()).toEqual(
-    TABLES.flatMap((entry) => Object.keys(entry.sealed).map((field) => `${entry.name}.${field}`)).sort(),
+    TABLES.filter((entry) => entry.copied)
+      .flatMap((entry) => Object.keys(entry.sealed).map((field) => `${entry.name}.${field}`))
+      .sort(),
   );
 
   // The service goes on writing on each copy: a new event takes a new id after the copied ones.

@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import { createSealer } from "../../src/secrets/sealer";
 import { expect, test } from "bun:test";
 import { createEraBridges } from "../../src/era-bridge/bridges";
 import { createLogger } from "../../src/observability/logger";
@@ -21,7 +23,16 @@ const list = (id: string) => modernRequest(`http://cs.test/api/v1/connectors/${i
 
 test("beyond its cap a user's longest idle bridge goes, never another user's", async () => {
   const log = createLogger({ level: "error", write: () => undefined });
-  const bridges = createEraBridges({ hop, kind: "connectors", log, clock: Date.now, inputTimeoutMs: 1000, maxPerUser: 2 });
+  const bridges = createEraBridges({
+    hop,
+    kind: "connectors",
+    log,
+    clock: Date.now,
+    inputTimeoutMs: 1000,
+    maxPerUser: 2,
+    sealer: createSealer(randomBytes(32)),
+    holder: "this-process/connectors",
+  });
   try {
     const bob = person("bob");
     expect((await bridges.serve(bob, "c-bob", list("c-bob"))).status).toBe(200);

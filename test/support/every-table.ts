@@ -14,6 +14,8 @@ import { approveInForms } from "./oauth-client";
 import { finishCallback } from "./callback";
 import { createBucketRepository } from "../../src/rate-limits/repository";
 import { waitFor } from "./wait";
+import { createHandoffStore } from "../../src/era-bridge/handoff-store";
+import { createSealer } from "../../src/secrets/sealer";
 
 /**
  * A row or more in every table of the schema, each written by the service itself through its API, its MCP proxy and
@@ -92,6 +94,12 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     // A shared token bucket's row: on SQLite the service keeps its buckets in memory, so the row is written as a
     // replica on PostgreSQL would write it (rate-limits/repository.ts).
     await createBucketRepository(store).reserve(`c:${tooled}`, 12, t.clock.now(), 600);
+    // A parked call's retry handed from one replica to another, answered (era-bridge/handoffs.ts): on SQLite the service
+    // never hands one over, so the row is written as replicas on PostgreSQL would write it, its retry and answer sealed.
+    const handoffs = createHandoffStore(store, createSealer(key));
+    await handoffs.insert("handoff-1", "replica-a/connectors", "[]", '{"jsonrpc":"2.0","id":2}', t.clock.now());
+    await handoffs.take("replica-a/connectors", t.clock.now());
+    await handoffs.answer("handoff-1", '{"jsonrpc":"2.0","id":2,"result":{}}');
     // A virtual server with the connector and a server with sessions as its members, and a client session of it that
     // called the latter (an upstream session held, its id sealed).
     const sessioned = must(

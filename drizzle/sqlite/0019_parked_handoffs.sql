@@ -1,0 +1,13 @@
+CREATE TABLE `parked_handoffs` (
+	`id` text PRIMARY KEY NOT NULL,
+	`holder` text NOT NULL,
+	`bridge` text NOT NULL,
+	`message` text NOT NULL,
+	`answer` text,
+	`created_at` integer NOT NULL,
+	`taken_at` integer,
+	`abandoned_at` integer
+);
+--> statement-breakpoint
+CREATE INDEX `parked_handoffs_holder_idx` ON `parked_handoffs` (`holder`,`taken_at`);--> statement-breakpoint
+CREATE INDEX `parked_handoffs_created_idx` ON `parked_handoffs` (`created_at`);
