@@ -61,7 +61,12 @@ function specific(e: ValueIssue): ValueIssue[] {
   if (typed.length === 1) return typed[0]!.flatMap(specific);
   // Of no variant's type at all: every type it may be, named ("Expected string or integer").
   if (typed.length === 0 && variants.length > 0)
-    return [{ ...e, message: `Expected ${variants.map((issues) => String(issues[0]!.message).slice(9)).join(" or ")}` }];
+    return [
+      {
+        ...e,
+        message: `Expected ${variants.map((issues) => String(issues[0]!.message).replace(/^Expected /, "")).join(" or ")}`,
+      },
+    ];
   return [e];
 }
 
