@@ -11,11 +11,11 @@ import {
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
-  ResultSchema,
   ToolListChangedNotificationSchema,
   type ClientCapabilities,
   type ClientNotification,
   type ClientRequest,
+  type JSONRPCMessage,
   type LoggingLevel,
   type Progress,
   type Result,
@@ -23,6 +23,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../version";
 import { INTERNAL_ERROR } from "./jsonrpc";
+import { ANY_RESULT, sendPlain } from "./plain-request";
 import type { Channel, Relay } from "./relay";
 import type { StoredUpstream } from "./session-store";
 import { injectSpan } from "./trace-context";
@@ -34,9 +35,6 @@ import { injectSpan } from "./trace-context";
  * connected: 409).
  */
 export type MemberExchange = (connectorId: string, request: Request) => Promise<Response>;
-
-/** Any result, its members kept (built once: zod compiles a schema on first use, which cost more than the call). */
-const ANY_RESULT = ResultSchema.passthrough();
 
 /** The lists whose changes a member announces (MCP 2025-11-25 server/tools, server/prompts, server/resources). */
 export type ChangedList = "tools" | "prompts" | "resources";
@@ -142,13 +140,15 @@ export function openMemberSession(
     return new Response(body, { status: response.status, headers: response.headers });
   }
 
-  const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const request = new Request(input, init);
+  const fetch = (input: string | URL | Request, init?: RequestInit) => sendOne(new Request(input, init));
+  async function sendOne(request: Request): Promise<Response> {
     injectSpan(request.headers);
     // basic/transports "Resumability": a GET with Last-Event-ID resumes a POST's stream; any other GET listens.
     if (request.method === "GET" && !request.headers.has("last-event-id")) return openGetStream(request);
     return exchange(connectorId, request);
-  };
+  }
+  /** The ids of the requests sent without the SDK client: strings, never one of its numbers in the same session. */
+  let plainIds = 0;
 
   /**
    * A member's request to the client (client/elicitation, client/sampling, client/roots), relayed on the stream of
@@ -245,7 +245,21 @@ export function openMemberSession(
       options: { timeout: number; signal?: AbortSignal; onprogress?: (progress: Progress) => void; call?: CallContext },
     ): Promise<Result> {
       const send = async () => {
-        const { client } = await open(options.timeout);
+        const { client, transport } = await open(options.timeout);
+        // A request with no progress to pass on goes without the SDK client (plain-request.ts): its answer is the same.
+        if (!options.onprogress) {
+          const plain = {
+            url: `http://member.invalid/api/v1/connectors/${connectorId}/mcp`,
+            sessionId: transport.sessionId,
+            protocolVersion: transport.protocolVersion,
+            fetch: sendOne,
+            deliver: (message: JSONRPCMessage) => transport.onmessage?.(message),
+            cancel: (requestId: string, reason: string) =>
+              void client.notification({ method: "notifications/cancelled", params: { requestId, reason } }).catch(() => {}),
+          };
+          const sent = () => sendPlain(plain, `vs-${++plainIds}`, method, params, options);
+          return options.call ? calls.run(options.call, sent) : sent();
+        }
         // basic/utilities/cancellation: an aborted signal makes the SDK send notifications/cancelled with its own id.
         const requestOptions: RequestOptions = {
           timeout: options.timeout,
