@@ -11,6 +11,7 @@ import {
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
+  ResultSchema,
   ToolListChangedNotificationSchema,
   type ClientCapabilities,
   type ClientNotification,
@@ -23,7 +24,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../version";
 import { INTERNAL_ERROR } from "./jsonrpc";
-import { ANY_RESULT, sendPlain } from "./plain-request";
+import { sendPlain } from "./plain-request";
 import type { Channel, Relay } from "./relay";
 import type { StoredUpstream } from "./session-store";
 import { injectSpan } from "./trace-context";
@@ -35,6 +36,9 @@ import { injectSpan } from "./trace-context";
  * connected: 409).
  */
 export type MemberExchange = (connectorId: string, request: Request) => Promise<Response>;
+
+/** Any result, its members kept (built once: zod compiles a schema on first use, which cost more than the call). */
+const ANY_RESULT = ResultSchema.passthrough();
 
 /** The lists whose changes a member announces (MCP 2025-11-25 server/tools, server/prompts, server/resources). */
 export type ChangedList = "tools" | "prompts" | "resources";

@@ -1,15 +1,5 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import {
-  ErrorCode,
-  JSONRPCMessageSchema,
-  McpError,
-  ResultSchema,
-  type JSONRPCMessage,
-  type Result,
-} from "@modelcontextprotocol/sdk/types.js";
-
-/** Any result, its members kept (built once: zod compiles a schema on first use, which cost more than the call). */
-export const ANY_RESULT = ResultSchema.passthrough();
+import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage, type Result } from "@modelcontextprotocol/sdk/types.js";
 
 /** A member's open session as a plain request needs it (member-session.ts). */
 export type PlainSession = {
@@ -30,19 +20,26 @@ type Answer = { jsonrpc: "2.0"; id: string; result?: unknown; error?: { code: nu
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
 
-/** The answer to request `id`, by the shape JSON-RPC 2.0 §5 gives it (the SDK's schema accepts no less). */
-const isAnswerTo = (message: unknown, id: string): message is Answer =>
-  isObject(message) &&
-  message.jsonrpc === "2.0" &&
-  message.id === id &&
-  (isObject(message.result) ||
-    (isObject(message.error) && Number.isInteger(message.error.code) && typeof message.error.message === "string"));
+/**
+ * The answer to request `id`, by the shape the SDK's schema gives it (JSON-RPC 2.0 §5: `jsonrpc`, the `id`, and a
+ * `result` object or an `error` with an integer code and a message, nothing else beside them).
+ */
+function isAnswerTo(message: unknown, id: string): message is Answer {
+  if (!isObject(message) || message.jsonrpc !== "2.0" || message.id !== id || Object.keys(message).length !== 3) return false;
+  if (isObject(message.result)) return true;
+  const { error } = message;
+  return isObject(error) && Number.isInteger(error.code) && typeof error.message === "string";
+}
+
+/** Plainly the answer: nothing in it that the SDK's schema could refuse (a result's `_meta` is the schema's to check). */
+const isPlainAnswerTo = (message: unknown, id: string): message is Answer =>
+  isAnswerTo(message, id) && !(isObject(message.result) && message.result._meta !== undefined);
 
 /**
  * A plain request (no progress asked) on a member's open session, sent without the SDK client (bench/RESULTS.md
  * "Virtual servers, a call's own path"): the message is built once and sent through the member's proxy URL in-process
  * as the SDK client's would be, and the member's answer is read with a plain parse — checked against the SDK's schema
- * only when it is not plainly the answer, so that what is refused is refused as the SDK refuses it. Everything else
+ * only when it is not plainly the answer, so that what the SDK would refuse is refused with its own error. Everything else
  * the member sends with it (a request to the client during a call, a notification) goes to the SDK client (`deliver`),
  * which answers it on the session as it does its own. The outcomes are the SDK client's: the member's error as an
  * McpError, a timeout as -32001 "Request timed out" and notifications/cancelled sent, an aborted `signal` likewise,
@@ -77,13 +74,8 @@ export function sendPlain(
       (answer) => {
         if (done) return;
         settle();
-        if (answer.error) return reject(new McpError(answer.error.code, answer.error.message, answer.error.data));
-        const result = answer.result as Result;
-        // The SDK's result schema decides only what it could refuse: a result with _meta.
-        if (result._meta === undefined) return resolve(result);
-        const parsed = ANY_RESULT.safeParse(result);
-        if (parsed.success) resolve(parsed.data);
-        else reject(parsed.error);
+        if (answer.error) reject(new McpError(answer.error.code, answer.error.message, answer.error.data));
+        else resolve(answer.result as Result);
       },
       (error: unknown) => {
         if (done) return;
@@ -114,7 +106,7 @@ async function answerOf(
   const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type === "application/json") {
     const data: unknown = await response.json();
-    if (isAnswerTo(data, id)) return data;
+    if (isPlainAnswerTo(data, id)) return data;
     // Not plainly the answer: what the SDK transport would make of it (its schema's refusal, or messages for the
     // client, after which the request waits for its answer until its timeout, as the SDK client's would).
     const messages = Array.isArray(data) ? data.map((m) => JSONRPCMessageSchema.parse(m)) : [JSONRPCMessageSchema.parse(data)];
@@ -149,7 +141,7 @@ async function streamedAnswer(to: PlainSession, id: string, response: Response, 
     if (!event.data || (event.event !== undefined && event.event !== "message")) return undefined;
     try {
       const message: unknown = JSON.parse(event.data);
-      return isAnswerTo(message, id) ? message : JSONRPCMessageSchema.parse(message);
+      return isPlainAnswerTo(message, id) ? message : JSONRPCMessageSchema.parse(message);
     } catch {
       return undefined;
     }
