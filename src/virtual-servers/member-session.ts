@@ -252,17 +252,20 @@ export function openMemberSession(
         const { client, transport } = await open(options.timeout);
         // A request with no progress to pass on goes without the SDK client (plain-request.ts): its answer is the same.
         if (!options.onprogress) {
+          const { call } = options;
           const plain = {
             url: `http://member.invalid/api/v1/connectors/${connectorId}/mcp`,
             sessionId: transport.sessionId,
             protocolVersion: transport.protocolVersion,
             fetch: sendOne,
-            deliver: (message: JSONRPCMessage) => transport.onmessage?.(message),
+            // Only what the member sends with the answer needs the call's context (a request of its, relayed on the
+            // call's stream): the request itself runs outside it, which costs a call less.
+            deliver: (message: JSONRPCMessage) =>
+              call ? calls.run(call, () => transport.onmessage?.(message)) : transport.onmessage?.(message),
             cancel: (requestId: string, reason: string) =>
               void client.notification({ method: "notifications/cancelled", params: { requestId, reason } }).catch(() => {}),
           };
-          const sent = () => sendPlain(plain, `vs-${++plainIds}`, method, params, options);
-          return options.call ? calls.run(options.call, sent) : sent();
+          return sendPlain(plain, `vs-${++plainIds}`, method, params, options);
         }
         // basic/utilities/cancellation: an aborted signal makes the SDK send notifications/cancelled with its own id.
         const requestOptions: RequestOptions = {
