@@ -22,6 +22,7 @@ import {
   type Result,
   type ServerCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { VERSION } from "../version";
 import { INTERNAL_ERROR } from "./jsonrpc";
 import { sendPlain } from "./plain-request";
@@ -39,6 +40,13 @@ export type MemberExchange = (connectorId: string, request: Request) => Promise<
 
 /** Any result, its members kept (built once: zod compiles a schema on first use, which cost more than the call). */
 const ANY_RESULT = ResultSchema.passthrough();
+
+/**
+ * The SDK client's JSON Schema validator, one for every member session: a client builds an Ajv instance of its own
+ * otherwise, 11 of the 14 KiB a client holds. The SDK uses it only for listTools' output schemas, which these clients
+ * never call (they send tools/list as a request), so one shared is never more than a constant.
+ */
+const VALIDATOR = new AjvJsonSchemaValidator();
 
 /** The lists whose changes a member announces (MCP 2025-11-25 server/tools, server/prompts, server/resources). */
 export type ChangedList = "tools" | "prompts" | "resources";
@@ -190,7 +198,10 @@ export function openMemberSession(
       const { elicitation, sampling, roots } = peer.capabilities;
       const client = new Client(
         { name: "connector-service virtual server", version: VERSION },
-        { capabilities: { ...(elicitation && { elicitation }), ...(sampling && { sampling }), ...(roots && { roots }) } },
+        {
+          capabilities: { ...(elicitation && { elicitation }), ...(sampling && { sampling }), ...(roots && { roots }) },
+          jsonSchemaValidator: VALIDATOR,
+        },
       );
       if (elicitation) client.setRequestHandler(ElicitRequestSchema, relay);
       if (sampling) client.setRequestHandler(CreateMessageRequestSchema, relay);
