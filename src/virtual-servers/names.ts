@@ -85,3 +85,22 @@ export const compareNames = (a: string, b: string): number => (a < b ? -1 : a > 
  * in conflict or unknown alike (one admission decision for listing and calling).
  */
 export const resolveName = (admission: Admission, name: string): Route | undefined => admission.routes.get(name);
+
+/** Whether two admissions route every name alike and leave the same names out (each list in name order). */
+export function sameAdmission(a: Admission, b: Admission): boolean {
+  if (a === b) return true;
+  if (a.routes.size !== b.routes.size || a.conflicts.length !== b.conflicts.length) return false;
+  for (const [name, route] of a.routes) {
+    const other = b.routes.get(name);
+    if (!other || other.member !== route.member || other.original !== route.original) return false;
+  }
+  return a.conflicts.every((conflict, i) => {
+    const other = b.conflicts[i]!;
+    return (
+      other.kind === conflict.kind &&
+      other.name === conflict.name &&
+      other.members.length === conflict.members.length &&
+      other.members.every((member, j) => member === conflict.members[j])
+    );
+  });
+}
