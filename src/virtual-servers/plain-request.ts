@@ -16,6 +16,8 @@ export type PlainSession = {
   cancel(requestId: string, reason: string): void;
 };
 
+const encoder = new TextEncoder();
+
 type Answer = { jsonrpc: "2.0"; id: string; result?: unknown; error?: { code: number; message: string; data?: unknown } };
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
@@ -97,7 +99,9 @@ async function answerOf(
   const headers = new Headers({ "content-type": "application/json", accept: "application/json, text/event-stream" });
   if (to.sessionId !== undefined) headers.set("mcp-session-id", to.sessionId);
   if (to.protocolVersion !== undefined) headers.set("mcp-protocol-version", to.protocolVersion);
-  const body = JSON.stringify({ jsonrpc: "2.0", id, method, ...(params && { params }) });
+  const body = encoder.encode(JSON.stringify({ jsonrpc: "2.0", id, method, ...(params && { params }) }));
+  // Its length declared, the proxy takes the body whole at once (proxy/held-bytes.ts), not as a stream read chunk by chunk.
+  headers.set("content-length", String(body.byteLength));
   const response = await to.fetch(new Request(to.url, { method: "POST", headers, body }));
   if (!response.ok) {
     const text = await response.text().catch(() => null);
