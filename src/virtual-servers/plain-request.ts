@@ -128,6 +128,8 @@ async function answerOf(
 const RESUME_DELAY_MS = 1000;
 /** Resumptions of one answer's stream at most, each after a stream that ended having sent an event id. */
 const MAX_RESUMPTIONS = 10;
+/** The longest wait a member's `retry` may ask before a resumption (a request waits no longer than its timeout anyway). */
+const MAX_RESUME_DELAY_MS = 60_000;
 
 /**
  * The answer from the member's event stream: the other messages on it go to the SDK client as they come. A stream
@@ -141,8 +143,8 @@ async function streamedAnswer(to: PlainSession, id: string, response: Response, 
   /** An event's message, checked as the SDK transport checks it (one it cannot read is dropped, and reading goes on). */
   const messageOf = (event: ServerSentEvent): unknown => {
     if (event.id !== undefined) lastEventId = event.id;
-    if (event.retry !== undefined) retryMs = event.retry;
-    if (!event.data || (event.event !== undefined && event.event !== "message")) return undefined;
+    if (event.retry !== undefined) retryMs = Math.min(event.retry, MAX_RESUME_DELAY_MS);
+    if (!event.data || (event.event && event.event !== "message")) return undefined;
     try {
       const message: unknown = JSON.parse(event.data);
       return isPlainAnswerTo(message, id) ? message : JSONRPCMessageSchema.parse(message);
