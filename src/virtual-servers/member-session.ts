@@ -92,9 +92,13 @@ export function openMemberSession(
   peer: MemberPeer,
   /**
    * `resume`: the upstream session another replica opened (session-store.ts), gone on in without a second initialize;
-   * `remember`: told of each session opened here, for the other replicas.
+   * `remember`: told of each session opened here, for the other replicas; awaited before the session is used, so a
+   * request the client sends next to another replica finds it there.
    */
-  store: { resume?: () => Promise<StoredUpstream | undefined>; remember?: (upstream: StoredUpstream) => void } = {},
+  store: {
+    resume?: () => Promise<StoredUpstream | undefined>;
+    remember?: (upstream: StoredUpstream) => Promise<void> | void;
+  } = {},
 ) {
   /** Asked once, when the session first opens: a session the member forgot (404) is opened afresh, like any other. */
   let resume = store.resume;
@@ -226,7 +230,7 @@ export function openMemberSession(
         resumedCapabilities = resumed.capabilities;
       } else {
         resumedCapabilities = undefined;
-        store.remember?.({
+        await store.remember?.({
           ...(transport.sessionId !== undefined && { sessionId: transport.sessionId }),
           ...(transport.protocolVersion !== undefined && { protocolVersion: transport.protocolVersion }),
           ...(client.getServerCapabilities() !== undefined && { capabilities: client.getServerCapabilities() }),
