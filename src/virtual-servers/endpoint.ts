@@ -27,7 +27,7 @@ import type { ConflictNotes } from "./conflicts";
 import type { MemberFailures } from "./member-failures";
 import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
 import { closedListingError, LISTS, listMember, mergeLists, type Member } from "./merge";
-import { compareNames } from "./names";
+import { compareNames, sameAdmission, type Admission } from "./names";
 import type { VirtualServerRow } from "./repository";
 import { withSpan } from "./trace-context";
 import { ROUTED, routeRequest, type RoutedMethod } from "./route";
@@ -66,6 +66,8 @@ export type VirtualEndpointDeps = {
 };
 
 const SESSION_HEADER = "mcp-session-id";
+/** Admissions shared between sessions, at most (four lists per virtual server in use). */
+const MAX_SHARED_ADMISSIONS = 4096;
 
 /**
  * A virtual server's MCP endpoint (docs/interface.md §9.4), Streamable HTTP for the 2025-06-18 and 2025-11-25
@@ -97,11 +99,27 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     virtualServer: serverId,
   });
 
+  /**
+   * Each virtual server's last admission of each list: a session whose listing admits the same names keeps that one
+   * rather than its own copy (a listing's admission is ~90 KiB for 500 tools, and a virtual server's sessions mostly
+   * see the same lists). Bounded: forgotten whole past MAX_SHARED_ADMISSIONS.
+   */
+  const admissions = new Map<string, Admission>();
+  const shared = (serverId: string, list: ListKind, admission: Admission) => {
+    const key = `${serverId}\n${list}`;
+    const last = admissions.get(key);
+    if (last && sameAdmission(last, admission)) return last;
+    if (admissions.size >= MAX_SHARED_ADMISSIONS) admissions.clear();
+    admissions.set(key, admission);
+    return admission;
+  };
+
   /** Every member's whole list, asked concurrently, merged (merge.ts); remembered for the calls that follow. */
   async function merge(session: ClientSession, members: readonly Member[], list: ListKind) {
     const lists = await Promise.all(members.map((m) => listMember(session.member(m.connectorId), m, list, memberTimeoutMs)));
     const merged = mergeLists(list, lists);
-    session.listings.set(list, { admission: merged.admission, failed: merged.failed } satisfies Listing);
+    const admission = shared(session.serverId, list, merged.admission);
+    session.listings.set(list, { admission, failed: merged.failed } satisfies Listing);
     deps.conflicts.note(session.serverId, list, merged.admission.conflicts);
     const failed = new Map(merged.failed.map((f) => [f.member.connectorId, f.why]));
     const answered = members.map((m) => m.connectorId).filter((id) => !failed.has(id));

@@ -46,9 +46,16 @@ export const virtualResourceMetadataUrl = (publicUrl: string, id: string) =>
  * MCP authorization: OAuth by URL alone), which an API token also answers, and for HTTP Basic (programs only).
  */
 export function virtualEntry(deps: VirtualEntryDeps) {
+  // The public URL's origin, parsed again only when the URL changes (as proxy/entry.ts keeps it).
+  let publicUrl = "";
+  let publicOrigin = "";
+  const originOf = (url: string) => {
+    if (url !== publicUrl) [publicUrl, publicOrigin] = [url, new URL(url).origin];
+    return publicOrigin;
+  };
   const answer = async (request: Request, id: string): Promise<Response> => {
     try {
-      const refusal = crossSiteRefusal(request, new URL(deps.publicUrl()).origin, "cross-origin");
+      const refusal = crossSiteRefusal(request, originOf(deps.publicUrl()), "cross-origin");
       if (refusal) throw refusal;
       const caller = await deps.authenticate(request);
       const { watch } = deps;

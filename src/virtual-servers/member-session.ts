@@ -16,13 +16,16 @@ import {
   type ClientCapabilities,
   type ClientNotification,
   type ClientRequest,
+  type JSONRPCMessage,
   type LoggingLevel,
   type Progress,
   type Result,
   type ServerCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { VERSION } from "../version";
 import { INTERNAL_ERROR } from "./jsonrpc";
+import { sendPlain } from "./plain-request";
 import type { Channel, Relay } from "./relay";
 import type { StoredUpstream } from "./session-store";
 import { injectSpan } from "./trace-context";
@@ -37,6 +40,13 @@ export type MemberExchange = (connectorId: string, request: Request) => Promise<
 
 /** Any result, its members kept (built once: zod compiles a schema on first use, which cost more than the call). */
 const ANY_RESULT = ResultSchema.passthrough();
+
+/**
+ * The SDK client's JSON Schema validator, one for every member session: a client builds an Ajv instance of its own
+ * otherwise, 11 of the 14 KiB a client holds. The SDK uses it only for listTools' output schemas, which these clients
+ * never call (they send tools/list as a request), so one shared is never more than a constant.
+ */
+const VALIDATOR = new AjvJsonSchemaValidator();
 
 /** The lists whose changes a member announces (MCP 2025-11-25 server/tools, server/prompts, server/resources). */
 export type ChangedList = "tools" | "prompts" | "resources";
@@ -82,9 +92,13 @@ export function openMemberSession(
   peer: MemberPeer,
   /**
    * `resume`: the upstream session another replica opened (session-store.ts), gone on in without a second initialize;
-   * `remember`: told of each session opened here, for the other replicas.
+   * `remember`: told of each session opened here, for the other replicas; awaited before the session is used, so a
+   * request the client sends next to another replica finds it there.
    */
-  store: { resume?: () => Promise<StoredUpstream | undefined>; remember?: (upstream: StoredUpstream) => void } = {},
+  store: {
+    resume?: () => Promise<StoredUpstream | undefined>;
+    remember?: (upstream: StoredUpstream) => Promise<void> | void;
+  } = {},
 ) {
   /** Asked once, when the session first opens: a session the member forgot (404) is opened afresh, like any other. */
   let resume = store.resume;
@@ -142,13 +156,15 @@ export function openMemberSession(
     return new Response(body, { status: response.status, headers: response.headers });
   }
 
-  const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const request = new Request(input, init);
+  const fetch = (input: string | URL | Request, init?: RequestInit) => sendOne(new Request(input, init));
+  async function sendOne(request: Request): Promise<Response> {
     injectSpan(request.headers);
     // basic/transports "Resumability": a GET with Last-Event-ID resumes a POST's stream; any other GET listens.
     if (request.method === "GET" && !request.headers.has("last-event-id")) return openGetStream(request);
     return exchange(connectorId, request);
-  };
+  }
+  /** The ids of the requests sent without the SDK client: strings, never one of its numbers in the same session. */
+  let plainIds = 0;
 
   /**
    * A member's request to the client (client/elicitation, client/sampling, client/roots), relayed on the stream of
@@ -186,7 +202,10 @@ export function openMemberSession(
       const { elicitation, sampling, roots } = peer.capabilities;
       const client = new Client(
         { name: "connector-service virtual server", version: VERSION },
-        { capabilities: { ...(elicitation && { elicitation }), ...(sampling && { sampling }), ...(roots && { roots }) } },
+        {
+          capabilities: { ...(elicitation && { elicitation }), ...(sampling && { sampling }), ...(roots && { roots }) },
+          jsonSchemaValidator: VALIDATOR,
+        },
       );
       if (elicitation) client.setRequestHandler(ElicitRequestSchema, relay);
       if (sampling) client.setRequestHandler(CreateMessageRequestSchema, relay);
@@ -211,7 +230,7 @@ export function openMemberSession(
         resumedCapabilities = resumed.capabilities;
       } else {
         resumedCapabilities = undefined;
-        store.remember?.({
+        await store.remember?.({
           ...(transport.sessionId !== undefined && { sessionId: transport.sessionId }),
           ...(transport.protocolVersion !== undefined && { protocolVersion: transport.protocolVersion }),
           ...(client.getServerCapabilities() !== undefined && { capabilities: client.getServerCapabilities() }),
@@ -245,7 +264,24 @@ export function openMemberSession(
       options: { timeout: number; signal?: AbortSignal; onprogress?: (progress: Progress) => void; call?: CallContext },
     ): Promise<Result> {
       const send = async () => {
-        const { client } = await open(options.timeout);
+        const { client, transport } = await open(options.timeout);
+        // A request with no progress to pass on goes without the SDK client (plain-request.ts): its answer is the same.
+        if (!options.onprogress) {
+          const { call } = options;
+          const plain = {
+            url: `http://member.invalid/api/v1/connectors/${connectorId}/mcp`,
+            sessionId: transport.sessionId,
+            protocolVersion: transport.protocolVersion,
+            fetch: sendOne,
+            // Only what the member sends with the answer needs the call's context (a request of its, relayed on the
+            // call's stream): the request itself runs outside it, which costs a call less.
+            deliver: (message: JSONRPCMessage) =>
+              call ? calls.run(call, () => transport.onmessage?.(message)) : transport.onmessage?.(message),
+            cancel: (requestId: string, reason: string) =>
+              void client.notification({ method: "notifications/cancelled", params: { requestId, reason } }).catch(() => {}),
+          };
+          return sendPlain(plain, `vs-${++plainIds}`, method, params, options);
+        }
         // basic/utilities/cancellation: an aborted signal makes the SDK send notifications/cancelled with its own id.
         const requestOptions: RequestOptions = {
           timeout: options.timeout,

@@ -51,30 +51,38 @@ const keepsItsName = (kind: NameKind) => kind === "resource" || kind === "resour
  * MAX_EXPOSED_NAME_LENGTH, and a name (or URI) two or more members produce. A member listing a name twice offers it once.
  */
 export function admitNames(kind: NameKind, members: readonly MemberNames[]): Admission {
-  const offers = new Map<string, Route[]>();
+  const keeps = keepsItsName(kind);
+  /** Each name's first route, and every route of a name that two or more members produce. */
+  const first = new Map<string, Route>();
+  const shared = new Map<string, Route[]>();
   const tooLong = new Map<string, string>();
   for (const { member, prefix, names } of members) {
     for (const original of new Set(names)) {
-      const name = keepsItsName(kind) ? original : exposedName(prefix, original);
-      if (!keepsItsName(kind) && name.length > MAX_EXPOSED_NAME_LENGTH) {
+      const name = keeps ? original : exposedName(prefix, original);
+      if (!keeps && name.length > MAX_EXPOSED_NAME_LENGTH) {
         tooLong.set(`${member}\n${name}`, name);
         continue;
       }
-      const routes = offers.get(name);
-      if (routes) routes.push({ member, original });
-      else offers.set(name, [{ member, original }]);
+      const route = { member, original };
+      const earlier = first.get(name);
+      if (earlier === undefined) first.set(name, route);
+      else shared.get(name)?.push(route) ?? shared.set(name, [earlier, route]);
     }
   }
   const conflicts: NameConflict[] = [];
-  const admitted: [string, Route][] = [];
-  for (const [name, routes] of offers) {
-    if (routes.length === 1) admitted.push([name, routes[0]!]);
-    else conflicts.push({ kind, name, members: routes.map((route) => route.member) });
+  const admitted: string[] = [];
+  for (const name of first.keys()) {
+    const routes = shared.get(name);
+    if (routes) conflicts.push({ kind, name, members: routes.map((route) => route.member) });
+    else admitted.push(name);
   }
   for (const [key, name] of tooLong) conflicts.push({ kind, name, members: [key.slice(0, key.indexOf("\n"))] });
-  admitted.sort(([a], [b]) => compareNames(a, b));
+  // The default sort compares UTF-16 code units, compareNames' order, without calling a comparator 5,000 times.
+  admitted.sort();
   conflicts.sort((a, b) => compareNames(a.name, b.name));
-  return { routes: new Map(admitted), conflicts };
+  const routes = new Map<string, Route>();
+  for (const name of admitted) routes.set(name, first.get(name)!);
+  return { routes, conflicts };
 }
 
 /** Code-unit order: the same on every replica and in every locale, so a cursor's position means one place. */
@@ -85,3 +93,22 @@ export const compareNames = (a: string, b: string): number => (a < b ? -1 : a > 
  * in conflict or unknown alike (one admission decision for listing and calling).
  */
 export const resolveName = (admission: Admission, name: string): Route | undefined => admission.routes.get(name);
+
+/** Whether two admissions route every name alike and leave the same names out (each list in name order). */
+export function sameAdmission(a: Admission, b: Admission): boolean {
+  if (a === b) return true;
+  if (a.routes.size !== b.routes.size || a.conflicts.length !== b.conflicts.length) return false;
+  for (const [name, route] of a.routes) {
+    const other = b.routes.get(name);
+    if (!other || other.member !== route.member || other.original !== route.original) return false;
+  }
+  return a.conflicts.every((conflict, i) => {
+    const other = b.conflicts[i]!;
+    return (
+      other.kind === conflict.kind &&
+      other.name === conflict.name &&
+      other.members.length === conflict.members.length &&
+      other.members.every((member, j) => member === conflict.members[j])
+    );
+  });
+}

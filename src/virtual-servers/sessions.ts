@@ -168,7 +168,7 @@ export function createClientSessions(deps: {
         void session.stream?.channel({ jsonrpc: "2.0", method: "notifications/message", params }),
     };
     const remember = (connectorId: string) => (upstream: StoredUpstream) =>
-      void deps.store
+      deps.store
         .setUpstream(stored.id, connectorId, upstream)
         .catch((e: unknown) => deps.log.warn("could not store a member's upstream session", { error: String(e) }));
     const session: Held = {

@@ -6,8 +6,9 @@ import { statefulMcp } from "./stateful-mcp";
  * A stateful MCP server (the SDK's McpServer over Streamable HTTP) on 127.0.0.1 whose answers carry its label, so a
  * test sees which of several servers with the same tool names a call reached. It counts calls by tool and sessions
  * started and ended; `restart()` forgets every session on the same port (a member that lost its sessions: 404).
+ * `json`: it answers requests with JSON, never an event stream.
  */
-export async function startLabelledServer(label: string) {
+export async function startLabelledServer(label: string, options: { json?: boolean } = {}) {
   const calls = new Map<string, number>();
   const count = (tool: string) => calls.set(tool, (calls.get(tool) ?? 0) + 1);
   const mcp = () => {
@@ -50,7 +51,7 @@ export async function startLabelledServer(label: string) {
     return server;
   };
 
-  const { fetch, sessions, forget } = statefulMcp(mcp);
+  const { fetch, sessions, forget } = statefulMcp(mcp, options);
   let server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 30, fetch });
   const port = server.port;
   return {

@@ -6,8 +6,9 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
  * A fetch handler serving a fresh `McpServer` per MCP session (the SDK's Streamable HTTP transport, sessions by
  * `Mcp-Session-Id`), counting sessions started and ended (DELETE). A request naming an unknown session gets 404, as
  * MCP 2025-11-25 transports ("Session Management") says; `forget()` drops every session (a server that restarted).
+ * `json`: requests are answered with JSON rather than an event stream (the transport's enableJsonResponse).
  */
-export function statefulMcp(serverFor: () => McpServer) {
+export function statefulMcp(serverFor: () => McpServer, { json = false }: { json?: boolean } = {}) {
   let transports = new Map<string, WebStandardStreamableHTTPServerTransport>();
   const sessions = { started: 0, ended: 0 };
   async function fetch(request: Request): Promise<Response> {
@@ -24,6 +25,7 @@ export function statefulMcp(serverFor: () => McpServer) {
     }
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: json,
       onsessioninitialized: (sid) => {
         sessions.started++;
         transports.set(sid, transport);

@@ -6,6 +6,7 @@ import {
   MAX_EXPOSED_NAME_LENGTH,
   PREFIX_PATTERN,
   resolveName,
+  sameAdmission,
 } from "../../src/virtual-servers/names";
 
 const ID = "0196b1f2-7d40-7c11-8e5f-2a9b3c4d5e6f";
@@ -133,4 +134,24 @@ describe("PREFIX_PATTERN", () => {
   test.each(["-a", "A", "a_b", "a__b", "x".repeat(25), "a b", "a:b", "ä"])("refuses %p", (prefix) =>
     expect(pattern.test(prefix)).toBe(false),
   );
+});
+
+describe("sameAdmission (what lets sessions share one admission)", () => {
+  const offers = [
+    { member: "c1", prefix: "a", names: ["x", "y"] },
+    { member: "c2", prefix: "b", names: ["x"] },
+  ];
+  test("the same offers admit alike, whatever their order; another route, name or conflict does not", () => {
+    const one = admitNames("tool", offers);
+    expect(sameAdmission(one, admitNames("tool", [...offers].reverse()))).toBe(true);
+    expect(sameAdmission(one, admitNames("tool", [offers[0]!, { ...offers[1]!, names: ["z"] }]))).toBe(false);
+    expect(sameAdmission(one, admitNames("tool", [offers[0]!, { ...offers[1]!, member: "c3" }]))).toBe(false);
+    expect(sameAdmission(one, admitNames("tool", [{ ...offers[0]!, names: ["x"] }, offers[1]!]))).toBe(false);
+    const conflicting = (member: string) => [
+      { member: "c1", prefix: "", names: ["x"] },
+      { member, prefix: "", names: ["x"] },
+    ];
+    expect(sameAdmission(admitNames("tool", conflicting("c2")), admitNames("tool", conflicting("c2")))).toBe(true);
+    expect(sameAdmission(admitNames("tool", conflicting("c2")), admitNames("tool", conflicting("c3")))).toBe(false);
+  });
 });
