@@ -67,6 +67,7 @@ import { createEraBridges } from "./era-bridge/bridges";
 import { createHandoffStore } from "./era-bridge/handoff-store";
 import { sweepHandoffs } from "./era-bridge/handoffs";
 import { createLegacySessions, type PolicyHop } from "./era-bridge/legacy-sessions";
+import { createLegacySessionStore } from "./era-bridge/legacy-session-store";
 import { createTargets } from "./proxy/target";
 import { forwardOptions } from "./forward/forward";
 import type { Runtime } from "./runtime/runtime";
@@ -405,7 +406,7 @@ function createProxy(
       clock,
     }),
     // A 2025 client of a 2026-07-28-only server: the proxy keeps its session and sends each request on in that era.
-    legacySessions: createLegacySessions({ hop, log, clock }),
+    legacySessions: createLegacySessions({ hop, log, clock, store: createLegacySessionStore(deps.store) }),
     forward: forwardOptions(
       metrics,
       "mcp",

@@ -35,7 +35,7 @@ import {
 import { rate_buckets, rate_bucketsPg } from "../rate-limits/table";
 import { job_leases, job_leasesPg } from "../scheduler/table";
 import { handoffSealContext } from "../era-bridge/handoff-store";
-import { parked_handoffs, parked_handoffsPg } from "../era-bridge/table";
+import { legacy_sessions, legacy_sessionsPg, parked_handoffs, parked_handoffsPg } from "../era-bridge/table";
 import { api_tokens, api_tokensPg, sessions, sessionsPg, users, usersPg } from "../users/table";
 import { upstreamSealContext } from "../virtual-servers/session-store";
 import {
@@ -195,6 +195,11 @@ export const TABLES: readonly StoredTable[] = [
     key: ["key"],
     copied: false,
     why: "rate limits' live token buckets: a missing bucket is a full one, so the target starts with full buckets",
+  }),
+  stored(legacy_sessions, legacy_sessionsPg, {
+    key: ["id"],
+    copied: true,
+    why: "2025 clients' sessions of 2026-07-28-only servers: they go on after the move, until idle (30 min)",
   }),
   stored(parked_handoffs, parked_handoffsPg, {
     key: ["id"],

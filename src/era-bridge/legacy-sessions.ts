@@ -8,6 +8,8 @@ import { jsonRpcError, sessionNotFound } from "../gateway/json-rpc";
 import { AppError, ServiceUnavailable, TooManyRequests, UpstreamFailed } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
 import type { Principal } from "../users/model";
+import { createHash } from "node:crypto";
+import type { LegacyInit, LegacySessionStore } from "./legacy-session-store";
 
 /**
  * One MCP request of `caller` to a connector's proxy URL, through the proxy's own service; `policy: false` is the
@@ -28,28 +30,38 @@ export type LegacySessionsOptions = {
   idleMs?: number;
   /** Sessions kept at most per replica; beyond, the longest idle goes. */
   maxSessions?: number;
-  /** Sessions one user may have open on this replica; beyond, 429. */
+  /** Sessions one user may have open (on every replica, with a store); beyond, 429. */
   maxPerUser?: number;
+  /**
+   * Where sessions are kept for every replica (legacy-session-store.ts): a replica takes up a session another opened,
+   * and a session ended on one is ended on all. Without it, sessions are this process's alone.
+   */
+  store?: LegacySessionStore;
 };
+
+/** How often a replica makes sure a session it holds was not ended on another (DELETE there, or idle). */
+const RECHECK_MS = 1_000;
+/** How often a session's use is written to the store: enough for an idle limit of minutes. */
+const TOUCH_MS = 60_000;
 
 /** The MCP SDK v2 client package, loaded on the first session (it costs some 70 ms to import: gateway/era.ts). */
 type V2 = typeof import("@modelcontextprotocol/client");
 type ModernClient = InstanceType<V2["Client"]>;
 type Discover = NonNullable<ReturnType<ModernClient["getDiscoverResult"]>>;
 type Extra = Parameters<NonNullable<Server["fallbackRequestHandler"]>>[1];
-type Init = {
-  clientInfo: { name: string; version: string };
-  capabilities: Record<string, unknown>;
-  /** Whether the tool policy applies (false only for the owner's unfiltered listing). */
-  policy: boolean;
-};
+type Init = LegacyInit;
 
 type Session = {
   id?: string;
   owner: string;
+  /** The client's initialize, as the store keeps it for another replica to take the session up. */
+  init: Init;
   /** Whose: the cap per user counts these. */
   userId: string;
   lastUsed: number;
+  /** When the store last heard of its use, and when this replica last made sure the store still has it. */
+  touched: number;
+  checked: number;
   inFlight: number;
   server: Server;
   transport: WebStandardStreamableHTTPServerTransport;
@@ -86,6 +98,7 @@ export function createLegacySessions({
   idleMs = 30 * 60_000,
   maxSessions = 1000,
   maxPerUser = 100,
+  store,
 }: LegacySessionsOptions) {
   /** Sessions being opened (their initialize not answered yet), per user. */
   const opening = new Map<string, number>();
@@ -95,6 +108,10 @@ export function createLegacySessions({
 
   const ownerOf = (caller: Principal, id: string, policy: boolean) =>
     `${id}\n${caller.id}\n${caller.credential ?? ""}\n${caller.virtualServer ?? ""}\n${policy}`;
+  /** The owner as the store keeps it: a digest (who the caller is, not how they signed in, stays out of the rows). */
+  const ownerDigest = (owner: string) => createHash("sha256").update(owner).digest("base64url");
+  /** Sessions being taken up from the store here, by id: two requests of one session take it up once. */
+  const resuming = new Map<string, Promise<Session | undefined>>();
 
   /**
    * A v2 client of the server for one exchange, speaking for the session's 2025 client: its clientInfo and
@@ -115,11 +132,22 @@ export function createLegacySessions({
     return { client, transport };
   }
 
-  async function open(caller: Principal, id: string, initialize: JSONRPCRequest, policy: boolean): Promise<Session> {
+  /**
+   * A session for `caller`'s `initialize`; `resumed`: one taken up from the store, under its own id and log level (its
+   * initialize is then replayed to it here, unseen by the client, which initialized it on another replica).
+   */
+  async function open(
+    caller: Principal,
+    id: string,
+    initialize: JSONRPCRequest,
+    policy: boolean,
+    resumed?: { sessionId: string; logLevel: string | undefined },
+  ): Promise<Session> {
     const params = (initialize.params ?? {}) as Partial<Init>;
     const init: Init = {
       clientInfo: params.clientInfo ?? { name: "unknown", version: "0" },
       capabilities: params.capabilities ?? {},
+      protocolVersion: params.protocolVersion ?? "2025-11-25",
       policy,
     };
     // MCP 2025-11-25 basic/lifecycle "Initialization" is answered from MCP 2026-07-28 `server/discover`, asked as the
@@ -151,20 +179,30 @@ export function createLegacySessions({
     });
     const session: Session = {
       owner: ownerOf(caller, id, policy),
+      init,
       userId: caller.id,
       lastUsed: clock(),
+      touched: clock(),
+      checked: clock(),
       inFlight: 0,
       server,
+      ...(resumed?.logLevel !== undefined && { logLevel: resumed.logLevel }),
       resources: new Set(),
       listen: () => relisten(caller, id, init, discover, session),
       transport: new WebStandardStreamableHTTPServerTransport({
         // basic/transports "Session Management": a cryptographically secure, globally unique session id.
-        sessionIdGenerator: () => crypto.randomUUID(),
+        sessionIdGenerator: resumed ? () => resumed.sessionId : () => crypto.randomUUID(),
         onsessioninitialized: (sessionId) => {
           session.id = sessionId;
           sessions.set(sessionId, session);
         },
-        onsessionclosed: () => void session.close(),
+        // The client ended it (DELETE): on every replica (the others find no row within RECHECK_MS).
+        onsessionclosed: (sessionId) => {
+          void store
+            ?.delete(sessionId)
+            .catch((e: Error) => log.warn("a 2025 session's row could not be deleted", { error: e.message }));
+          void session.close();
+        },
       }),
       async close() {
         if (session.id) sessions.delete(session.id);
@@ -177,6 +215,7 @@ export function createLegacySessions({
     // 2026-07-28 keeps no log level between requests: the session keeps it and each request's envelope carries it.
     server.setRequestHandler(types.SetLevelRequestSchema, async (request) => {
       session.logLevel = request.params.level;
+      if (session.id) await store?.setLogLevel(session.id, request.params.level);
       return {};
     });
     // MCP 2026-07-28 replaces resources/subscribe with `subscriptions/listen`'s `resourceSubscriptions`.
@@ -314,16 +353,77 @@ export function createLegacySessions({
   }
 
   /**
+   * The session `sessionId` as this replica holds it: from memory — once a second making sure the store still has it
+   * (ended on another replica: DELETE there, or idle everywhere) and taking the log level chosen there — or taken up
+   * from the store when `owner` holds it there. Undefined: no such session for this caller.
+   */
+  async function held(sessionId: string, owner: string, caller: Principal, id: string, policy: boolean) {
+    const session = sessions.get(sessionId);
+    if (!store) return session;
+    if (session) {
+      if (clock() - session.checked < RECHECK_MS) return session;
+      session.checked = clock();
+      const row = await store.find(sessionId);
+      // The level `logging/setLevel` chose on another replica reaches this one with the check.
+      if (row?.logLevel !== undefined) session.logLevel = row.logLevel;
+      if (row) return session;
+      await session.close();
+      return undefined;
+    }
+    let taking = resuming.get(sessionId);
+    if (!taking) {
+      taking = resume(sessionId, owner, caller, id, policy).finally(() => resuming.delete(sessionId));
+      resuming.set(sessionId, taking);
+    }
+    return taking;
+  }
+
+  /** Takes up a session another replica opened: the client's initialize replayed to a new session under its id. */
+  async function resume(sessionId: string, owner: string, caller: Principal, id: string, policy: boolean) {
+    const row = await store!.find(sessionId);
+    if (!row || row.connectorId !== id || row.owner !== ownerDigest(owner) || row.usedAt < clock() - idleMs) return undefined;
+    await roomHere();
+    const initialize = {
+      jsonrpc: "2.0" as const,
+      id: "resumed",
+      method: "initialize",
+      params: { protocolVersion: row.init.protocolVersion, capabilities: row.init.capabilities, clientInfo: row.init.clientInfo },
+    };
+    const session = await open(caller, id, initialize, policy, { sessionId, logLevel: row.logLevel });
+    const replayed = await session.transport.handleRequest(
+      new Request("http://bridge.invalid/", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify(initialize),
+      }),
+    );
+    await replayed.text();
+    if (session.id !== sessionId) {
+      await session.close();
+      return undefined;
+    }
+    return session;
+  }
+
+  /**
    * Room for one more of `userId`'s sessions: at most `maxPerUser` each (one user never pushes out everyone else's,
    * counting those still opening), then at most `maxSessions` in all, the longest idle going first.
    */
   async function makeRoom(userId: string): Promise<void> {
-    const mine = [...sessions.values()].filter((s) => s.userId === userId).length + (opening.get(userId) ?? 0);
+    const held = store
+      ? await store.countOf(userId, clock() - idleMs)
+      : [...sessions.values()].filter((s) => s.userId === userId).length;
+    const mine = held + (opening.get(userId) ?? 0);
     if (mine >= maxPerUser)
       throw new TooManyRequests(
         `You have ${mine} 2025 sessions of 2026-07-28-only servers open here (at most ${maxPerUser} per user): end those you no longer use (an MCP client's DELETE) and retry`,
         60,
       );
+    await roomHere();
+  }
+
+  /** Room for one more session in this replica's memory: at most `maxSessions`, the longest idle going first. */
+  async function roomHere(): Promise<void> {
     if (sessions.size < maxSessions) return;
     const idle = [...sessions.values()].filter((s) => s.inFlight === 0).sort((a, b) => a.lastUsed - b.lastUsed);
     if (!idle[0]) throw new ServiceUnavailable(`Too many 2025 sessions in use (at most ${maxSessions}); try again shortly`);
@@ -333,8 +433,13 @@ export function createLegacySessions({
   const sweep = setInterval(
     () => {
       const now = clock();
+      // Here, idle means unused on this replica: the session goes from memory (another may take it up again); in the
+      // store, unused on every replica: then it has ended.
       for (const session of sessions.values())
         if (session.inFlight === 0 && now - session.lastUsed >= idleMs) void session.close();
+      void store
+        ?.deleteIdle(now - idleMs)
+        .catch((e: Error) => log.warn("idle 2025 sessions could not be deleted", { error: e.message }));
     },
     Math.min(idleMs, 60_000),
   );
@@ -355,11 +460,16 @@ export function createLegacySessions({
     async serve(caller: Principal, id: string, request: Request, { policy = true } = {}): Promise<Response> {
       const sessionId = request.headers.get("mcp-session-id");
       if (sessionId !== null) {
-        const session = sessions.get(sessionId);
+        const owner = ownerOf(caller, id, policy);
+        const session = await held(sessionId, owner, caller, id, policy);
         // basic/transports "Session Management": an unknown session is 404, and the client starts a new one. Another
         // caller's session is unknown to this one.
-        if (!session || session.owner !== ownerOf(caller, id, policy)) return sessionNotFound();
+        if (!session || session.owner !== owner) return sessionNotFound();
         session.lastUsed = clock();
+        if (store && session.lastUsed - session.touched >= TOUCH_MS) {
+          session.touched = session.lastUsed;
+          await store.touch(sessionId, session.lastUsed);
+        }
         const response = await session.transport.handleRequest(request);
         if (request.method !== "GET" || !response.ok || !response.body) return response;
         return listenWhileOpen(session, response);
@@ -382,6 +492,10 @@ export function createLegacySessions({
       }
       const response = await session.transport.handleRequest(request, { parsedBody: message });
       if (!session.id) await session.close();
+      else if (store) {
+        const { owner, init } = session;
+        await store.insert({ id: session.id, connectorId: id, userId: caller.id, owner: ownerDigest(owner), init }, clock());
+      }
       return response;
     },
 

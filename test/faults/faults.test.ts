@@ -275,7 +275,8 @@ describe("a managed server that crash-loops", () => {
       expect(down.state).toBe("disconnected");
       expect(down.disconnect_reason).toContain("The managed server stopped serving");
       expect(down.disconnect_reason).toContain("fatal: config vanished");
-      expect(processes()).toEqual([]);
+      // Every server process is gone (the readiness handshake's is ended as its session is: give it the moment to exit).
+      await waitFor("no server process left", () => processes().length === 0, 5_000);
 
       rmSync(broken);
       expect((await service.api("POST", `/api/v1/connectors/${id}/connect`)).body).toMatchObject({

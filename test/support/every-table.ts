@@ -15,6 +15,7 @@ import { finishCallback } from "./callback";
 import { createBucketRepository } from "../../src/rate-limits/repository";
 import { waitFor } from "./wait";
 import { createHandoffStore } from "../../src/era-bridge/handoff-store";
+import { createLegacySessionStore } from "../../src/era-bridge/legacy-session-store";
 import { createSealer } from "../../src/secrets/sealer";
 
 /**
@@ -23,7 +24,7 @@ import { createSealer } from "../../src/secrets/sealer";
  * connector with sealed headers, client secret and access token, tool pins (one tool changed since) and a captured
  * tool call in the audit trail; a connector connected by OAuth (a registered client with a secret, a grant) and one
  * waiting for its authorization; an MCP client registered with the service's own authorization server, its grants (a
- * connector's and a virtual server's), tokens and one more authorization waiting for consent; a virtual server with two members and a client session holding an upstream session; connector events delivered to a webhook; an A2A provider; rate limits and a token bucket's row;
+ * connector's and a virtual server's), tokens and one more authorization waiting for consent; a virtual server with two members and a client session holding an upstream session; a 2025 client's session of a 2026-07-28-only server; connector events delivered to a webhook; an A2A provider; rate limits and a token bucket's row;
  * the scheduler's job leases. Leaves the store closed, every write done. `key` is the sealing key (32 bytes).
  */
 export async function fillEveryTable(store: Store, key: Uint8Array): Promise<void> {
@@ -94,6 +95,23 @@ export async function fillEveryTable(store: Store, key: Uint8Array): Promise<voi
     // A shared token bucket's row: on SQLite the service keeps its buckets in memory, so the row is written as a
     // replica on PostgreSQL would write it (rate-limits/repository.ts).
     await createBucketRepository(store).reserve(`c:${tooled}`, 12, t.clock.now(), 600);
+    // A 2025 client's session of a 2026-07-28-only server, as the proxy keeps it for every replica
+    // (era-bridge/legacy-sessions.ts; the connector here speaks 2025, so the row is written as the proxy writes it).
+    await createLegacySessionStore(store).insert(
+      {
+        id: "legacy-session-1",
+        connectorId: tooled,
+        userId: alice.principal.id,
+        owner: "owner-digest",
+        init: {
+          clientInfo: { name: "every-table", version: "1" },
+          capabilities: {},
+          protocolVersion: "2025-11-25",
+          policy: true,
+        },
+      },
+      t.clock.now(),
+    );
     // A parked call's retry handed from one replica to another, answered (era-bridge/handoffs.ts): on SQLite the service
     // never hands one over, so the row is written as replicas on PostgreSQL would write it, its retry and answer sealed.
     const handoffs = createHandoffStore(store, createSealer(key));
