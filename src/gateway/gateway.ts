@@ -126,8 +126,9 @@ export function createGateway({
       log: modernLog,
       // The server may ask during a call: the 2026-07-28 client is asked through a parked call, when its call is the
       // only one in flight (a stdio server's request names no call), and one that did not declare what is asked is
-      // refused to the server (shared.ts, parked.ts).
-      offer: { elicitation: {}, sampling: {}, roots: {} },
+      // refused to the server (shared.ts, parked.ts). Not roots: servers ask for them once initialized, outside any
+      // call, where no client can be asked (and server-everything, refused them, no longer exits when its stdin ends).
+      offer: { elicitation: {}, sampling: {} },
       parkCalls: { timeoutMs: inputTimeoutMs, soleCall: true },
     });
     const started: ModernProcess = { gateway, release, ended: false };

@@ -25,7 +25,7 @@ beforeAll(async () => {
   gateway = createSharedGateway({
     server,
     log: createLogger({ level: "error", write: () => {} }),
-    offer: { elicitation: {}, sampling: {}, roots: {} },
+    offer: { elicitation: {}, sampling: {} },
     parkCalls: { timeoutMs: 30_000, soleCall: true },
   });
   await gateway.ready();
