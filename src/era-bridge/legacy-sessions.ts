@@ -197,8 +197,9 @@ export function createLegacySessions({
           sessions.set(sessionId, session);
         },
         // The client ended it (DELETE): on every replica (the others find no row within RECHECK_MS).
-        onsessionclosed: (sessionId) => {
-          void store
+        // Gone from the store before the DELETE is answered: no replica (this one included) takes it up after.
+        onsessionclosed: async (sessionId) => {
+          await store
             ?.delete(sessionId)
             .catch((e: Error) => log.warn("a 2025 session's row could not be deleted", { error: e.message }));
           void session.close();
