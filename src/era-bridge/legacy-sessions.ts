@@ -28,15 +28,15 @@ export type LegacySessionsOptions = {
   clock: () => number;
   /** A session no request used for this long is ended (its client gets 404 and initializes again). */
   idleMs?: number;
-  /** Sessions kept at most per replica; beyond, the longest idle goes. */
+  /** Sessions held at most in one replica's memory; beyond, the longest idle leaves it (the store keeps it). */
   maxSessions?: number;
-  /** Sessions one user may have open (on every replica, with a store); beyond, 429. */
+  /** Sessions one user may have open, on every replica; beyond, 429. */
   maxPerUser?: number;
   /**
    * Where sessions are kept for every replica (legacy-session-store.ts): a replica takes up a session another opened,
-   * and a session ended on one is ended on all. Without it, sessions are this process's alone.
+   * and a session ended on one is ended on all.
    */
-  store?: LegacySessionStore;
+  store: LegacySessionStore;
 };
 
 /** How often a replica makes sure a session it holds was not ended on another (DELETE there, or idle). */
@@ -56,8 +56,6 @@ type Session = {
   owner: string;
   /** The client's initialize, as the store keeps it for another replica to take the session up. */
   init: Init;
-  /** Whose: the cap per user counts these. */
-  userId: string;
   lastUsed: number;
   /** When the store last heard of its use, and when this replica last made sure the store still has it. */
   touched: number;
@@ -85,11 +83,11 @@ const LIST_CHANGED = [
 /**
  * 2025 clients (sessions: `initialize`, `Mcp-Session-Id`, the GET stream) in front of a server that speaks only
  * 2026-07-28 (docs/behaviour.md "Protocol eras"; MCP 2026-07-28 says these two cannot talk). The proxy keeps the
- * sessions itself, in memory on the replica that answered `initialize`: each session is an MCP SDK v1 `Server` over the
- * SDK's Streamable HTTP server transport (MCP 2025-11-25 basic/transports "Session Management"), and every request it
- * gets is sent on to the server as a 2026-07-28 request by an MCP SDK v2 `Client` pinned to that revision, whose fetch
- * is the hop: the proxy's own service, as the caller — so credentials, tool policy, pinning, rate limits and the audit
- * trail apply to each message as to any client's.
+ * sessions itself, in the store for every replica and in the memory of each replica serving one: each session is an
+ * MCP SDK v1 `Server` over the SDK's Streamable HTTP server transport (MCP 2025-11-25 basic/transports "Session
+ * Management"), and every request it gets is sent on to the server as a 2026-07-28 request by an MCP SDK v2 `Client`
+ * pinned to that revision, whose fetch is the hop: the proxy's own service, as the caller — so credentials, tool
+ * policy, pinning, rate limits and the audit trail apply to each message as to any client's.
  */
 export function createLegacySessions({
   hop,
@@ -180,7 +178,6 @@ export function createLegacySessions({
     const session: Session = {
       owner: ownerOf(caller, id, policy),
       init,
-      userId: caller.id,
       lastUsed: clock(),
       touched: clock(),
       checked: clock(),
@@ -200,7 +197,7 @@ export function createLegacySessions({
         // Gone from the store before the DELETE is answered: no replica (this one included) takes it up after.
         onsessionclosed: async (sessionId) => {
           await store
-            ?.delete(sessionId)
+            .delete(sessionId)
             .catch((e: Error) => log.warn("a 2025 session's row could not be deleted", { error: e.message }));
           void session.close();
         },
@@ -216,7 +213,7 @@ export function createLegacySessions({
     // 2026-07-28 keeps no log level between requests: the session keeps it and each request's envelope carries it.
     server.setRequestHandler(types.SetLevelRequestSchema, async (request) => {
       session.logLevel = request.params.level;
-      if (session.id) await store?.setLogLevel(session.id, request.params.level);
+      if (session.id) await store.setLogLevel(session.id, request.params.level);
       return {};
     });
     // MCP 2026-07-28 replaces resources/subscribe with `subscriptions/listen`'s `resourceSubscriptions`.
@@ -356,11 +353,10 @@ export function createLegacySessions({
   /**
    * The session `sessionId` as this replica holds it: from memory — once a second making sure the store still has it
    * (ended on another replica: DELETE there, or idle everywhere) and taking the log level chosen there — or taken up
-   * from the store when `owner` holds it there. Undefined: no such session for this caller.
+   * from the store when the caller holds it there. Undefined: no such session for this caller.
    */
-  async function held(sessionId: string, owner: string, caller: Principal, id: string, policy: boolean) {
+  async function held(sessionId: string, caller: Principal, id: string, policy: boolean) {
     const session = sessions.get(sessionId);
-    if (!store) return session;
     if (session) {
       if (clock() - session.checked < RECHECK_MS) return session;
       session.checked = clock();
@@ -373,16 +369,17 @@ export function createLegacySessions({
     }
     let taking = resuming.get(sessionId);
     if (!taking) {
-      taking = resume(sessionId, owner, caller, id, policy).finally(() => resuming.delete(sessionId));
+      taking = resume(sessionId, caller, id, policy).finally(() => resuming.delete(sessionId));
       resuming.set(sessionId, taking);
     }
     return taking;
   }
 
   /** Takes up a session another replica opened: the client's initialize replayed to a new session under its id. */
-  async function resume(sessionId: string, owner: string, caller: Principal, id: string, policy: boolean) {
-    const row = await store!.find(sessionId);
-    if (!row || row.connectorId !== id || row.owner !== ownerDigest(owner) || row.usedAt < clock() - idleMs) return undefined;
+  async function resume(sessionId: string, caller: Principal, id: string, policy: boolean) {
+    const row = await store.find(sessionId);
+    if (!row || row.connectorId !== id || row.owner !== ownerDigest(ownerOf(caller, id, policy)) || row.usedAt < clock() - idleMs)
+      return undefined;
     await roomHere();
     const initialize = {
       jsonrpc: "2.0" as const,
@@ -411,10 +408,7 @@ export function createLegacySessions({
    * counting those still opening), then at most `maxSessions` in all, the longest idle going first.
    */
   async function makeRoom(userId: string): Promise<void> {
-    const held = store
-      ? await store.countOf(userId, clock() - idleMs)
-      : [...sessions.values()].filter((s) => s.userId === userId).length;
-    const mine = held + (opening.get(userId) ?? 0);
+    const mine = (await store.countOf(userId, clock() - idleMs)) + (opening.get(userId) ?? 0);
     if (mine >= maxPerUser)
       throw new TooManyRequests(
         `You have ${mine} 2025 sessions of 2026-07-28-only servers open here (at most ${maxPerUser} per user): end those you no longer use (an MCP client's DELETE) and retry`,
@@ -439,7 +433,7 @@ export function createLegacySessions({
       for (const session of sessions.values())
         if (session.inFlight === 0 && now - session.lastUsed >= idleMs) void session.close();
       void store
-        ?.deleteIdle(now - idleMs)
+        .deleteIdle(now - idleMs)
         .catch((e: Error) => log.warn("idle 2025 sessions could not be deleted", { error: e.message }));
     },
     Math.min(idleMs, 60_000),
@@ -461,13 +455,12 @@ export function createLegacySessions({
     async serve(caller: Principal, id: string, request: Request, { policy = true } = {}): Promise<Response> {
       const sessionId = request.headers.get("mcp-session-id");
       if (sessionId !== null) {
-        const owner = ownerOf(caller, id, policy);
-        const session = await held(sessionId, owner, caller, id, policy);
+        const session = await held(sessionId, caller, id, policy);
         // basic/transports "Session Management": an unknown session is 404, and the client starts a new one. Another
         // caller's session is unknown to this one.
-        if (!session || session.owner !== owner) return sessionNotFound();
+        if (!session || session.owner !== ownerOf(caller, id, policy)) return sessionNotFound();
         session.lastUsed = clock();
-        if (store && session.lastUsed - session.touched >= TOUCH_MS) {
+        if (session.lastUsed - session.touched >= TOUCH_MS) {
           session.touched = session.lastUsed;
           await store.touch(sessionId, session.lastUsed);
         }
@@ -493,7 +486,7 @@ export function createLegacySessions({
       }
       const response = await session.transport.handleRequest(request, { parsedBody: message });
       if (!session.id) await session.close();
-      else if (store) {
+      else {
         const { owner, init } = session;
         await store.insert({ id: session.id, connectorId: id, userId: caller.id, owner: ownerDigest(owner), init }, clock());
       }

@@ -207,7 +207,7 @@ export function openTools(c, name, onSaved) {
         rate_limits: rateLimitsOf(rows, perMinute.value, otherLimits),
       };
       // A limit's errors come back under the name it was sent as (a rename in this save moves it).
-      for (const r of rows) r.limit.dataset.field = `body.rate_limits.tools.${r.rename.value.trim() || r.name}`;
+      for (const r of rows) r.limit.dataset.field = `body.rate_limits.tools.${calledAs(r)}`;
       busy(save, async () => {
         for (const element of form.querySelectorAll("[aria-invalid]")) clearError(element);
         showError(error, null);
@@ -293,6 +293,9 @@ function row(toolName, tool, policy, allowMode, pendingChange, toolLimits) {
   return { name: toolName, toggle, rename, description, limit, limitKey, element };
 }
 
+/** The name clients will call a row's tool by once the form is saved: its new name, or its own. */
+const calledAs = (r) => r.rename.value.trim() || r.name;
+
 /** A field for a limit per minute: empty is no limit; the API checks the range (and says so at the field). */
 function perMinuteInput(id, value, field) {
   return h("input", {
@@ -320,8 +323,7 @@ function rateLimitsOf(rows, perMinute, otherLimits) {
   for (const r of rows) {
     const text = r.limit.value.trim();
     // The limit follows the tool's name as it will be after this save.
-    const key = r.rename.value.trim() || r.name;
-    if (text) tools[key] = number(text);
+    if (text) tools[calledAs(r)] = number(text);
   }
   if (Object.keys(tools).length) limits.tools = tools;
   return Object.keys(limits).length ? limits : null;
