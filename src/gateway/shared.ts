@@ -321,14 +321,16 @@ export function createSharedGateway({
   async function serveModern(request: Request, message: ModernMessage): Promise<Response> {
     await started.catch(() => undefined);
     if (!initResult || closed) return jsonRpcError(503, "The MCP server is not ready");
+    // Who sent it, as the service names its callers (caller.ts): a call parked for input is theirs alone.
+    const owner = request.headers.get(CALLER_HEADER) ?? undefined;
     const token = (message.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
     if (!("id" in message) || token !== undefined || message.method === "subscriptions/listen")
-      return serveOnStream(request, message);
+      return serveOnStream(request, message, owner);
     // Nothing but the answer can come for it (no progress asked; a parked call's input_required is an answer too):
     // a JSON answer, without a transport of its own (bench/RESULTS.md "2026-07-28 clients").
     return new Promise<Response>((resolve) => {
       const via: Sink = { send: async (answer) => resolve(Response.json(answer)) };
-      const served = dispatch(message as Message, via, request.headers.get(CALLER_HEADER) ?? undefined);
+      const served = dispatch(message as Message, via, owner);
       // (A request handed over from another replica may be abandoned before it gets here: era-bridge/handoffs.ts.)
       if (request.signal.aborted) served.clientGone();
       else request.signal.addEventListener("abort", () => served.clientGone(), { once: true });
@@ -336,14 +338,14 @@ export function createSharedGateway({
   }
 
   /** A 2026-07-28 request whose answer may come after messages (progress) or never end (subscriptions/listen). */
-  async function serveOnStream(request: Request, message: ModernMessage): Promise<Response> {
+  async function serveOnStream(request: Request, message: ModernMessage, owner: string | undefined): Promise<Response> {
     const exchange = new PerRequestHTTPServerTransport({ classification: { era: "modern", revision: MODERN_PROTOCOL_VERSION } });
     let served: { clientGone(): void } | undefined;
     exchange.onmessage = (m) => {
       const message = m as Message;
       if (message.id === undefined) return; // a posted notification has no meaning without a session: accepted, dropped
       if (message.method === "subscriptions/listen") return void listen.open(m as JSONRPCRequest, exchange);
-      served = dispatch(message, exchange, request.headers.get(CALLER_HEADER) ?? undefined);
+      served = dispatch(message, exchange, owner);
     };
     exchange.onclose = () => {
       served?.clientGone();
