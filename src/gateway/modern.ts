@@ -1,7 +1,6 @@
 import {
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
-  classifyInboundRequest,
   LOG_LEVEL_META_KEY,
   PROTOCOL_VERSION_META_KEY,
   ProtocolErrorCode,
@@ -10,6 +9,7 @@ import {
   type JSONRPCNotification,
   type JSONRPCRequest,
 } from "@modelcontextprotocol/server";
+import { createClassifier } from "./classify-memo";
 import { namedBy, routingHeaderMismatch } from "./routing-headers";
 import { HEADER_MISMATCH, mayBeModern, MODERN_PROTOCOL_VERSION } from "./era";
 
@@ -64,6 +64,9 @@ const rpcError = (status: number, id: unknown, code: number, message: string, da
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
+/** The SDK's classification, its outcomes kept per request shape (classify-memo.ts). */
+const classify = createClassifier();
+
 /**
  * The era of a POST without a session, by its body (MCP 2026-07-28 Streamable HTTP, SEP-2243: body-primary; an `initialize`
  * or a request without the protocol-version `_meta` key is legacy, and no other reserved key is a signal). Legacy
@@ -74,8 +77,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  */
 export function classifyPost(parsed: unknown, headers: Headers): PostEra {
   if (!mayBeModern(parsed, headers)) return { era: "legacy" };
-  const route = classifyInboundRequest({
-    httpMethod: "POST",
+  const route = classify({
     body: parsed,
     protocolVersionHeader: headers.get("mcp-protocol-version") ?? undefined,
     mcpMethodHeader: headers.get("mcp-method") ?? undefined,
