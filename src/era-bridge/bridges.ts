@@ -12,6 +12,7 @@ import type { Sealer } from "../secrets/sealer";
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { ModernMessage } from "../gateway/modern";
 import type { HandoffStore } from "./handoff-store";
+import { createDirectSend } from "./direct-send";
 import { createHandoffs, type RetryAnswer } from "./handoffs";
 import { reopeningTransport } from "./reopening-transport";
 import { openState, sealState } from "./request-state";
@@ -117,6 +118,7 @@ export function createEraBridges({
       });
       const shared = await loadGateway({
         server,
+        sendRequest: createDirectSend(url.href, (request) => hop(caller, id, request), server.session),
         log: bridgeLog,
         initTimeoutMs: 15_000,
         // The server may ask during a call; a 2026-07-28 client is asked through a parked call (gateway/parked.ts),

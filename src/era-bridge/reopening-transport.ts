@@ -7,6 +7,10 @@ const REOPEN_ID = "era-bridge-reopen";
 /** How long a new session's initialize may take before the request that needed it fails. */
 const REOPEN_TIMEOUT_MS = 15_000;
 
+/** The session requests go out on now (none while one is being opened again), for a sender of its own (direct-send.ts). */
+export type SessionNow = { id: string; protocolVersion?: string };
+export type ReopeningTransport = Transport & { session(): SessionNow | undefined };
+
 type Answer = { id?: unknown; result?: { protocolVersion?: unknown }; error?: { message?: string } };
 
 const isInitialize = (message: JSONRPCMessage): message is JSONRPCRequest =>
@@ -20,13 +24,18 @@ const isInitialize = (message: JSONRPCMessage): message is JSONRPCRequest =>
  * `notifications/initialized`, and sends the request again, once. The agreed version is sent on every request after
  * initialize (`MCP-Protocol-Version`, basic/transports "Protocol Version Header").
  */
-export function reopeningTransport(open: () => StreamableHTTPClientTransport): Transport {
+export function reopeningTransport(open: () => StreamableHTTPClientTransport): ReopeningTransport {
   let inner = open();
   let initialize: JSONRPCRequest | undefined;
   let reopening: Promise<void> | undefined;
   let awaitingReopen: ((answer: Answer) => void) | undefined;
 
-  const transport: Transport = {
+  const transport: ReopeningTransport = {
+    session() {
+      const id = inner.sessionId;
+      if (reopening || id === undefined) return undefined;
+      return inner.protocolVersion === undefined ? { id } : { id, protocolVersion: inner.protocolVersion };
+    },
     async start() {
       wire(inner);
       await inner.start();

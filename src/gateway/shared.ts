@@ -7,7 +7,7 @@ import {
   type ServerCapabilities,
 } from "@modelcontextprotocol/server";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../observability/logger";
 import { VERSION } from "../version";
@@ -72,6 +72,16 @@ export type SharedGatewayOptions = {
    * well (their calls answered as JSON, where no request can ride), parks nothing.
    */
   parkCalls?: { timeoutMs: number; soleCall?: boolean; seal?: (handle: string) => string };
+  /**
+   * Sends a client's request to the server and delivers what comes back about it (its answer, its progress, the
+   * server's requests during it) instead of the transport; `viaTransport` sends it through the transport after all
+   * (the era bridge: era-bridge/direct-send.ts).
+   */
+  sendRequest?: (
+    message: JSONRPCMessage,
+    deliver: (reply: JSONRPCMessage) => void,
+    viaTransport: (options?: TransportSendOptions) => Promise<void>,
+  ) => Promise<void>;
 };
 
 export function createSharedGateway({
@@ -83,6 +93,7 @@ export function createSharedGateway({
   idleSessionMs = IDLE_SESSION_MS,
   offer = {},
   parkCalls,
+  sendRequest,
 }: SharedGatewayOptions): Gateway & {
   /** Serves one 2026-07-28 request (classified and checked by modern.ts) over the gateway's legacy session. */
   serveModern(request: Request, message: ModernMessage): Promise<Response>;
@@ -142,14 +153,15 @@ export function createSharedGateway({
       progress.set(token, { token: meta.progressToken, request: route.id, global, via: route.via });
       params = { ...params, _meta: { ...meta, progressToken: token } };
     }
+    const outgoing = { ...message, id: global, params } as JSONRPCMessage;
+    const viaTransport = (options?: TransportSendOptions) => sending.run(global, () => server.send(outgoing, options));
+    const sent = sendRequest ? sendRequest(outgoing, (reply) => receive(reply as Message, global), viaTransport) : viaTransport();
     // A request the server's stdio did not take is answered at once instead of waiting for nothing.
-    void sending
-      .run(global, () => server.send({ ...message, id: global, params } as JSONRPCMessage))
-      .catch((e) => {
-        if (!routes.delete(global)) return;
-        const error = { code: GATEWAY_ERROR, message: `The MCP server could not be reached: ${(e as Error).message}` };
-        void route.via.send({ jsonrpc: "2.0", id: route.id, error } as JSONRPCMessage).catch(() => undefined);
-      });
+    void sent.catch((e) => {
+      if (!routes.delete(global)) return;
+      const error = { code: GATEWAY_ERROR, message: `The MCP server could not be reached: ${(e as Error).message}` };
+      void route.via.send({ jsonrpc: "2.0", id: route.id, error } as JSONRPCMessage).catch(() => undefined);
+    });
     return global;
   }
 
@@ -219,8 +231,10 @@ export function createSharedGateway({
     // Responses to server→client requests: none are made (the gateway declares no client capabilities).
   }
 
-  server.onmessage = (raw) => {
-    const message = raw as Message;
+  server.onmessage = (raw) => receive(raw as Message, sending.getStore());
+
+  /** A message from the server; `about`: the request whose answer stream carried it, when that is known. */
+  function receive(message: Message, about: string | undefined) {
     if (message.id === INIT_ID) {
       if (message.error) return rejectReady(new Error(`the server refused initialize: ${JSON.stringify(message.error)}`));
       initResult = message.result as Record<string, unknown>;
@@ -252,7 +266,7 @@ export function createSharedGateway({
     }
     if (message.method !== undefined && message.id !== undefined) {
       // A request from the server during a 2026-07-28 call: the call is parked and its client asked (parked.ts).
-      const global = sending.getStore() ?? (parkCalls?.soleCall ? soleCall() : undefined);
+      const global = about ?? (parkCalls?.soleCall ? soleCall() : undefined);
       const route = global === undefined ? undefined : routes.get(global);
       if (parked && global !== undefined && route?.modern !== undefined) {
         const request = { id: message.id, method: message.method, ...(message.params && { params: message.params }) };
@@ -276,7 +290,7 @@ export function createSharedGateway({
     // a line on stdio names no request. List changes go to the subscriptions/listen streams that asked (listen.ts).
     for (const session of sessions.values()) void session.transport.send(message).catch(() => undefined);
     if (message.method !== undefined) listen.deliver(message as { method: string; params?: Record<string, unknown> });
-  };
+  }
   server.onclose = () => {
     if (closed) return;
     log.error("the shared stdio server went away; every session ends");

@@ -14,11 +14,25 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 export async function answeredHere(response: Response, deliver: (message: JSONRPCMessage) => void): Promise<Response> {
   if (response.status !== 200 || !(response.headers.get("content-type") ?? "").startsWith("application/json")) return response;
   const text = await response.text();
+  const answer = jsonRpcAnswer(text);
+  if (!answer) return new Response(text, { status: response.status, headers: response.headers });
+  setImmediate(() => deliver(answer));
+  const headers = new Headers(response.headers);
+  headers.delete("content-type");
+  headers.delete("content-length");
+  return new Response(null, { status: 202, headers });
+}
+
+/**
+ * `text` as one JSON-RPC 2.0 answer (§5: `jsonrpc`, an `id`, a `result` object or an `error` with a numeric code and a
+ * message); undefined when it is not one.
+ */
+export function jsonRpcAnswer(text: string): JSONRPCMessage | undefined {
   let message: unknown;
   try {
     message = JSON.parse(text);
   } catch {
-    message = undefined;
+    return undefined;
   }
   const answer = message as { jsonrpc?: unknown; id?: unknown; result?: unknown; error?: unknown } | undefined;
   const isAnswer =
@@ -32,10 +46,5 @@ export async function answeredHere(response: Response, deliver: (message: JSONRP
         answer.error !== null &&
         typeof (answer.error as { code?: unknown }).code === "number" &&
         typeof (answer.error as { message?: unknown }).message === "string"));
-  if (!isAnswer) return new Response(text, { status: response.status, headers: response.headers });
-  setImmediate(() => deliver(answer as JSONRPCMessage));
-  const headers = new Headers(response.headers);
-  headers.delete("content-type");
-  headers.delete("content-length");
-  return new Response(null, { status: 202, headers });
+  return isAnswer ? (answer as JSONRPCMessage) : undefined;
 }

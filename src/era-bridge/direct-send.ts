@@ -1,0 +1,97 @@
+import type { TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { GATEWAY_ERROR } from "../gateway/json-rpc";
+import { jsonRpcAnswer } from "../upstream/answered-here";
+import type { SessionNow } from "./reopening-transport";
+
+type Id = string | number;
+/** Sends one request through the client transport instead (its session handling, resumption, its errors). */
+export type ViaTransport = (options?: TransportSendOptions) => Promise<void>;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The era bridge's requests to the server, sent on the transport's session but without the SDK's client transport
+ * (its per-request headers, schema checks and async context were most of the bridge's cost over the plain proxy:
+ * bench/RESULTS.md "2026-07-28 clients"): one POST through the proxy (`hop`), and what comes back about the request —
+ * its answer, its progress, the server's requests during it, on its event stream (MCP 2025-11-25 basic/transports
+ * "Sending Messages to the Server") — delivered as about that request. The transport keeps what is rare: a session
+ * not open yet or being opened again, a session the server forgot (404: it opens a new one and sends again), and a
+ * stream that ended after an event id but before the answer (it resumes with `Last-Event-ID`, basic/transports
+ * "Resumability and Redelivery"). An HTTP error is thrown with the wording of the SDK's transport.
+ */
+export function createDirectSend(
+  url: string,
+  hop: (request: Request) => Promise<Response>,
+  session: () => SessionNow | undefined,
+) {
+  return async (message: JSONRPCMessage, deliver: (reply: JSONRPCMessage) => void, viaTransport: ViaTransport) => {
+    const now = session();
+    if (!now) return viaTransport();
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": now.id,
+    };
+    if (now.protocolVersion !== undefined) headers["mcp-protocol-version"] = now.protocolVersion;
+    const response = await hop(new Request(url, { method: "POST", headers, body: JSON.stringify(message) }));
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return viaTransport();
+    }
+    if (!response.ok) throw new Error(`Error POSTing to endpoint: ${await response.text().catch(() => "")}`);
+    const type = response.headers.get("content-type") ?? "";
+    const id = (message as { id?: Id }).id;
+    if (id === undefined || response.status === 202) return void (await response.body?.cancel());
+    if (type.startsWith("application/json")) {
+      const answer = jsonRpcAnswer(await response.text());
+      if (!answer) throw new Error("The MCP server's answer is not a JSON-RPC answer");
+      return deliver(answer);
+    }
+    if (!type.startsWith("text/event-stream") || !response.body) {
+      await response.body?.cancel();
+      throw new Error(`Unexpected content type: ${type}`);
+    }
+    const { answered, lastEventId } = await readEvents(response.body, id, deliver);
+    if (answered) return;
+    if (lastEventId !== undefined) return viaTransport({ resumptionToken: lastEventId });
+    deliver({
+      jsonrpc: "2.0",
+      id,
+      error: { code: GATEWAY_ERROR, message: "The MCP server ended the request's event stream without answering it" },
+    });
+  };
+}
+
+/**
+ * Delivers each JSON-RPC message of an event stream (HTML §9.2.6; MCP basic/transports: each `message` event's data
+ * is one message); whether the answer to `id` came, and the last event id seen (what a resumption starts after).
+ */
+async function readEvents(body: ReadableStream<Uint8Array>, id: Id, deliver: (reply: JSONRPCMessage) => void) {
+  let answered = false;
+  let lastEventId: string | undefined;
+  const onEvent = (event: EventSourceMessage) => {
+    if (event.id !== undefined) lastEventId = event.id;
+    if ((event.event !== undefined && event.event !== "message") || event.data === "") return;
+    let message: unknown;
+    try {
+      message = JSON.parse(event.data);
+    } catch {
+      return;
+    }
+    if (!isObject(message) || message.jsonrpc !== "2.0") return;
+    if (message.id === id && message.method === undefined) answered = true;
+    deliver(message as JSONRPCMessage);
+  };
+  const parser = createParser({ onEvent });
+  const decoder = new TextDecoder();
+  const reader = body.getReader();
+  try {
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      parser.feed(decoder.decode(chunk.value, { stream: true }));
+  } catch {
+    // The stream broke off: what came is delivered, and the caller resumes it or answers for it.
+  }
+  return { answered, lastEventId };
+}
