@@ -176,7 +176,9 @@ export function createSharedGateway({
   function soleCall(): string | undefined {
     let sole: string | undefined;
     for (const [global, route] of routes) {
-      if (route.id === INIT_ID) continue;
+      // The gateway's own requests are neither a session's nor a 2026-07-28 client's (told by that, not by their id,
+      // which a client may send as its own).
+      if (route.session === undefined && route.modern === undefined) continue;
       if (sole !== undefined) return undefined;
       sole = global;
     }
