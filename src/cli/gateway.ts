@@ -1,3 +1,4 @@
+import { ConfigError, loadSetting } from "../config/load";
 import { fifoTransport } from "../gateway/fifo";
 import { createGateway, type Gateway } from "../gateway/gateway";
 import { createSharedGateway } from "../gateway/shared";
@@ -5,10 +6,25 @@ import { createLogger } from "../observability/logger";
 
 const USAGE =
   "usage: connector-service gateway [--port 8080] [--host 0.0.0.0] -- <command> [args...]\n" +
-  "       connector-service gateway [--port 8080] [--host 0.0.0.0] --fifo <dir>   (the server's stdio as <dir>/in and <dir>/out)";
+  "       connector-service gateway [--port 8080] [--host 0.0.0.0] --fifo <dir>   (the server's stdio as <dir>/in and <dir>/out)\n" +
+  "PROXY__INPUT_TIMEOUT_SECONDS (1 to 3600, default 300): how long a 2026-07-28 client's call parked for input waits for its retry";
 
 /** The environment variable that carries the deployment's token (gateway/token.ts); without it /mcp is open. */
 export const GATEWAY_TOKEN_ENV = "GATEWAY__TOKEN";
+
+/**
+ * How long a 2026-07-28 client's parked call waits for its retry: the service's PROXY__INPUT_TIMEOUT_SECONDS, which the
+ * Kubernetes driver gives the sidecar (runtime/kubernetes/manifests.ts), read and checked as the service reads it; or
+ * why the value is refused.
+ */
+function inputTimeoutMs(env: Record<string, string | undefined>): number | ConfigError {
+  try {
+    return loadSetting(env, "proxy", "input_timeout_seconds") * 1000;
+  } catch (e) {
+    if (e instanceof ConfigError) return e;
+    throw e;
+  }
+}
 
 /**
  * `connector-service gateway`: serves a stdio MCP server over MCP Streamable HTTP on /mcp (and /healthz). With a
@@ -38,6 +54,11 @@ export async function gateway(argv: string[]): Promise<number> {
     process.stderr.write(`connector-service gateway: give either a command after -- or --fifo <dir>\n${USAGE}\n`);
     return 2;
   }
+  const timeoutMs = inputTimeoutMs(process.env);
+  if (timeoutMs instanceof ConfigError) {
+    process.stderr.write(`connector-service gateway: ${timeoutMs.message}\n`);
+    return 2;
+  }
   const log = createLogger({ level: "info" }, { component: "gateway" });
   const token = process.env[GATEWAY_TOKEN_ENV] || undefined;
   let gw: Gateway;
@@ -45,7 +66,18 @@ export async function gateway(argv: string[]): Promise<number> {
   if (fifo) {
     // One server process in another container, shared by every session; when it goes, so does the gateway
     // (Kubernetes restarts it and it starts over with the restarted server).
-    const shared = createSharedGateway({ server: fifoTransport(fifo), log, token });
+    const shared = createSharedGateway({
+      server: fifoTransport(fifo),
+      log,
+      token,
+      // The server may ask during a call (MCP 2025-11-25 client/elicitation, client/sampling): a 2026-07-28 client,
+      // which has no server→client requests, is asked through a parked call (MCP 2026-07-28 multi-round-trip
+      // requests) when its call is the only request in flight on the process — 2025 sessions' included, so a
+      // question during theirs, or with several in flight, is refused to the server (shared.ts soleCall). Not roots,
+      // which servers ask for once initialized, outside any call (gateway.ts, startModern).
+      offer: { elicitation: {}, sampling: {} },
+      parkCalls: { timeoutMs, soleCall: true },
+    });
     done = Promise.race([
       shared.ready().then(
         () => new Promise<string>(() => {}),
@@ -58,7 +90,7 @@ export async function gateway(argv: string[]): Promise<number> {
     const env = Object.fromEntries(
       Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && e[0] !== GATEWAY_TOKEN_ENV),
     );
-    gw = createGateway({ stdio: { command: command!, args, env }, log, token });
+    gw = createGateway({ stdio: { command: command!, args, env }, log, token, inputTimeoutMs: timeoutMs });
   }
   const server = Bun.serve({ hostname: host, port, idleTimeout: 0, fetch: gw.fetch });
   log.info("gateway listening", {

@@ -252,6 +252,7 @@ function createRuntime(config: Config, sandbox: SandboxChoice | undefined, log: 
         namespace: config.kubernetes.namespace,
         gatewayImage: config.kubernetes.gatewayImage,
         access: config.kubernetes.serviceAccess,
+        inputTimeoutMs: config.proxy.inputTimeoutMs,
         log: runtimeLog,
       })
     : createLocalRuntime({

@@ -128,17 +128,42 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const first = Value.Errors(ConfigSchema, withDefaults).First();
   if (first) {
     const path = first.path.split("/").filter(Boolean);
-    const variable = envName(path.slice(0, 2));
-    const given = env[variable];
-    const setting = (ConfigSchema.properties as Record<string, TObject>)[path[0]!]?.properties[path[1]!];
-    const expected = setting?.description ? `must be ${setting.description}` : first.message;
-    // A secret's value is never echoed: the error goes to the terminal and the log.
-    throw new ConfigError(
-      variable,
-      `${expected}${given === undefined || SECRET_SETTINGS.has(variable) ? "" : ` (got "${given}")`}`,
-    );
+    throw badSetting(env, path[0]!, path[1]!, first.message);
   }
   return finish(withDefaults as RawConfig, env);
+}
+
+/** The setting's schema (undefined for a path the schema does not have). */
+const settingSchema = (section: string, key: string) =>
+  (ConfigSchema.properties as Record<string, TObject>)[section]?.properties[key];
+
+/** Why a setting's value is refused: what it must be, and what was given. */
+function badSetting(env: Record<string, string | undefined>, section: string, key: string, fallback: string): ConfigError {
+  const variable = envName([section, key]);
+  const given = env[variable];
+  const description = settingSchema(section, key)?.description;
+  const expected = description ? `must be ${description}` : fallback;
+  // A secret's value is never echoed: the error goes to the terminal and the log.
+  return new ConfigError(
+    variable,
+    `${expected}${given === undefined || SECRET_SETTINGS.has(variable) ? "" : ` (got "${given}")`}`,
+  );
+}
+
+/**
+ * One setting read alone, converted, defaulted and checked by the schema as loadConfig does: for a command that needs
+ * only it, such as the Kubernetes gateway sidecar (cli/gateway.ts), whose environment holds none of the service's others.
+ */
+export function loadSetting<S extends keyof RawConfig, K extends keyof RawConfig[S] & string>(
+  env: Record<string, string | undefined>,
+  section: S,
+  key: K,
+): RawConfig[S][K] {
+  const schema = settingSchema(section, key)!;
+  const given = env[envName([section, key])];
+  const value = given === undefined || given === "" ? Value.Default(schema, undefined) : Value.Convert(schema, given);
+  if (!Value.Check(schema, value)) throw badSetting(env, section, key, "is not valid");
+  return value as RawConfig[S][K];
 }
 
 /** The namespace of the pod the service runs in, when it runs in one. */

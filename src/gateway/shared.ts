@@ -68,8 +68,9 @@ export type SharedGatewayOptions = {
    * client's retry; a park is bound to the caller the service names (caller.ts). The server's requests must be told
    * apart by the call they belong to: over HTTP (the era bridge) a request comes on the stream of its call; a stdio
    * server's requests name no call, so with `soleCall` one is taken for the one client call in flight, and refused
-   * when several are (the local 2026-07-28 process). The Kubernetes sidecar, whose process serves 2025 sessions as
-   * well (their calls answered as JSON, where no request can ride), parks nothing.
+   * when several are (the local 2026-07-28 process, and the Kubernetes sidecar). In the sidecar the process serves 2025
+   * sessions as well, and their calls count as in flight too: a request during a 2025 session's call, the only one or
+   * not, is refused (no session's client is asked: their calls are answered as JSON, where no request can ride).
    */
   parkCalls?: { timeoutMs: number; soleCall?: boolean; seal?: (handle: string) => string };
   /**
@@ -188,7 +189,9 @@ export function createSharedGateway({
   function soleCall(): string | undefined {
     let sole: string | undefined;
     for (const [global, route] of routes) {
-      if (route.id === INIT_ID) continue;
+      // The gateway's own requests are neither a session's nor a 2026-07-28 client's (told by that, not by their id,
+      // which a client may send as its own).
+      if (route.session === undefined && route.modern === undefined) continue;
       if (sole !== undefined) return undefined;
       sole = global;
     }
@@ -228,7 +231,7 @@ export function createSharedGateway({
       return;
     }
     if (message.method !== undefined) void server.send(message).catch(() => undefined); // other notifications (roots/list_changed, …)
-    // Responses to server→client requests: none are made (the gateway declares no client capabilities).
+    // Responses to server→client requests: none are made (no server request is forwarded to a session's client).
   }
 
   server.onmessage = (raw) => receive(raw as Message, sending.getStore());

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
-import { ConfigError, describeConfig, loadConfig, settingNames } from "../../src/config/load";
+import { ConfigError, describeConfig, loadConfig, loadSetting, settingNames } from "../../src/config/load";
 
 const error = (env: Record<string, string>) => {
   try {
@@ -106,4 +106,20 @@ test("the effective configuration masks secrets", () => {
 test("every setting is documented in docs/configuration.md", async () => {
   const readme = await Bun.file(new URL("../../docs/configuration.md", import.meta.url)).text();
   expect(settingNames().filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);
+});
+
+describe("one setting read alone (the gateway sidecar's PROXY__INPUT_TIMEOUT_SECONDS)", () => {
+  test("is defaulted and converted as loadConfig does", () => {
+    expect(loadSetting({}, "proxy", "input_timeout_seconds")).toBe(300);
+    expect(loadSetting({ PROXY__INPUT_TIMEOUT_SECONDS: "" }, "proxy", "input_timeout_seconds")).toBe(300);
+    expect(loadSetting({ PROXY__INPUT_TIMEOUT_SECONDS: "45" }, "proxy", "input_timeout_seconds")).toBe(45);
+    expect(loadConfig({ PROXY__INPUT_TIMEOUT_SECONDS: "45" }).proxy.inputTimeoutMs).toBe(45_000);
+  });
+
+  test("a bad value is refused in the words loadConfig uses", () => {
+    for (const value of ["soon", "0", "3601"]) {
+      const env = { PROXY__INPUT_TIMEOUT_SECONDS: value };
+      expect(() => loadSetting(env, "proxy", "input_timeout_seconds")).toThrow(error(env));
+    }
+  });
 });

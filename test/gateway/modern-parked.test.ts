@@ -6,6 +6,7 @@ import { createSharedGateway } from "../../src/gateway/shared";
 import { createLogger } from "../../src/observability/logger";
 import { EVERYTHING } from "../peers/everything";
 import { MODERN, modernRequest } from "../support/modern";
+import { waitFor } from "../support/wait";
 
 // The local gateway's process for 2026-07-28 clients (gateway.ts: one stdio process shared by them, parking calls whose
 // server asks for input) in front of server-everything; requests handed to its fetch, no sockets. A stdio server's
@@ -72,6 +73,23 @@ test("with two calls in flight the server's request cannot be told apart: refuse
   const before = answeredServer.length;
   const asked = await (await as("alice", { id: 2, ...ELICIT })).json();
   expect(asked.result?.resultType).not.toBe("input_required");
+  expect(answeredServer.slice(before)).toContainEqual(
+    expect.objectContaining({ error: expect.objectContaining({ code: -32601 }) }),
+  );
+  expect((await (await long).json()).result).toMatchObject({ resultType: "complete" });
+});
+
+test("a client's request whose id is the gateway's own still counts as in flight: a question during it is refused, not parked", async () => {
+  const long = as("bob", {
+    id: "gateway-initialize",
+    method: "tools/call",
+    params: { name: "trigger-long-running-operation", arguments: { duration: 1, steps: 1 } },
+  });
+  await waitFor("the long call to be in flight", () => gateway.pendingRequests() === 1, 5_000);
+  const before = answeredServer.length;
+  const asked = await (await as("alice", { id: 2, ...ELICIT })).json();
+  expect(asked.result?.resultType).not.toBe("input_required");
+  expect(gateway.parkedCalls()).toBe(0);
   expect(answeredServer.slice(before)).toContainEqual(
     expect.objectContaining({ error: expect.objectContaining({ code: -32601 }) }),
   );

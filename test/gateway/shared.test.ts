@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { SESSION_NOT_FOUND } from "../../src/gateway/json-rpc";
 import { createSharedGateway } from "../../src/gateway/shared";
 import { createLogger } from "../../src/observability/logger";
 import { EVERYTHING } from "../peers/everything";
-import { freePort, waitForHttp } from "../peers/ports";
+import { startFifoSidecar, type FifoSidecar } from "../peers/fifo-sidecar";
 import { expectIsolatedSessions, mcpClient } from "../support/mcp";
 import { expectBothEras } from "../support/modern";
 import { waitFor } from "../support/wait";
@@ -54,52 +51,19 @@ test("sessions are bounded: at most maxSessions are kept, and an idle one is clo
   await http.stop(true);
 });
 
-// The Kubernetes pod's wiring, on loopback: the server runs `<command> < in > out` over two named pipes, and the
-// gateway subcommand serves them (`--fifo`).
-const dir = mkdtempSync(join(tmpdir(), "cs-fifo-"));
-let server: Bun.Subprocess;
-let gatewayProc: Bun.Subprocess;
-let port: number;
+// The Kubernetes pod's wiring, on loopback (test/peers/fifo-sidecar.ts).
+let sidecar: FifoSidecar;
 beforeAll(async () => {
-  server = Bun.spawn(["sh", "-c", `mkfifo "$0/in" "$0/out" && exec node "$1" stdio < "$0/in" > "$0/out"`, dir, EVERYTHING], {
-    stdout: "ignore",
-    stderr: "ignore",
-  });
-  port = await freePort();
-  gatewayProc = Bun.spawn(
-    [
-      process.execPath,
-      resolve(import.meta.dir, "../../src/index.ts"),
-      "gateway",
-      "--port",
-      String(port),
-      "--host",
-      "127.0.0.1",
-      "--fifo",
-      dir,
-    ],
-    {
-      stdout: "ignore",
-      stderr: "ignore",
-    },
-  );
-  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  sidecar = await startFifoSidecar();
 });
-afterAll(async () => {
-  gatewayProc.kill("SIGTERM");
-  server.kill("SIGTERM");
-  await Promise.all([gatewayProc.exited, server.exited]);
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => sidecar.stop());
 
 test("the sidecar over named pipes serves 2026-07-28 clients too, next to 2025 sessions (real sockets)", async () => {
-  await waitFor("the gateway to be ready", async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 10_000);
-  await expectBothEras(`http://127.0.0.1:${port}/mcp`, (request) => fetch(request));
+  await expectBothEras(sidecar.url, (request) => fetch(request));
 });
 
 test("the gateway over named pipes: ready once the server answered, sessions isolated; it exits when the server does", async () => {
-  await waitFor("the gateway to be ready", async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 10_000);
-  await expectIsolatedSessions(`http://127.0.0.1:${port}/mcp`);
-  server.kill("SIGKILL");
-  expect(await gatewayProc.exited).toBe(1);
+  await expectIsolatedSessions(sidecar.url);
+  sidecar.server.kill("SIGKILL");
+  expect(await sidecar.gateway.exited).toBe(1);
 });

@@ -21,7 +21,8 @@ export type FakeKube = {
   url: string;
   kubeconfig: string;
   objects: Map<string, Record<string, any>>;
-  requests: { method: string; path: string; authorization: string | null; gatewayToken: string | null }[];
+  /** Each request: its method, path, credentials, and the caller digest the proxy names to a gateway (gateway/caller.ts). */
+  requests: { method: string; path: string; authorization: string | null; gatewayToken: string | null; caller: string | null }[];
   /** How many reads of a Deployment before it reports a ready replica (Infinity: never). */
   readyAfterReads: number;
   /** Deployments (by name) that report no ready replica whatever else holds: a pod in a crash loop. */
@@ -91,6 +92,7 @@ export function startFakeKube(token = "fake-token"): FakeKube {
         path: url.pathname + url.search,
         authorization: request.headers.get("authorization"),
         gatewayToken: request.headers.get("x-connector-gateway-token"),
+        caller: request.headers.get("x-connector-service-caller"),
       });
       if (request.headers.get("authorization") !== `Bearer ${token}`) return status(401, "Unauthorized", "bad token");
 

@@ -77,6 +77,14 @@ describe("manifests", () => {
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true });
   });
 
+  test("the sidecar gets the service's input timeout, so its parked calls wait as long as the service's (PROXY__INPUT_TIMEOUT_SECONDS)", () => {
+    const withTimeout = buildManifests(spec(), { ...options, inputTimeoutMs: 120_000 }).deployment.spec!.template.spec!;
+    const [withServer, withGateway] = withTimeout.containers;
+    expect(withGateway!.env).toContainEqual({ name: "PROXY__INPUT_TIMEOUT_SECONDS", value: "120" });
+    // The service's setting, not the MCP server's business.
+    expect(JSON.stringify(withServer!.env)).not.toContain("PROXY__INPUT_TIMEOUT_SECONDS");
+  });
+
   test("without an access token the Secret holds only the gateway's; without a command the driver says why it cannot wrap the image", () => {
     expect(buildManifests(spec(null), options).secret.stringData).toEqual({ "gateway-token": "gw-token-1" });
     expect(() => buildManifests({ ...spec(), stdio: { image: "only/image" } }, options)).toThrow(DeploymentFailed);
@@ -98,7 +106,15 @@ describe("the driver against the fake API server", () => {
   });
 
   const runtime = (extra: Partial<Parameters<typeof createKubernetesRuntime>[0]> = {}) =>
-    createKubernetesRuntime({ namespace: "mcp", gatewayImage: "g:1", access: "dns", log: silent, pollMs: 1, ...extra });
+    createKubernetesRuntime({
+      namespace: "mcp",
+      gatewayImage: "g:1",
+      access: "dns",
+      inputTimeoutMs: 90_000,
+      log: silent,
+      pollMs: 1,
+      ...extra,
+    });
 
   test("deploy creates Secret, Deployment and Service, waits for a ready replica, and names the Service's DNS endpoint", async () => {
     const driver = await runtime();
@@ -110,6 +126,10 @@ describe("the driver against the fake API server", () => {
     ]);
     expect(driver.endpoint(ID)!.href).toBe(`http://${objectName(ID)}.mcp.svc:8080/mcp`);
     expect(await driver.list()).toEqual(new Map([[ID, { ready: true }]]));
+    // The Deployment as stored gives the sidecar the input timeout the driver was given.
+    const stored = kube.objects.get(`deployments/mcp/${objectName(ID)}`)!;
+    const sidecar = stored.spec.template.spec.containers.find((c: { name: string }) => c.name === "gateway");
+    expect(sidecar.env).toContainEqual({ name: "PROXY__INPUT_TIMEOUT_SECONDS", value: "90" });
     expect(kube.requests.every((r) => r.authorization === "Bearer fake-token")).toBe(true);
   });
 
@@ -221,6 +241,9 @@ describe("the service with RUNTIME__DRIVER=kubernetes", () => {
     const proxied = kube.requests.filter((r) => r.path.includes(`${objectName(id)}:mcp/proxy/`));
     expect(proxied.length).toBeGreaterThan(0);
     expect(proxied.every((r) => r.gatewayToken === token)).toBe(true);
+    // And names its caller (gateway/caller.ts), to whom a parked call there is bound: the same for each of its requests.
+    expect(new Set(proxied.map((r) => r.caller)).size).toBe(1);
+    expect(proxied[0]!.caller).toMatch(/^[\w-]{43}$/);
 
     await t.api("POST", `/api/v1/connectors/${id}/disconnect`);
     await waitFor("the objects to go", () => objectsOf(id).length === 0, 5_000);

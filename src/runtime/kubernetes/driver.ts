@@ -19,6 +19,8 @@ export type KubernetesRuntimeOptions = {
   gatewayImage: string;
   /** `dns`: the Service's cluster DNS name (the service runs in the cluster); `proxy`: the API server's service proxy. */
   access: "dns" | "proxy";
+  /** How long a 2026-07-28 client's call parked at a sidecar waits for its retry (PROXY__INPUT_TIMEOUT_SECONDS). */
+  inputTimeoutMs?: number;
   log: Logger;
   readinessTimeoutMs?: number;
   pollMs?: number;
@@ -137,7 +139,12 @@ export async function createKubernetesRuntime(options: KubernetesRuntimeOptions)
     driver: "kubernetes",
     async deploy(spec) {
       const token = randomBytes(32).toString("base64url");
-      const manifests = buildManifests(spec, { namespace, gatewayImage: options.gatewayImage, gatewayToken: token });
+      const manifests = buildManifests(spec, {
+        namespace,
+        gatewayImage: options.gatewayImage,
+        gatewayToken: token,
+        inputTimeoutMs: options.inputTimeoutMs,
+      });
       const name = objectName(spec.connectorId);
       const secret = manifests.secret;
       await upsert(

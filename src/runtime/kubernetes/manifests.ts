@@ -10,11 +10,19 @@ const TOKEN_KEY = "access-token";
 /** The Secret's key for the gateway's token (gateway/token.ts). */
 export const GATEWAY_TOKEN_KEY = "gateway-token";
 const GATEWAY_TOKEN_ENV = "GATEWAY__TOKEN";
+/** The service's own setting, given to the sidecar so that its parked calls wait as long as the service says. */
+const INPUT_TIMEOUT_ENV = "PROXY__INPUT_TIMEOUT_SECONDS";
 
 export const objectName = (connectorId: string) => `cs-${connectorId.toLowerCase()}`;
 export const tokenSecretName = (connectorId: string) => `${objectName(connectorId)}-token`;
 
-export type ManifestOptions = { namespace: string; gatewayImage: string; gatewayToken: string };
+export type ManifestOptions = {
+  namespace: string;
+  gatewayImage: string;
+  gatewayToken: string;
+  /** How long the sidecar's parked calls wait for their retry (the service's PROXY__INPUT_TIMEOUT_SECONDS); its default unless said. */
+  inputTimeoutMs?: number;
+};
 export type Manifests = { deployment: V1Deployment; service: V1Service; secret: V1Secret };
 
 const labels = (connectorId: string) => ({
@@ -102,7 +110,12 @@ export function buildManifests(spec: DeploymentSpec, options: ManifestOptions): 
               name: "gateway",
               image: options.gatewayImage,
               args: ["gateway", "--port", String(GATEWAY_PORT), "--fifo", STDIO_DIR],
-              env: [fromSecret(GATEWAY_TOKEN_ENV, GATEWAY_TOKEN_KEY)],
+              env: [
+                fromSecret(GATEWAY_TOKEN_ENV, GATEWAY_TOKEN_KEY),
+                ...(options.inputTimeoutMs === undefined
+                  ? []
+                  : [{ name: INPUT_TIMEOUT_ENV, value: String(options.inputTimeoutMs / 1000) }]),
+              ],
               ports: [{ name: "mcp", containerPort: GATEWAY_PORT }],
               // Ready once the server answered the gateway's initialize.
               readinessProbe: { httpGet: { path: "/healthz", port: GATEWAY_PORT }, periodSeconds: 2, failureThreshold: 3 },
