@@ -29,11 +29,8 @@ export function createDirectSend(
   return async (message: JSONRPCMessage, deliver: (reply: JSONRPCMessage) => void, viaTransport: ViaTransport) => {
     const now = session();
     if (!now) return viaTransport();
-    const headers: Record<string, string> = {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-session-id": now.id,
-    };
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+    if (now.id !== undefined) headers["mcp-session-id"] = now.id;
     if (now.protocolVersion !== undefined) headers["mcp-protocol-version"] = now.protocolVersion;
     const response = await hop(new Request(url, { method: "POST", headers, body: JSON.stringify(message) }));
     if (response.status === 404) {

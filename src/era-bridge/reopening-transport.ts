@@ -8,7 +8,7 @@ const REOPEN_ID = "era-bridge-reopen";
 const REOPEN_TIMEOUT_MS = 15_000;
 
 /** The session requests go out on now (none while one is being opened again), for a sender of its own (direct-send.ts). */
-export type SessionNow = { id: string; protocolVersion?: string };
+export type SessionNow = { id?: string; protocolVersion?: string };
 export type ReopeningTransport = Transport & { session(): SessionNow | undefined };
 
 type Answer = { id?: unknown; result?: { protocolVersion?: unknown }; error?: { message?: string } };
@@ -32,9 +32,10 @@ export function reopeningTransport(open: () => StreamableHTTPClientTransport): R
 
   const transport: ReopeningTransport = {
     session() {
-      const id = inner.sessionId;
-      if (reopening || id === undefined) return undefined;
-      return inner.protocolVersion === undefined ? { id } : { id, protocolVersion: inner.protocolVersion };
+      // Once initialize is answered (its version agreed); a server may keep no sessions: then none is named
+      // (basic/transports "Session Management").
+      if (reopening || inner.protocolVersion === undefined) return undefined;
+      return { id: inner.sessionId, protocolVersion: inner.protocolVersion };
     },
     async start() {
       wire(inner);
