@@ -1,7 +1,7 @@
 import type { TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { GATEWAY_ERROR } from "../gateway/json-rpc";
+import { serverSentEvents } from "../http/server-sent-events";
 import { jsonRpcAnswer } from "../upstream/answered-here";
 import type { SessionNow } from "./reopening-transport";
 
@@ -68,25 +68,20 @@ export function createDirectSend(
 async function readEvents(body: ReadableStream<Uint8Array>, id: Id, deliver: (reply: JSONRPCMessage) => void) {
   let answered = false;
   let lastEventId: string | undefined;
-  const onEvent = (event: EventSourceMessage) => {
-    if (event.id !== undefined) lastEventId = event.id;
-    if ((event.event !== undefined && event.event !== "message") || event.data === "") return;
-    let message: unknown;
-    try {
-      message = JSON.parse(event.data);
-    } catch {
-      return;
-    }
-    if (!isObject(message) || message.jsonrpc !== "2.0") return;
-    if (message.id === id && message.method === undefined) answered = true;
-    deliver(message as JSONRPCMessage);
-  };
-  const parser = createParser({ onEvent });
-  const decoder = new TextDecoder();
-  const reader = body.getReader();
   try {
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
-      parser.feed(decoder.decode(chunk.value, { stream: true }));
+    for await (const event of serverSentEvents(body)) {
+      if (event.id !== undefined) lastEventId = event.id;
+      if (!event.data || (event.event !== undefined && event.event !== "message")) continue;
+      let message: unknown;
+      try {
+        message = JSON.parse(event.data);
+      } catch {
+        continue;
+      }
+      if (!isObject(message) || message.jsonrpc !== "2.0") continue;
+      if (message.id === id && message.method === undefined) answered = true;
+      deliver(message as JSONRPCMessage);
+    }
   } catch {
     // The stream broke off: what came is delivered, and the caller resumes it or answers for it.
   }

@@ -1,5 +1,6 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage, type Result } from "@modelcontextprotocol/sdk/types.js";
+import { serverSentEvents, type ServerSentEvent } from "../http/server-sent-events";
 
 /** A member's open session as a plain request needs it (member-session.ts). */
 export type PlainSession = {
@@ -183,50 +184,5 @@ async function streamedAnswer(to: PlainSession, id: string, response: Response, 
       await response.body?.cancel().catch(() => {});
       throw new StreamableHTTPError(response.status, `Failed to open SSE stream: ${response.statusText}`);
     }
-  }
-}
-
-type ServerSentEvent = { id?: string; event?: string; data?: string; retry?: number };
-
-/**
- * The events of a text/event-stream body (HTML "Server-sent events" §9.2.6 "Interpreting an event stream"): lines
- * ending in CR, LF or CRLF, an empty line ending an event, `data` lines joined by LF, comments skipped.
- */
-async function* serverSentEvents(body: ReadableStream<Uint8Array> | null): AsyncGenerator<ServerSentEvent> {
-  if (!body) return;
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let event: ServerSentEvent = {};
-  let data: string[] = [];
-  const reader = body.getReader();
-  try {
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-      buffer += decoder.decode(chunk.value, { stream: true });
-      let end: number;
-      while ((end = buffer.search(/\r\n|\r|\n/)) >= 0) {
-        // A CR at the very end may be the first half of CRLF: wait for the next chunk.
-        if (buffer[end] === "\r" && end === buffer.length - 1) break;
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
-        if (line === "") {
-          if (data.length > 0) event.data = data.join("\n");
-          if (event.data !== undefined || event.id !== undefined || event.retry !== undefined) yield event;
-          event = {};
-          data = [];
-          continue;
-        }
-        if (line.startsWith(":")) continue;
-        const colon = line.indexOf(":");
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let value = colon < 0 ? "" : line.slice(colon + 1);
-        if (value.startsWith(" ")) value = value.slice(1);
-        if (field === "data") data.push(value);
-        else if (field === "event") event.event = value;
-        else if (field === "id" && !value.includes("\0")) event.id = value;
-        else if (field === "retry" && /^\d+$/.test(value)) event.retry = Number(value);
-      }
-    }
-  } finally {
-    reader.releaseLock();
   }
 }
