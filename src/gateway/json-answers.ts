@@ -1,9 +1,8 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { readRequestCapped } from "../http/read-capped";
+import { MalformedJson, parseStrictJson, REQUEST_LEVELS } from "../http/strict-json";
 import { jsonRpcError } from "./json-rpc";
-
-const decoder = new TextDecoder();
 
 /** A session's transport, or one exchange's (the SDK's Streamable HTTP server transport). */
 export type ServerTransport = WebStandardStreamableHTTPServerTransport;
@@ -31,9 +30,11 @@ export async function readPostBody(request: Request): Promise<PostBody | undefin
   const bytes = await readRequestCapped(request, MAX_BODY_BYTES);
   if (!bytes) return { refused: jsonRpcError(413, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`) };
   try {
-    return { parsed: JSON.parse(decoder.decode(bytes)) };
-  } catch {
-    return { refused: jsonRpcError(400, "Parse error: Invalid JSON", -32700) };
+    // Read as the proxy reads a message (http/strict-json.ts): what is sent on is what was checked.
+    return { parsed: parseStrictJson(bytes, REQUEST_LEVELS) };
+  } catch (e) {
+    if (!(e instanceof MalformedJson)) throw e;
+    return { refused: jsonRpcError(400, `Parse error: ${e.message}`, -32700) };
   }
 }
 

@@ -1,6 +1,6 @@
 import { UpstreamFailed } from "../http-errors/errors";
 import { eventData } from "./event-data";
-import { parseStrictJson, type Levels } from "./strict-json";
+import { parseStrictJson, type Levels } from "../http/strict-json";
 
 /**
  * How an answer ended, for the observer (observe.ts): from a JSON answer read whole, or from the last event of an event

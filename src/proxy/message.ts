@@ -1,10 +1,10 @@
 import { claimsEnvelope, HEADER_MISMATCH } from "../gateway/era";
 import { routingHeaderMismatch } from "../gateway/routing-headers";
-import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
+import { MalformedJson, parseStrictJson, REQUEST_LEVELS } from "../http/strict-json";
 
 /**
  * The one reading of a client's JSON-RPC message that the proxy's decisions share (docs/behaviour.md "Tool policy", "Audit
- * trail"): parsed once, fail-closed (strict-json.ts), checked against the 2026-07-28 routing headers, and sent on as
+ * trail"): parsed once, fail-closed (http/strict-json.ts), checked against the 2026-07-28 routing headers, and sent on as
  * the value that was checked.
  */
 
@@ -18,11 +18,6 @@ export type RpcMessage = {
 };
 
 export type ReadMessage = { ok: true; message: RpcMessage | RpcMessage[] } | { ok: false; response: Response };
-
-/** The levels of a message the proxy reads: the message, its params, and their `_meta` (progress tokens). */
-const MESSAGE: Levels = { members: { params: { members: { _meta: {} } } } };
-/** A request body: one message, or (before 2025-06-18) a batch of them. */
-const REQUEST: Levels = { ...MESSAGE, elements: MESSAGE };
 
 /** The proxy's own JSON-RPC answer; its length declared, so the audit trail reads it whole at once. */
 export function rpcError(id: unknown, code: number, message: string, status = 200): Response {
@@ -60,7 +55,7 @@ function invalid(message: unknown): string | undefined {
 export function readMessage(bytes: Uint8Array, headers: Headers): ReadMessage {
   let value: unknown;
   try {
-    value = parseStrictJson(bytes, REQUEST);
+    value = parseStrictJson(bytes, REQUEST_LEVELS);
   } catch (e) {
     if (!(e instanceof MalformedJson)) throw e;
     // JSON-RPC 2.0 §5.1: -32700 Parse error, with a null id (none could be read).

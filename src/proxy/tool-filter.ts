@@ -2,7 +2,7 @@ import type { CompiledToolPolicy } from "../connectors/tool-policy";
 import { eventData } from "./event-data";
 import { readCapped } from "../http/read-capped";
 import { rpcError, type RpcMessage } from "./message";
-import { MalformedJson, parseStrictJson, type Levels } from "./strict-json";
+import { MalformedJson, parseStrictJson, type Levels } from "../http/strict-json";
 import { seenTool, type Pinning } from "./tool-pins";
 
 /** A connector's policy on the wire, with its pins when the policy pins tool definitions. */

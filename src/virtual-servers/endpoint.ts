@@ -5,6 +5,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
+import { MalformedJson, parseStrictJson, REQUEST_LEVELS } from "../http/strict-json";
 import type { Tracing } from "../observability/tracing";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
@@ -185,9 +186,11 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     if (text.length > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
     let message: JsonRpcMessage;
     try {
-      message = JSON.parse(text) as JsonRpcMessage;
-    } catch {
-      return jsonAnswer(errorOf(null, new RpcError(PARSE_ERROR, "Parse error")), 400);
+      // Read as the proxy reads a message (http/strict-json.ts): its checks and limits, its numbers kept exactly.
+      message = parseStrictJson(text, REQUEST_LEVELS) as JsonRpcMessage;
+    } catch (e) {
+      if (!(e instanceof MalformedJson)) throw e;
+      return jsonAnswer(errorOf(null, new RpcError(PARSE_ERROR, `Parse error: ${e.message}`)), 400);
     }
     // 2025-06-18 removed batches; a message is one JSON-RPC object.
     if (typeof message !== "object" || message === null || Array.isArray(message) || message.jsonrpc !== "2.0")

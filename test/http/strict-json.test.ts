@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { MalformedJson, parseStrictJson, type Levels } from "../../src/proxy/strict-json";
+import { MalformedJson, MAX_NESTING, parseStrictJson, type Levels } from "../../src/http/strict-json";
 
 // The strict reader on its own: whatever JSON.stringify writes it reads back as JSON.parse does; what it refuses is
 // exactly the duplicates and case variants at the levels it is asked to check; numbers come back as written.
@@ -91,4 +91,12 @@ test("not UTF-8, a byte order mark, or not one value: refused saying why", () =>
   expect(() => parseStrictJson(new Uint8Array([0xef, 0xbb, 0xbf, 0x7b, 0x7d]), REQUEST)).toThrow("byte order mark");
   expect(() => parseStrictJson("{} {}", REQUEST)).toThrow("not one JSON value");
   expect(() => parseStrictJson('{"x":NaN}', REQUEST)).toThrow("not one JSON value");
+});
+
+test("a value nested more than MAX_NESTING levels below the levels read is refused, as deep as that is not", () => {
+  const nested = (levels: number) => `{"params":{"arguments":{"x":${"[".repeat(levels)}${"]".repeat(levels)}}}}`;
+  // `arguments` is the first level below those read, its value's arrays the rest.
+  expect(() => parseStrictJson(nested(MAX_NESTING - 1), REQUEST)).not.toThrow();
+  expect(() => parseStrictJson(nested(MAX_NESTING), REQUEST)).toThrow(`nests more than ${MAX_NESTING} levels deep`);
+  expect(() => parseStrictJson(nested(200_000), REQUEST)).toThrow(MalformedJson);
 });

@@ -15,6 +15,11 @@ export class MalformedJson extends Error {}
  */
 export type Levels = { members?: Record<string, Levels>; elements?: Levels };
 
+/** The levels of a JSON-RPC message that are read: the message, its params, and their `_meta` (progress tokens). */
+const MESSAGE_LEVELS: Levels = { members: { params: { members: { _meta: {} } } } };
+/** A request body: one message, or (before 2025-06-18) a batch of them. */
+export const REQUEST_LEVELS: Levels = { ...MESSAGE_LEVELS, elements: MESSAGE_LEVELS };
+
 // ignoreBOM: the decoder keeps a byte order mark, so it is refused below rather than skipped.
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -144,6 +149,13 @@ function skipNumber(s: Scan, i: number): number {
   return i;
 }
 
+/**
+ * How deep a value below the levels read may nest. The MCP messages people send nest a few dozen levels at most (a
+ * JSON Schema in a tool's arguments); what is deeper is refused here, where it is cheap, rather than overflowing the
+ * stack of whatever walks it next (JSON.stringify, sending it on, overflows at a few thousand levels under Bun).
+ */
+export const MAX_NESTING = 100;
+
 /** From `{` or `[` to just past its match. */
 function skipContainer(s: Scan, i: number): number {
   const { text } = s;
@@ -153,8 +165,9 @@ function skipContainer(s: Scan, i: number): number {
     if (c === QUOTE) i = skipString(text, i);
     else if (startsNumber(c)) i = skipNumber(s, i);
     else {
-      if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
-      else if ((c === CLOSE_OBJECT || c === CLOSE_ARRAY) && --depth === 0) return i + 1;
+      if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+        if (++depth > MAX_NESTING) throw new MalformedJson(`a value nests more than ${MAX_NESTING} levels deep`);
+      } else if ((c === CLOSE_OBJECT || c === CLOSE_ARRAY) && --depth === 0) return i + 1;
       i++;
     }
   }
