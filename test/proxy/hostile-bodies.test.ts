@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startLabelledServer } from "../peers/labelled-server";
 import { createTestApp, PUBLIC_URL, type TestApp } from "../support/app";
-import { connectedConnector } from "../support/mcp";
+import { connectedConnector, mcpPost } from "../support/mcp";
 
 // Hostile message bodies at every MCP URL that reads one: a connector's proxy URL, a virtual server's, and a connector's
 // served to a 2026-07-28 client through the era bridge. The member is a real MCP server (the SDK's) behind a tap on
@@ -41,18 +41,7 @@ afterAll(async () => {
 });
 
 const post = (url: string, body: string, headers: Record<string, string> = {}) =>
-  t.fetch(
-    new Request(url, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${alice.token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        ...headers,
-      },
-      body,
-    }),
-  );
+  t.fetch(mcpPost(url, alice.token, body, headers));
 
 /** A 2025 session at `url`: its headers for the requests that follow. */
 async function session(url: string) {

@@ -3,7 +3,7 @@ import { compileToolPolicy } from "../../src/connectors/tool-policy";
 import { rewriteResponse } from "../../src/proxy/tool-filter";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { createTestApp, type TestApp } from "../support/app";
-import { connectedConnector } from "../support/mcp";
+import { connectedConnector, mcpPost } from "../support/mcp";
 
 // A body the proxy cannot parse must not slip past the tool policy (or the audit trail) to a server
 // that reads it anyway — Python's json takes NaN and UTF-16, Go's encoding/json reads "Name" as "name", others take the
@@ -42,18 +42,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const post = (id: string, body: Uint8Array<ArrayBuffer> | string, headers: Record<string, string> = {}) =>
-  t.handle(
-    new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${alice.token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        ...headers,
-      },
-      body,
-    }),
-  );
+  t.handle(mcpPost(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, alice.token, body, headers));
 
 const call = (name: string, rest = "") =>
   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":{}${rest}}}`;

@@ -6,7 +6,7 @@ import { rewriteResponse } from "../../src/proxy/tool-filter";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { expectProblem } from "../support/api";
 import { createTestApp, type TestApp } from "../support/app";
-import { connectedConnector } from "../support/mcp";
+import { connectedConnector, mcpPost } from "../support/mcp";
 
 // A connector's tool policy, through app.handle with the MCP SDK's own client and a server that pages its tools and
 // counts the calls that reach it: listings filtered page by page with cursors intact, hidden tools refused here,
@@ -119,18 +119,7 @@ describe("an allow list", () => {
 
 describe("on the wire", () => {
   const send = (id: string, body: unknown, headers: Record<string, string> = {}) =>
-    t.handle(
-      new Request(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${alice.token}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          ...headers,
-        },
-        body: JSON.stringify(body),
-      }),
-    );
+    t.handle(mcpPost(`${t.publicUrl}/api/v1/connectors/${id}/mcp`, alice.token, JSON.stringify(body), headers));
 
   test("2026-07-28 routing headers must agree with the body; a renamed call's Mcp-Name is the server's; batches are refused", async () => {
     const id = await connectedConnector(alice.api, "https://json.example/headers");

@@ -31,6 +31,19 @@ export async function connectedConnector(api: Api, url: string, headers?: Record
   return created.body.id;
 }
 
+/** A client's POST of one MCP message to `url` with a Bearer token (and any other headers: a session's, say). */
+export const mcpPost = (url: string, token: string, body: BodyInit, headers: Record<string, string> = {}) =>
+  new Request(url, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...headers,
+    },
+    body,
+  });
+
 /** The text of a tool result's first content block. */
 export const toolText = (result: unknown) => (result as { content: { text: string }[] }).content[0]!.text;
 
