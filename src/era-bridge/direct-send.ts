@@ -1,6 +1,7 @@
 import type { TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { GATEWAY_ERROR } from "../gateway/json-rpc";
+import { alreadyRead } from "../http/read-already";
 import { serverSentEvents } from "../http/server-sent-events";
 import { jsonRpcAnswer } from "../upstream/answered-here";
 import type { SessionNow } from "./reopening-transport";
@@ -32,7 +33,9 @@ export function createDirectSend(
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
     if (now.id !== undefined) headers["mcp-session-id"] = now.id;
     if (now.protocolVersion !== undefined) headers["mcp-protocol-version"] = now.protocolVersion;
-    const response = await hop(new Request(url, { method: "POST", headers, body: JSON.stringify(message) }));
+    const body = JSON.stringify(message);
+    headers["content-length"] = String(Buffer.byteLength(body));
+    const response = await hop(alreadyRead(new Request(url, { method: "POST", headers, body }), message));
     if (response.status === 404) {
       await response.body?.cancel();
       return viaTransport();

@@ -241,8 +241,12 @@ export function createSharedGateway({
     if (message.id === INIT_ID) {
       if (message.error) return rejectReady(new Error(`the server refused initialize: ${JSON.stringify(message.error)}`));
       initResult = message.result as Record<string, unknown>;
-      void server.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => undefined);
-      resolveReady();
+      // Ready once the server has it (an HTTP server gets each message on its own POST, and one sent now could
+      // overtake it: a server that registers tools only once initialized would not know them yet).
+      void server
+        .send({ jsonrpc: "2.0", method: "notifications/initialized" })
+        .catch(() => undefined)
+        .then(resolveReady);
       return;
     }
     if (message.method === undefined && message.id !== undefined) {

@@ -1,4 +1,5 @@
 import { declaredLength, type HeldBytes } from "./held-bytes";
+import { messageReadAlready } from "../http/read-already";
 import { readMessage, type RpcMessage } from "./message";
 
 /**
@@ -45,6 +46,9 @@ export function createRequestReader(held: HeldBytes) {
   ): Promise<Outgoing> {
     const body = request.method === "POST" ? request.body : null;
     if (body === null) return NO_BODY;
+    // Built in-process from a message read strictly at the edge (http/read-already.ts): that message, not read again.
+    const given = messageReadAlready(request) as RpcMessage | undefined;
+    if (given !== undefined) return { kind: "message", message: given, bytes: declaredLength(request) ?? 0, release: nothing };
     if (decide) {
       const whole = await held.read(userId, request);
       const read = readMessage(whole.bytes, request.headers);

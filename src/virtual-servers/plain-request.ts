@@ -1,5 +1,6 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage, type Result } from "@modelcontextprotocol/sdk/types.js";
+import { alreadyRead } from "../http/read-already";
 import { serverSentEvents, type ServerSentEvent } from "../http/server-sent-events";
 
 /** A member's open session as a plain request needs it (member-session.ts). */
@@ -100,10 +101,12 @@ async function answerOf(
   const headers = new Headers({ "content-type": "application/json", accept: "application/json, text/event-stream" });
   if (to.sessionId !== undefined) headers.set("mcp-session-id", to.sessionId);
   if (to.protocolVersion !== undefined) headers.set("mcp-protocol-version", to.protocolVersion);
-  const body = encoder.encode(JSON.stringify({ jsonrpc: "2.0", id, method, ...(params && { params }) }));
-  // Its length declared, the proxy takes the body whole at once (proxy/held-bytes.ts), not as a stream read chunk by chunk.
+  const message = { jsonrpc: "2.0", id, method, ...(params && { params }) };
+  const body = encoder.encode(JSON.stringify(message));
+  // Its length declared, the proxy takes the body whole at once (proxy/held-bytes.ts), not as a stream read chunk by
+  // chunk; and the message, read at the virtual server's URL, is not read again (http/read-already.ts).
   headers.set("content-length", String(body.byteLength));
-  const response = await to.fetch(new Request(to.url, { method: "POST", headers, body }));
+  const response = await to.fetch(alreadyRead(new Request(to.url, { method: "POST", headers, body }), message));
   if (!response.ok) {
     const text = await response.text().catch(() => null);
     throw new StreamableHTTPError(response.status, `Error POSTing to endpoint: ${text}`);
