@@ -4,11 +4,12 @@
  * samples summed by function — self (the function's own code) and total (with what it calls) — and by file.
  *
  *   bun bench/profile.ts [--seconds 10] [--concurrency 32] [--top 40] [--settings "AUDIT__ENABLED=false,…"] [--keep DIR]
- *                        [--through virtual|bridge] [--list yes]
+ *                        [--through virtual|bridge] [--list yes] [--tool ping|ping-stream]
  *
  * `--through virtual`: the same call through a virtual server whose one member is that connector (prefix `m0`), in
  * one MCP session of the virtual server. `--through bridge`: the call as a 2026-07-28 client sends it, which the era
- * bridge serves over a 2025 session (the bench upstream speaks only 2025).
+ * bridge serves over a 2025 session (the bench upstream speaks only 2025). `--tool ping-stream`: the upstream answers
+ * the call on an event stream, as the MCP SDK's servers do (a proxied connector only).
  *
  * The profile is of one process serving the load, so its shares are steadier than throughput on a shared machine.
  * `--keep DIR` leaves the .cpuprofile there (Chrome DevTools opens it). Every process binds 127.0.0.1 and is stopped
@@ -33,6 +34,7 @@ const KEEP = args.get("keep");
 const THROUGH = args.get("through") ?? "connector";
 /** `--list`: tools/list instead of tools/call (through a virtual server: the listing that asks every member). */
 const LIST = args.get("list") === "yes";
+const TOOL = args.get("tool") ?? "ping";
 
 const work = mkdtempSync(join(tmpdir(), "cs-profile-"));
 const children = benchChildren();
@@ -135,7 +137,14 @@ async function main() {
       ? await throughVirtualServer(started.url, started.auth)
       : THROUGH === "bridge"
         ? throughEraBridge(started.url)
-        : undefined;
+        : TOOL !== "ping"
+          ? {
+              url: started.url,
+              message: {
+                body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: TOOL, arguments: {} } }),
+              },
+            }
+          : undefined;
   const run = (seconds: number) =>
     target
       ? wrk(target.url, CONCURRENCY, seconds, started.auth, target.message)

@@ -1,6 +1,6 @@
 /**
- * A fast MCP upstream for the proxy benchmark: stateless, JSON answers only (MCP 2025-11-25 Streamable HTTP
- * allows application/json responses). Enough of MCP for connect's initialize handshake and tools/call.
+ * A fast MCP upstream for the proxy benchmark: stateless, JSON answers (MCP 2025-11-25 Streamable HTTP allows
+ * application/json responses), but for `ping-stream` (its answer as an event stream) and `ask` (below). Enough of MCP for connect's initialize handshake and tools/call.
  * Run: bun bench/upstream.ts <port> [tool count]
  */
 const port = Number(process.argv[2] ?? 0);
@@ -54,6 +54,11 @@ const server = Bun.serve({
     }
     if (message.id === undefined) return new Response(null, { status: 202 });
     if (message.method === "tools/call" && message.params?.name === "ask") return askFirst(message.id);
+    // `ping-stream`: the answer on an event stream of its own, as the MCP SDK's servers answer by default.
+    if (message.method === "tools/call" && message.params?.name === "ping-stream")
+      return new Response(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: message.id, result: RESULT })}\n\n`, {
+        headers: { "content-type": "text/event-stream" },
+      });
     const result =
       message.method === "initialize"
         ? { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "bench-upstream", version: "1" } }
