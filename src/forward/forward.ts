@@ -113,13 +113,24 @@ export type StreamWatch = (close: () => void) => () => void;
 export type TakeWhole = (upstream: Response) => { take(bytes: Uint8Array): void; release(): void } | undefined;
 
 /**
+ * Offered each event stream before it is relayed: a caller that reads such answers anyway (the MCP proxy's observer)
+ * is told each chunk as it passes and the end, in the one stream the client reads — no stream of its own around it
+ * (each JS stream between the upstream and the client cost tens of µs per answer: bench/RESULTS.md "Relaying event
+ * streams"); undefined: nothing to tell.
+ */
+export type TapStream = (upstream: Response) => { chunk(bytes: Uint8Array): void; end(): void } | undefined;
+
+/** What a caller reads of the answer as it is relayed (TakeWhole, TapStream). */
+export type Reading = { takeWhole?: TakeWhole | undefined; tapStream?: TapStream | undefined };
+
+/**
  * What the upstream answered, before the body: a status the caller may act on (401) before it is relayed.
  * `respond` calls `ended` once the exchange is over: at once for a plain answer, when the stream ends for an event stream.
  */
 export type Forwarded = {
   upstream: Response;
   /** The answer for the client; throws UpstreamAnswerRefused when it is not relayed (a redirect, a type a browser renders). */
-  respond(ended?: () => void, watch?: StreamWatch, takeWhole?: TakeWhole): Promise<Response>;
+  respond(ended?: () => void, watch?: StreamWatch, reading?: Reading): Promise<Response>;
 };
 
 /**
@@ -217,7 +228,7 @@ export async function forward(
 
   return {
     upstream,
-    async respond(ended, watch, takeWhole) {
+    async respond(ended, watch, { takeWhole, tapStream } = {}) {
       const { status, statusText } = upstream;
       // MCP Streamable HTTP: a 202 carries no body; nor do 204 and 205 (RFC 9110 §15.3.5, §15.3.6): whatever came is dropped.
       const bodiless = status === 202 || status === 204 || status === 205;
@@ -260,8 +271,10 @@ export async function forward(
       options.metrics.openStreams.inc();
       let close: (() => void) | undefined;
       let unwatch: (() => void) | undefined;
+      const tap = tapStream?.(upstream);
       const tracked = trackEnd(
         body as ReadableStream<Uint8Array>,
+        tap,
         () => {
           unwatchClient();
           options.metrics.openStreams.dec();
@@ -282,47 +295,60 @@ export async function forward(
   };
 }
 
-/** Passes chunks one by one (highWaterMark 0: nothing is read ahead) and reports the end, however it comes. */
+/**
+ * Passes chunks one by one as they come (nothing read ahead), each told to `tap`, and reports the end, however it
+ * comes. A Bun "direct" stream: Bun.serve writes it straight into the response, each chunk flushed, where a
+ * ReadableStream with a queue goes a slow path (some 70 µs of CPU more per answer: bench/RESULTS.md "Relaying event
+ * streams"); a reader (the proxy's own parts reading a member's answer) gets each chunk as it is flushed, and its
+ * cancel reaches `cancel` here as a client's going away does.
+ */
 function trackEnd(
   body: ReadableStream<Uint8Array>,
+  tap: { chunk(bytes: Uint8Array): void; end(): void } | undefined,
   onEnd: () => void,
   expose: (close: () => void) => void,
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let ended = false;
+  let closing: (() => void) | undefined;
   const end = () => {
     if (ended) return;
     ended = true;
+    tap?.end();
     onEnd();
   };
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        expose(() => {
-          end();
-          void reader.cancel().catch(() => undefined);
-          controller.close();
-        });
-      },
-      async pull(controller) {
-        try {
-          const chunk = await reader.read();
-          if (chunk.done) {
-            end();
-            controller.close();
-          } else controller.enqueue(chunk.value);
-        } catch {
-          // The upstream broke off mid-stream: close the client's stream rather than send a problem into it.
-          end();
-          controller.close();
+  expose(() => {
+    end();
+    void reader.cancel().catch(() => undefined);
+    closing?.();
+  });
+  const source: Bun.DirectUnderlyingSource<Uint8Array> = {
+    type: "direct",
+    async pull(controller) {
+      let closed = false;
+      closing = () => {
+        if (closed) return;
+        closed = true;
+        controller.close();
+      };
+      try {
+        for (let chunk = await reader.read(); !chunk.done && !ended; chunk = await reader.read()) {
+          tap?.chunk(chunk.value);
+          controller.write(chunk.value);
+          const flushed = controller.flush();
+          if (flushed instanceof Promise) await flushed;
         }
-      },
-      cancel(reason) {
-        end();
-        // The upstream may have broken off already (its cancel then rejects): the client is gone either way.
-        return reader.cancel(reason).catch(() => undefined);
-      },
+      } catch {
+        // The upstream broke off mid-stream: close the client's stream rather than send a problem into it.
+      }
+      end();
+      closing();
     },
-    { highWaterMark: 0 },
-  );
+    cancel(reason) {
+      end();
+      // The upstream may have broken off already (its cancel then rejects): the client is gone either way.
+      return reader.cancel(reason).catch(() => undefined);
+    },
+  };
+  return new ReadableStream(source as never) as ReadableStream<Uint8Array>;
 }

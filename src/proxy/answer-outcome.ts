@@ -139,16 +139,7 @@ export async function readOutcome(
       cancel: (reason) => reader.cancel(reason),
     });
   }
-  let bytes = 0;
-  let tail = "";
-  let told = false;
-  const tell = () => {
-    if (told) return;
-    told = true;
-    // A JSON answer is one message: read if it fitted in what was kept. An event stream's answer is its last event.
-    const data = json ? (bytes <= TAIL_BYTES ? tail : undefined) : lastEventData(tail);
-    done({ ...(data === undefined ? { errorCode: null } : outcomeOf(data, capture)), bytes });
-  };
+  const tap = answerTap(json, capture, done);
   // One stream between the answer and the client, counting what passes (a TransformStream piped between cost more).
   const reader = source.getReader();
   // A client that goes away ends the exchange too: what was seen so far is its record.
@@ -157,20 +148,44 @@ export async function readOutcome(
       async pull(controller) {
         const { done: ended, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }));
         if (ended) {
-          tell();
+          tap.end();
           controller.close();
           return;
         }
-        bytes += value.byteLength;
-        tail = (tail + decoder.decode(value, { stream: true })).slice(-TAIL_BYTES);
+        tap.chunk(value);
         controller.enqueue(value);
       },
       cancel(reason) {
-        tell();
+        tap.end();
         return reader.cancel(reason).catch(() => undefined);
       },
     },
     { highWaterMark: 0 },
   );
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/** Told each chunk of an answer as it passes to the client, and its end (however it comes): `done` once, at the end. */
+export type AnswerTap = { chunk(bytes: Uint8Array): void; end(): void };
+
+/**
+ * The outcome of an answer read as it passes: its bytes counted and its end kept. A JSON answer is one message, read
+ * if it fitted in what was kept; an event stream's answer is its last event.
+ */
+export function answerTap(json: boolean, capture: boolean, done: (observed: Observed) => void): AnswerTap {
+  let bytes = 0;
+  let tail = "";
+  let told = false;
+  return {
+    chunk(value) {
+      bytes += value.byteLength;
+      tail = (tail + decoder.decode(value, { stream: true })).slice(-TAIL_BYTES);
+    },
+    end() {
+      if (told) return;
+      told = true;
+      const data = json ? (bytes <= TAIL_BYTES ? tail : undefined) : lastEventData(tail);
+      done({ ...(data === undefined ? { errorCode: null } : outcomeOf(data, capture)), bytes });
+    },
+  };
 }

@@ -5,8 +5,8 @@ import type { StatusCounter } from "../metrics/registry";
 import type { Traced, Tracing } from "../observability/tracing";
 import type { Principal } from "../users/model";
 import type { VirtualServerMetrics } from "../virtual-servers/metrics";
-import type { TakeWhole } from "../forward/forward";
-import { readOutcome, wholeLength, wholeOutcome, type Observed } from "./answer-outcome";
+import type { TakeWhole, TapStream } from "../forward/forward";
+import { answerTap, readOutcome, wholeLength, wholeOutcome, type Observed } from "./answer-outcome";
 import type { RpcMessage } from "./message";
 import type { ToolMetrics } from "./tool-metrics";
 
@@ -68,6 +68,8 @@ export type Observation = {
   upstream(url: URL, headers: Headers): Traced | undefined;
   /** A plain JSON answer the observer reads whole, taken before it is relayed (forward.ts); undefined: nothing to read. */
   readonly takeWhole: TakeWhole | undefined;
+  /** An event stream the observer reads as it is relayed (forward.ts), in the client's own stream; undefined: nothing to read. */
+  readonly tapStream: TapStream | undefined;
   /** The answer the client gets, observed as it passes: the record is made when it has passed. */
   answered(response: Response): Promise<Response>;
   /** The exchange ended in `error` before an answer. */
@@ -82,6 +84,7 @@ const UNOBSERVED: Observation = {
   read: () => undefined,
   upstream: () => undefined,
   takeWhole: undefined,
+  tapStream: undefined,
   answered: async (response) => response,
   failed: () => undefined,
   rateLimited: () => undefined,
@@ -98,7 +101,10 @@ export function createObserver({ audit, tracing, responses, virtualServers, cloc
     limited = false;
     /** The answer, when it was taken whole. */
     answer: Uint8Array | undefined;
+    /** Whether the answer's stream is read as it is relayed (its end makes the record). */
+    tapped = false;
     readonly takeWhole: TakeWhole | undefined;
+    readonly tapStream: TapStream | undefined;
     constructor(
       readonly caller: Principal,
       readonly connectorId: string,
@@ -106,6 +112,13 @@ export function createObserver({ audit, tracing, responses, virtualServers, cloc
       readonly traced: Traced | undefined,
     ) {
       this.takeWhole = reads ? (upstream) => this.holdAnswer(upstream) : undefined;
+      this.tapStream = reads ? (upstream) => this.tapAnswer(upstream) : undefined;
+    }
+
+    /** Reads an event stream as it is relayed: the record is made at its end. */
+    tapAnswer(upstream: Response) {
+      this.tapped = true;
+      return answerTap(false, capture, (observed) => this.end(upstream.status, observed));
     }
 
     /** Holds a JSON answer of declared length against the caller's budget while it is read whole. */
@@ -136,6 +149,7 @@ export function createObserver({ audit, tracing, responses, virtualServers, cloc
         this.end(response.status, wholeOutcome(this.answer, capture));
         return response;
       }
+      if (this.tapped) return response;
       const userId = this.caller.id;
       return readOutcome(
         response,

@@ -149,7 +149,7 @@ export function createProxyService(deps: ProxyServiceDeps) {
     // A listing the policy rewrites is observed as the client gets it, after the rewrite.
     if (listIds && view)
       return rewriteResponse(await forwarded.respond(release, streamWatch), listIds, view, held.maxMessageBytes);
-    return forwarded.respond(release, streamWatch, observation.takeWhole);
+    return forwarded.respond(release, streamWatch, observation);
   }
 
   return {
