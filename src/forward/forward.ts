@@ -334,7 +334,10 @@ function trackEnd(
       try {
         for (let chunk = await reader.read(); !chunk.done && !ended; chunk = await reader.read()) {
           tap?.chunk(chunk.value);
-          controller.write(chunk.value);
+          // Awaited when the client is slower than the upstream (a promise: its socket's buffer is full), so nothing
+          // more is read from the upstream meanwhile.
+          const written = controller.write(chunk.value);
+          if (written instanceof Promise) await written;
           const flushed = controller.flush();
           if (flushed instanceof Promise) await flushed;
         }
