@@ -1,4 +1,5 @@
 import { bodyTooLarge, UpstreamAnswerRefused, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
+import { directStream } from "../http/direct-stream";
 import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import type { Counter, Histogram, Registry, UpDown } from "../metrics/registry";
 import { clientResponseHeaders } from "./headers";
@@ -295,63 +296,20 @@ export async function forward(
   };
 }
 
-/**
- * Passes chunks one by one as they come (nothing read ahead), each told to `tap`, and reports the end, however it
- * comes. A Bun "direct" stream: Bun.serve writes it straight into the response, each chunk flushed, where a
- * ReadableStream with a queue goes a slow path (some 70 µs of CPU more per answer: bench/RESULTS.md "Relaying event
- * streams"); a reader (the proxy's own parts reading a member's answer) gets each chunk as it is flushed, and its
- * cancel reaches `cancel` here as a client's going away does.
- */
+/** Passes chunks one by one as they come (http/direct-stream.ts), each told to `tap`, and reports the end, however it comes. */
 function trackEnd(
   body: ReadableStream<Uint8Array>,
   tap: { chunk(bytes: Uint8Array): void; end(): void } | undefined,
   onEnd: () => void,
   expose: (close: () => void) => void,
 ): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let ended = false;
-  let closing: (() => void) | undefined;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    tap?.end();
-    onEnd();
-  };
-  expose(() => {
-    end();
-    void reader.cancel().catch(() => undefined);
-    closing?.();
+  const tracked = directStream(body, {
+    ...(tap && { chunk: (bytes: Uint8Array) => tap.chunk(bytes) }),
+    end() {
+      tap?.end();
+      onEnd();
+    },
   });
-  const source: Bun.DirectUnderlyingSource<Uint8Array> = {
-    type: "direct",
-    async pull(controller) {
-      let closed = false;
-      closing = () => {
-        if (closed) return;
-        closed = true;
-        controller.close();
-      };
-      try {
-        for (let chunk = await reader.read(); !chunk.done && !ended; chunk = await reader.read()) {
-          tap?.chunk(chunk.value);
-          // Awaited when the client is slower than the upstream (a promise: its socket's buffer is full), so nothing
-          // more is read from the upstream meanwhile.
-          const written = controller.write(chunk.value);
-          if (written instanceof Promise) await written;
-          const flushed = controller.flush();
-          if (flushed instanceof Promise) await flushed;
-        }
-      } catch {
-        // The upstream broke off mid-stream: close the client's stream rather than send a problem into it.
-      }
-      end();
-      closing();
-    },
-    cancel(reason) {
-      end();
-      // The upstream may have broken off already (its cancel then rejects): the client is gone either way.
-      return reader.cancel(reason).catch(() => undefined);
-    },
-  };
-  return new ReadableStream(source as never) as ReadableStream<Uint8Array>;
+  expose(tracked.close);
+  return tracked.body;
 }

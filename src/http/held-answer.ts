@@ -1,3 +1,5 @@
+import { directStream } from "./direct-stream";
+
 /**
  * An answer made in-process rather than relayed (an era bridge's: proxy/service.ts; a virtual server's:
  * virtual-servers/mcp-routes.ts): what it holds (`release`: the caller's place among its open exchanges,
@@ -14,7 +16,6 @@ export function heldAnswer(
     release();
     return response;
   }
-  const reader = response.body.getReader();
   let forget: (() => void) | undefined;
   let done = false;
   const finish = () => {
@@ -23,26 +24,7 @@ export function heldAnswer(
     release();
     forget?.();
   };
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const chunk = await reader.read();
-        if (!chunk.done) return controller.enqueue(chunk.value);
-        finish();
-        controller.close();
-      } catch (error) {
-        finish();
-        controller.error(error);
-      }
-    },
-    cancel(reason) {
-      finish();
-      return reader.cancel(reason);
-    },
-  });
-  forget = watch?.(() => {
-    finish();
-    void reader.cancel().catch(() => undefined);
-  });
+  const { body, close } = directStream(response.body, { end: finish });
+  forget = watch?.(close);
   return new Response(body, { status: response.status, headers: response.headers });
 }
