@@ -73,7 +73,8 @@ async function readEvents(body: ReadableStream<Uint8Array>, id: Id, deliver: (re
   let lastEventId: string | undefined;
   try {
     for await (const event of serverSentEvents(body)) {
-      if (event.id !== undefined) lastEventId = event.id;
+      // An empty id resets the last one (HTML §9.2.6): nothing to resume after, as the SDK's transport reads it.
+      if (event.id !== undefined) lastEventId = event.id || undefined;
       if (!event.data || (event.event !== undefined && event.event !== "message")) continue;
       let message: unknown;
       try {
@@ -83,10 +84,17 @@ async function readEvents(body: ReadableStream<Uint8Array>, id: Id, deliver: (re
       }
       if (!isObject(message) || message.jsonrpc !== "2.0") continue;
       if (message.id === id && message.method === undefined) answered = true;
-      deliver(message as JSONRPCMessage);
+      try {
+        deliver(message as JSONRPCMessage);
+      } catch {
+        // One message the gateway could not take (a malformed notification): the rest of the stream still counts,
+        // as the SDK's transport reads on past a message it refuses.
+      }
     }
   } catch {
-    // The stream broke off: what came is delivered, and the caller resumes it or answers for it.
+    // The stream broke off: what came is delivered, and the caller resumes it or answers for it. What is left of it
+    // is let go (the proxy holds the caller's place until it ends).
+    await body.cancel().catch(() => undefined);
   }
   return { answered, lastEventId };
 }

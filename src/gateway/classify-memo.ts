@@ -19,7 +19,8 @@ const MAX_KEPT = 256;
 const MAX_KEY_CHARS = 4096;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-const isIdLike = (v: unknown) => typeof v === "string" || Number.isInteger(v);
+/** zod's `z.number().int()`, which the SDK's id and progress token schemas use, takes safe integers only. */
+const isIdLike = (v: unknown) => typeof v === "string" || Number.isSafeInteger(v);
 
 /**
  * The SDK's `JSONRPCRequestSchema` (strict: `jsonrpc` "2.0", an id that is a string or an integer, a string method,

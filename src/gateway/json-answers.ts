@@ -1,7 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { readRequestCapped } from "../http/read-capped";
-import { MalformedJson, parseStrictJson, REQUEST_LEVELS } from "../http/strict-json";
+import { MalformedJson, parseStrictRequest } from "../http/strict-json";
 import { jsonRpcError } from "./json-rpc";
 
 /** A session's transport, or one exchange's (the SDK's Streamable HTTP server transport). */
@@ -31,7 +31,7 @@ export async function readPostBody(request: Request): Promise<PostBody | undefin
   if (!bytes) return { refused: jsonRpcError(413, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`) };
   try {
     // Read as the proxy reads a message (http/strict-json.ts): what is sent on is what was checked.
-    return { parsed: parseStrictJson(bytes, REQUEST_LEVELS) };
+    return { parsed: parseStrictRequest(bytes) };
   } catch (e) {
     if (!(e instanceof MalformedJson)) throw e;
     return { refused: jsonRpcError(400, `Parse error: ${e.message}`, -32700) };

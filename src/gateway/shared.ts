@@ -262,7 +262,7 @@ export function createSharedGateway({
       return;
     }
     if (message.method === "notifications/progress") {
-      const p = progress.get(String((message.params as { progressToken: Id }).progressToken));
+      const p = progress.get(String((message.params as { progressToken?: Id } | undefined)?.progressToken));
       if (p)
         void p.via
           .send({ ...message, params: { ...message.params, progressToken: p.token } } as JSONRPCMessage, {

@@ -18,7 +18,7 @@ export type Levels = { members?: Record<string, Levels>; elements?: Levels };
 /** The levels of a JSON-RPC message that are read: the message, its params, and their `_meta` (progress tokens). */
 const MESSAGE_LEVELS: Levels = { members: { params: { members: { _meta: {} } } } };
 /** A request body: one message, or (before 2025-06-18) a batch of them. */
-export const REQUEST_LEVELS: Levels = { ...MESSAGE_LEVELS, elements: MESSAGE_LEVELS };
+const REQUEST_LEVELS: Levels = { ...MESSAGE_LEVELS, elements: MESSAGE_LEVELS };
 
 // ignoreBOM: the decoder keeps a byte order mark, so it is refused below rather than skipped.
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -38,7 +38,7 @@ function keepLexeme(this: unknown, _key: string, value: unknown, context?: { sou
 }
 
 /** Parses `input` (the body's bytes, or a text already decoded) fail-closed; throws MalformedJson saying why. */
-export function parseStrictJson(input: Uint8Array | string, levels: Levels): unknown {
+export function parseStrictJson(input: Uint8Array | string, levels: Levels, maxNesting = Infinity): unknown {
   let text: string;
   if (typeof input === "string") text = input;
   else {
@@ -56,7 +56,7 @@ export function parseStrictJson(input: Uint8Array | string, levels: Levels): unk
   } catch (e) {
     throw new MalformedJson(`the body is not one JSON value (RFC 8259 §2): ${(e as Error).message}`);
   }
-  const scanned: Scan = { text, altered: false };
+  const scanned: Scan = { text, altered: false, maxNesting };
   scan(scanned, space(text, 0), levels);
   // A number JSON.stringify would write otherwise: read again, keeping every such lexeme (the reviver is slow: only then).
   return scanned.altered ? JSON.parse(text, keepLexeme as Parameters<typeof JSON.parse>[1]) : value;
@@ -100,7 +100,7 @@ const BACKSLASH = 92;
  * at the levels asked for, skip everything else quickly (strings by indexOf), and see whether a number would come out
  * of JSON.parse and JSON.stringify changed.
  */
-type Scan = { text: string; altered: boolean };
+type Scan = { text: string; altered: boolean; maxNesting: number };
 
 const isSpace = (c: number) => c === 32 || c === 10 || c === 13 || c === 9;
 const startsNumber = (c: number) => c === MINUS || (c >= ZERO && c <= 57);
@@ -150,11 +150,15 @@ function skipNumber(s: Scan, i: number): number {
 }
 
 /**
- * How deep a value below the levels read may nest. The MCP messages people send nest a few dozen levels at most (a
- * JSON Schema in a tool's arguments); what is deeper is refused here, where it is cheap, rather than overflowing the
- * stack of whatever walks it next (JSON.stringify, sending it on, overflows at a few thousand levels under Bun).
+ * How deep a value of a client's message may nest below the levels read. The MCP messages people send nest a few dozen
+ * levels at most (a JSON Schema in a tool's arguments); what is deeper is refused here, where it is cheap, rather than
+ * overflowing the stack of whatever walks it next (JSON.stringify, sending it on, overflows at a few thousand levels
+ * under Bun). A server's answer is not limited: what it says is relayed, and its outcome still read.
  */
 export const MAX_NESTING = 100;
+
+/** A client's request body (one message or a batch), read as every MCP URL of the service reads one. */
+export const parseStrictRequest = (input: Uint8Array | string): unknown => parseStrictJson(input, REQUEST_LEVELS, MAX_NESTING);
 
 /** From `{` or `[` to just past its match. */
 function skipContainer(s: Scan, i: number): number {
@@ -166,7 +170,7 @@ function skipContainer(s: Scan, i: number): number {
     else if (startsNumber(c)) i = skipNumber(s, i);
     else {
       if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-        if (++depth > MAX_NESTING) throw new MalformedJson(`a value nests more than ${MAX_NESTING} levels deep`);
+        if (++depth > s.maxNesting) throw new MalformedJson(`a value nests more than ${s.maxNesting} levels deep`);
       } else if ((c === CLOSE_OBJECT || c === CLOSE_ARRAY) && --depth === 0) return i + 1;
       i++;
     }

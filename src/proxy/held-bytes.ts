@@ -66,6 +66,16 @@ export function createHeldBytes(options: HeldBytesOptions) {
     maxMessageBytes,
 
     /**
+     * Holds `bytes` of a message read already (http/read-already.ts) for `userId` as `read` would hold its body: too
+     * large a message is refused (413), one the budgets have no room for too (429); the release gives them back.
+     */
+    holdRead(userId: string, bytes: number): () => void {
+      if (bytes > maxMessageBytes) throw tooLarge();
+      take(userId, bytes);
+      return () => give(userId, bytes);
+    },
+
+    /**
      * Reads `request`'s body whole for `userId`, counted against the budgets as it arrives (a declared length is
      * taken at once, unread when it is too much); `release` gives the bytes back once the body has been sent on.
      */

@@ -1,6 +1,6 @@
 import { claimsEnvelope, HEADER_MISMATCH } from "../gateway/era";
 import { routingHeaderMismatch } from "../gateway/routing-headers";
-import { MalformedJson, parseStrictJson, REQUEST_LEVELS } from "../http/strict-json";
+import { MalformedJson, parseStrictRequest } from "../http/strict-json";
 
 /**
  * The one reading of a client's JSON-RPC message that the proxy's decisions share (docs/behaviour.md "Tool policy", "Audit
@@ -55,7 +55,7 @@ function invalid(message: unknown): string | undefined {
 export function readMessage(bytes: Uint8Array, headers: Headers): ReadMessage {
   let value: unknown;
   try {
-    value = parseStrictJson(bytes, REQUEST_LEVELS);
+    value = parseStrictRequest(bytes);
   } catch (e) {
     if (!(e instanceof MalformedJson)) throw e;
     // JSON-RPC 2.0 §5.1: -32700 Parse error, with a null id (none could be read).

@@ -48,7 +48,11 @@ export function createRequestReader(held: HeldBytes) {
     if (body === null) return NO_BODY;
     // Built in-process from a message read strictly at the edge (http/read-already.ts): that message, not read again.
     const given = messageReadAlready(request) as RpcMessage | undefined;
-    if (given !== undefined) return { kind: "message", message: given, bytes: declaredLength(request) ?? 0, release: nothing };
+    if (given !== undefined) {
+      // Still held as its body would be: the message-size limit and the held-bytes budgets apply the same.
+      const bytes = declaredLength(request) ?? 0;
+      return { kind: "message", message: given, bytes, release: held.holdRead(userId, bytes) };
+    }
     if (decide) {
       const whole = await held.read(userId, request);
       const read = readMessage(whole.bytes, request.headers);

@@ -5,7 +5,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
-import { MalformedJson, parseStrictJson, REQUEST_LEVELS } from "../http/strict-json";
+import { MalformedJson, parseStrictRequest } from "../http/strict-json";
 import type { Tracing } from "../observability/tracing";
 import type { Sealer } from "../secrets/sealer";
 import type { Principal } from "../users/model";
@@ -187,7 +187,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     let message: JsonRpcMessage;
     try {
       // Read as the proxy reads a message (http/strict-json.ts): its checks and limits, its numbers kept exactly.
-      message = parseStrictJson(text, REQUEST_LEVELS) as JsonRpcMessage;
+      message = parseStrictRequest(text) as JsonRpcMessage;
     } catch (e) {
       if (!(e instanceof MalformedJson)) throw e;
       return jsonAnswer(errorOf(null, new RpcError(PARSE_ERROR, `Parse error: ${e.message}`)), 400);

@@ -62,6 +62,32 @@ describe("the era bridge's own requests (direct-send.ts)", () => {
     expect(cut.delivered).toMatchObject([{ id: "r-1", error: { message: expect.stringContaining("without answering") } }]);
   });
 
+  test("an empty event id names nothing to resume after: the request is answered with an error, not sent again", async () => {
+    const { done, delivered, viaTransport } = send(stream("id: e-1\ndata:\n\nid:\ndata:\n\n"));
+    await done;
+    expect(viaTransport).toEqual([]);
+    expect(delivered).toMatchObject([{ id: "r-1", error: { message: expect.stringContaining("without answering") } }]);
+  });
+
+  test("a message the gateway cannot take is let go, and the answer after it still delivered", async () => {
+    const delivered: JSONRPCMessage[] = [];
+    const direct = createDirectSend(
+      "http://bridge.invalid/api/v1/connectors/c/mcp",
+      async () =>
+        stream('data: {"jsonrpc":"2.0","method":"notifications/progress"}\n\ndata: {"jsonrpc":"2.0","id":"r-1","result":{}}\n\n'),
+      () => ({ id: "s-1" }),
+    );
+    await direct(
+      call,
+      (m) => {
+        if (!("id" in m)) throw new TypeError("no params");
+        delivered.push(m);
+      },
+      async () => undefined,
+    );
+    expect(delivered).toEqual([{ jsonrpc: "2.0", id: "r-1", result: {} }] as JSONRPCMessage[]);
+  });
+
   test("a session the server forgot, or none yet, goes through the transport (which opens one)", async () => {
     const forgotten = send(new Response("no such session", { status: 404 }));
     await forgotten.done;

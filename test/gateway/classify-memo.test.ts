@@ -39,6 +39,8 @@ const cases: Array<[string, { body: unknown; protocolVersionHeader?: string; mcp
   ["a progress token that is a fraction", { body: call({ ...envelope, progressToken: 1.5 }), ...headers }],
   ["an id that is a fraction", { body: call(envelope, { id: 1.5 }), ...headers }],
   ["an id that is null", { body: call(envelope, { id: null }), ...headers }],
+  ["an id past 2^53", { body: call(envelope, { id: 9007199254740994 }), ...headers }],
+  ["a progress token past 2^53", { body: call({ ...envelope, progressToken: 9007199254740994 }), ...headers }],
   ["a key JSON-RPC does not have", { body: call(envelope, { extra: true }), ...headers }],
   ["jsonrpc 1.0", { body: call(envelope, { jsonrpc: "1.0" }), ...headers }],
   ["params that are an array", { body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: [] }, ...headers }],

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { MalformedJson, MAX_NESTING, parseStrictJson, type Levels } from "../../src/http/strict-json";
+import { MalformedJson, MAX_NESTING, parseStrictJson, parseStrictRequest, type Levels } from "../../src/http/strict-json";
 
 // The strict reader on its own: whatever JSON.stringify writes it reads back as JSON.parse does; what it refuses is
 // exactly the duplicates and case variants at the levels it is asked to check; numbers come back as written.
@@ -96,7 +96,15 @@ test("not UTF-8, a byte order mark, or not one value: refused saying why", () =>
 test("a value nested more than MAX_NESTING levels below the levels read is refused, as deep as that is not", () => {
   const nested = (levels: number) => `{"params":{"arguments":{"x":${"[".repeat(levels)}${"]".repeat(levels)}}}}`;
   // `arguments` is the first level below those read, its value's arrays the rest.
-  expect(() => parseStrictJson(nested(MAX_NESTING - 1), REQUEST)).not.toThrow();
-  expect(() => parseStrictJson(nested(MAX_NESTING), REQUEST)).toThrow(`nests more than ${MAX_NESTING} levels deep`);
-  expect(() => parseStrictJson(nested(200_000), REQUEST)).toThrow(MalformedJson);
+  expect(() => parseStrictJson(nested(MAX_NESTING - 1), REQUEST, MAX_NESTING)).not.toThrow();
+  expect(() => parseStrictJson(nested(MAX_NESTING), REQUEST, MAX_NESTING)).toThrow(`nests more than ${MAX_NESTING} levels deep`);
+  expect(() => parseStrictRequest(nested(200_000))).toThrow(MalformedJson);
+  // Deep at every place a request can be: a batch, params as an array, _meta, the id.
+  const deep = `${"[".repeat(1000)}${"]".repeat(1000)}`;
+  for (const body of [deep, `[${deep}]`, `{"params":${deep}}`, `{"params":{"_meta":{"x":${deep}}}}`, `{"id":${deep}}`])
+    expect(() => parseStrictRequest(body)).toThrow(MalformedJson);
+  // A server's answer is not limited (what it says is relayed; its error code is still read).
+  expect(parseStrictJson(`{"error":{"code":-1,"data":${deep}}}`, { members: { error: {} } })).toMatchObject({
+    error: { code: -1 },
+  });
 });
