@@ -4,7 +4,7 @@
  *
  *   bun bench/proxy.ts [--rounds 3] [--count 20000] [--concurrency 16] [--latency-count 4000] [--generator bun|wrk] [--seconds 10]
  *                      [--also "name:SETTING=value,SETTING=value;name:…"] [--builds "name:path;name:path"]
- *                      [--rate-limits 1000000]
+ *                      [--rate-limits 1000000] [--tool ping|ping-stream]
  *
  * `--generator wrk` drives the load with Debian's `wrk` (bench/wrk-post.lua: the same POST and Bearer header) for
  * `--seconds` per target and round, one thread, `--concurrency` connections; latency at concurrency 1 as well.
@@ -12,6 +12,8 @@
  * `--also "checkpoints in commits:DATABASE__CHECKPOINT_THREAD=false"`. `--builds` adds service processes of other
  * builds (binaries), with the default settings, side by side with this one: a change measured against the build before
  * it in one run, e.g. `--builds "before:/tmp/connector-service-before"`.
+ *
+ * `--tool ping-stream`: every target's call is answered on an event stream (the MCP SDK's servers' default), not JSON.
  *
  * `--rate-limits N` adds a service whose every request goes through rate limits never reached: the user's
  * (RATE__USER_REQUESTS_PER_MINUTE=N), the connector's and the called tool's (`rate_limits` of N a minute, a full
@@ -38,6 +40,9 @@ const CONCURRENCY = Number(args.get("concurrency") ?? 16);
 const LATENCY_COUNT = Number(args.get("latency-count") ?? 4000);
 const GENERATOR = args.get("generator") ?? "bun";
 const SECONDS = Number(args.get("seconds") ?? 10);
+/** The tool called: `ping` (a JSON answer) or `ping-stream` (the answer on an event stream, as the SDK's servers answer). */
+const TOOL = args.get("tool") ?? "ping";
+const TOOL_BODY = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: TOOL, arguments: {} } });
 /** `name:SETTING=value,…` entries, `;`-separated: more services to run beside the default ones. */
 const ALSO = (args.get("also") ?? "")
   .split(";")
@@ -145,12 +150,12 @@ http {
   type Result = { rps: number; p50_ms: number; p90_ms: number; p99_ms: number; failures: number; cpu_us?: number };
   /** wrk for `SECONDS` (count is not used: wrk runs for a time). */
   const wrk = (url: string, concurrency: number, auth?: string, seconds = SECONDS): Promise<Result & { count: number }> =>
-    runWrk(url, concurrency, seconds, auth);
+    runWrk(url, concurrency, seconds, auth, TOOL === "ping" ? undefined : { body: TOOL_BODY });
   const load = async (url: string, count: number, concurrency: number, auth?: string): Promise<Result> => {
     if (GENERATOR === "wrk")
       return wrk(url, concurrency, auth, concurrency === 1 ? Math.max(2, Math.round(SECONDS / 2)) : SECONDS);
     const proc = Bun.spawn(
-      [process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), ...(auth ? [auth] : [])],
+      [process.execPath, join(ROOT, "bench/load.ts"), url, String(count), String(concurrency), auth ?? "", TOOL],
       {
         stdout: "pipe",
         stderr: "inherit",
