@@ -11,11 +11,7 @@ export type ServerSentEvent = { id?: string; event?: string; data?: string; retr
 export async function* serverSentEvents(body: ReadableStream<Uint8Array> | null): AsyncGenerator<ServerSentEvent> {
   if (!body) return;
   const ready: ServerSentEvent[] = [];
-  const parser = createParser({
-    onEvent: ({ id, event, data }) =>
-      ready.push({ data, ...(id !== undefined && { id }), ...(event !== undefined && { event }) }),
-    onRetry: (retry) => ready.push({ retry }),
-  });
+  const parser = parserInto(ready);
   const decoder = new TextDecoder();
   const reader = body.getReader();
   try {
@@ -26,4 +22,20 @@ export async function* serverSentEvents(body: ReadableStream<Uint8Array> | null)
   } finally {
     reader.releaseLock();
   }
+}
+
+/** The events of an event stream read whole already (the text of its body), as `serverSentEvents` reads them. */
+export function eventsOf(text: string): ServerSentEvent[] {
+  const events: ServerSentEvent[] = [];
+  parserInto(events).feed(text);
+  return events;
+}
+
+/** A parser that puts each event it reads into `ready`. */
+function parserInto(ready: ServerSentEvent[]) {
+  return createParser({
+    onEvent: ({ id, event, data }) =>
+      ready.push({ data, ...(id !== undefined && { id }), ...(event !== undefined && { event }) }),
+    onRetry: (retry) => ready.push({ retry }),
+  });
 }

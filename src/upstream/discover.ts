@@ -1,6 +1,7 @@
 import { MODERN_PROTOCOL_VERSION, PROTOCOL_VERSION_META_KEY } from "../gateway/era";
 import type { FetchLike } from "../http/fetch";
 import { readCapped } from "../http/read-capped";
+import { eventsOf } from "../http/server-sent-events";
 import { VERSION } from "../version";
 
 /** The most of a `server/discover` answer read: its capabilities and instructions, never a large document. */
@@ -59,10 +60,7 @@ export async function discoverVersions(
 /** `result.supportedVersions` of the answer to our discover, as JSON or as an event stream's message (MCP transports). */
 export function supportedVersions(text: string, contentType: string): string[] {
   const candidates = contentType.startsWith("text/event-stream")
-    ? text
-        .split(/\r?\n/)
-        .filter((line) => line.startsWith("data:"))
-        .map((line) => line.slice(5).trim())
+    ? eventsOf(text).flatMap((event) => (event.data ? [event.data] : []))
     : [text];
   for (const candidate of candidates) {
     let message: unknown;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { serverSentEvents } from "../../src/http/server-sent-events";
+import { eventsOf, serverSentEvents } from "../../src/http/server-sent-events";
 
 /** A body that arrives in the given chunks (as a network would cut it). */
 const body = (...chunks: string[]) =>
@@ -39,4 +39,11 @@ describe("server-sent events (HTML §9.2.6)", () => {
     for await (const event of serverSentEvents(null)) none.push(event);
     expect(none).toEqual([]);
   });
+});
+
+test("a body read whole already gives the same events (eventsOf)", () => {
+  expect(eventsOf("id: 1\r\ndata: a\r\ndata: b\r\n\r\n: note\nretry: 10\n\ndata: c\n")).toEqual([
+    { id: "1", data: "a\nb" },
+    { retry: 10 },
+  ]);
 });
