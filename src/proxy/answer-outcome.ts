@@ -1,4 +1,5 @@
 import { UpstreamFailed } from "../http-errors/errors";
+import { directStream } from "../http/direct-stream";
 import { eventData } from "./event-data";
 import { parseStrictJson, type Levels } from "../http/strict-json";
 
@@ -139,29 +140,9 @@ export async function readOutcome(
       cancel: (reason) => reader.cancel(reason),
     });
   }
-  const tap = answerTap(json, capture, done);
-  // One stream between the answer and the client, counting what passes (a TransformStream piped between cost more).
-  const reader = source.getReader();
-  // A client that goes away ends the exchange too: what was seen so far is its record.
-  const body = new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        const { done: ended, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }));
-        if (ended) {
-          tap.end();
-          controller.close();
-          return;
-        }
-        tap.chunk(value);
-        controller.enqueue(value);
-      },
-      cancel(reason) {
-        tap.end();
-        return reader.cancel(reason).catch(() => undefined);
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  // One stream between the answer and the client (http/direct-stream.ts), the outcome read as it passes; a client
+  // that goes away ends the exchange too: what was seen so far is its record.
+  const { body } = directStream(source, answerTap(json, capture, done));
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
