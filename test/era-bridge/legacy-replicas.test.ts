@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startModernOnlyServer } from "../peers/modern-only-server";
 import { createTestApp, steppedClock, type TestApp } from "../support/app";
-import { connectedConnector, toolText } from "../support/mcp";
+import { connectedConnector, listingInSession, toolText } from "../support/mcp";
 import { openTestStore } from "../support/store";
 
 // A 2025 client (the MCP SDK v1 client) of a server that speaks only 2026-07-28, its requests alternating between two
@@ -50,17 +50,7 @@ function roundRobin() {
 
 /** A tools/list in session `session`, as the administrator's token (or `authorization`). */
 function listing(session: string, authorization = `Bearer ${a.admin.token}`) {
-  return new Request(url, {
-    method: "POST",
-    headers: {
-      authorization,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-session-id": session,
-      "mcp-protocol-version": "2025-11-25",
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list" }),
-  });
+  return listingInSession(url, session, authorization, 7);
 }
 
 async function legacyClient(fetch: ReturnType<typeof roundRobin>["fetch"]) {

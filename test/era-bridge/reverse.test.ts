@@ -9,7 +9,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { startModernOnlyServer } from "../peers/modern-only-server";
 import { createTestApp, type TestApp } from "../support/app";
-import { connectedConnector, toolText } from "../support/mcp";
+import { connectedConnector, listingInSession, toolText } from "../support/mcp";
 import { waitFor } from "../support/wait";
 
 // A 2025 client (the MCP SDK v1 client: initialize, Mcp-Session-Id, the GET stream) in front of a server that speaks
@@ -108,19 +108,7 @@ describe("a 2026-07-28-only server", () => {
   });
 
   test("a session id the proxy does not know is 404; DELETE ends a session", async () => {
-    const list = (session: string) =>
-      as(t.admin.token)(
-        new Request(proxyUrl(), {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream",
-            "mcp-session-id": session,
-            "mcp-protocol-version": "2025-11-25",
-          },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-        }),
-      );
+    const list = (session: string) => as(t.admin.token)(listingInSession(proxyUrl(), session));
     const unknown = await list(crypto.randomUUID());
     expect(unknown.status).toBe(404);
     expect((await unknown.json()).error.code).toBe(-32001);
@@ -134,20 +122,7 @@ describe("a 2026-07-28-only server", () => {
 
   test("another user is refused at the door (404 problem); another credential does not find the session", async () => {
     const { client, transport } = await legacyClient();
-    const listIn = (session: string, authorization: string) =>
-      t.handle(
-        new Request(proxyUrl(), {
-          method: "POST",
-          headers: {
-            authorization,
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream",
-            "mcp-session-id": session,
-            "mcp-protocol-version": "2025-11-25",
-          },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-        }),
-      );
+    const listIn = (session: string, authorization: string) => t.handle(listingInSession(proxyUrl(), session, authorization));
     const other = await t.user(`reverse-${crypto.randomUUID().slice(0, 8)}`);
     const refused = await listIn(transport.sessionId!, `Bearer ${other.token}`);
     expect(refused.status).toBe(404);

@@ -31,17 +31,33 @@ export async function connectedConnector(api: Api, url: string, headers?: Record
   return created.body.id;
 }
 
-/** A client's POST of one MCP message to `url` with a Bearer token (and any other headers: a session's, say). */
-export const mcpPost = (url: string, token: string, body: BodyInit, headers: Record<string, string> = {}) =>
+/** A client's POST of one MCP message to `url`, with `authorization` (a whole header value) when given. */
+export const mcpRequest = (
+  url: string,
+  authorization: string | undefined,
+  body: BodyInit,
+  headers: Record<string, string> = {},
+) =>
   new Request(url, {
     method: "POST",
     headers: {
-      authorization: `Bearer ${token}`,
+      ...(authorization !== undefined && { authorization }),
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
       ...headers,
     },
     body,
+  });
+
+/** A client's POST of one MCP message to `url` with a Bearer token (and any other headers: a session's, say). */
+export const mcpPost = (url: string, token: string, body: BodyInit, headers: Record<string, string> = {}) =>
+  mcpRequest(url, `Bearer ${token}`, body, headers);
+
+/** A tools/list in the 2025 session `session` at `url`, with `authorization` when given. */
+export const listingInSession = (url: string, session: string, authorization?: string, id = 1) =>
+  mcpRequest(url, authorization, JSON.stringify({ jsonrpc: "2.0", id, method: "tools/list" }), {
+    "mcp-session-id": session,
+    "mcp-protocol-version": "2025-11-25",
   });
 
 /** The text of a tool result's first content block. */
