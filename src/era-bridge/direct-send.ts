@@ -1,9 +1,9 @@
 import type { TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { GATEWAY_ERROR } from "../gateway/json-rpc";
-import { alreadyRead } from "../http/read-already";
 import { serverSentEvents } from "../http/server-sent-events";
 import { jsonRpcAnswer } from "../upstream/answered-here";
+import { sessionPost } from "../upstream/session-post";
 import type { SessionNow } from "./reopening-transport";
 
 type Id = string | number;
@@ -30,12 +30,7 @@ export function createDirectSend(
   return async (message: JSONRPCMessage, deliver: (reply: JSONRPCMessage) => void, viaTransport: ViaTransport) => {
     const now = session();
     if (!now) return viaTransport();
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-    if (now.id !== undefined) headers["mcp-session-id"] = now.id;
-    if (now.protocolVersion !== undefined) headers["mcp-protocol-version"] = now.protocolVersion;
-    const body = JSON.stringify(message);
-    headers["content-length"] = String(Buffer.byteLength(body));
-    const response = await hop(alreadyRead(new Request(url, { method: "POST", headers, body }), message));
+    const response = await hop(sessionPost(url, now, message));
     if (response.status === 404) {
       await response.body?.cancel();
       return viaTransport();

@@ -8,7 +8,7 @@ const REOPEN_ID = "era-bridge-reopen";
 const REOPEN_TIMEOUT_MS = 15_000;
 
 /** The session requests go out on now (none while one is being opened again), for a sender of its own (direct-send.ts). */
-export type SessionNow = { id?: string; protocolVersion?: string };
+export type SessionNow = { sessionId?: string | undefined; protocolVersion?: string | undefined };
 export type ReopeningTransport = Transport & { session(): SessionNow | undefined };
 
 type Answer = { id?: unknown; result?: { protocolVersion?: unknown }; error?: { message?: string } };
@@ -35,7 +35,7 @@ export function reopeningTransport(open: () => StreamableHTTPClientTransport): R
       // Once initialize is answered (its version agreed); a server may keep no sessions: then none is named
       // (basic/transports "Session Management").
       if (reopening || inner.protocolVersion === undefined) return undefined;
-      return { id: inner.sessionId, protocolVersion: inner.protocolVersion };
+      return { sessionId: inner.sessionId, protocolVersion: inner.protocolVersion };
     },
     async start() {
       wire(inner);

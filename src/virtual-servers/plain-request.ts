@@ -1,7 +1,7 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage, type Result } from "@modelcontextprotocol/sdk/types.js";
-import { alreadyRead } from "../http/read-already";
 import { serverSentEvents, type ServerSentEvent } from "../http/server-sent-events";
+import { sessionPost } from "../upstream/session-post";
 
 /** A member's open session as a plain request needs it (member-session.ts). */
 export type PlainSession = {
@@ -17,8 +17,6 @@ export type PlainSession = {
   /** Tells the member the request is cancelled (basic/utilities/cancellation), as the SDK client would. */
   cancel(requestId: string, reason: string): void;
 };
-
-const encoder = new TextEncoder();
 
 type Answer = { jsonrpc: "2.0"; id: string; result?: unknown; error?: { code: number; message: string; data?: unknown } };
 
@@ -98,15 +96,8 @@ async function answerOf(
   params: Record<string, unknown> | undefined,
   over: () => boolean,
 ): Promise<Answer> {
-  const headers = new Headers({ "content-type": "application/json", accept: "application/json, text/event-stream" });
-  if (to.sessionId !== undefined) headers.set("mcp-session-id", to.sessionId);
-  if (to.protocolVersion !== undefined) headers.set("mcp-protocol-version", to.protocolVersion);
   const message = { jsonrpc: "2.0", id, method, ...(params && { params }) };
-  const body = encoder.encode(JSON.stringify(message));
-  // Its length declared, the proxy takes the body whole at once (proxy/held-bytes.ts), not as a stream read chunk by
-  // chunk; and the message, read at the virtual server's URL, is not read again (http/read-already.ts).
-  headers.set("content-length", String(body.byteLength));
-  const response = await to.fetch(alreadyRead(new Request(to.url, { method: "POST", headers, body }), message));
+  const response = await to.fetch(sessionPost(to.url, to, message));
   if (!response.ok) {
     const text = await response.text().catch(() => null);
     throw new StreamableHTTPError(response.status, `Error POSTing to endpoint: ${text}`);

@@ -8,7 +8,7 @@ const stream = (text: string) => new Response(text, { headers: { "content-type":
 
 function send(
   answer: Response | (() => Response),
-  session: { id: string; protocolVersion: string } | null = { id: "s-1", protocolVersion: "2025-11-25" },
+  session: { sessionId: string; protocolVersion: string } | null = { sessionId: "s-1", protocolVersion: "2025-11-25" },
 ) {
   const sent: Request[] = [];
   const delivered: JSONRPCMessage[] = [];
@@ -75,7 +75,7 @@ describe("the era bridge's own requests (direct-send.ts)", () => {
       "http://bridge.invalid/api/v1/connectors/c/mcp",
       async () =>
         stream('data: {"jsonrpc":"2.0","method":"notifications/progress"}\n\ndata: {"jsonrpc":"2.0","id":"r-1","result":{}}\n\n'),
-      () => ({ id: "s-1" }),
+      () => ({ sessionId: "s-1" }),
     );
     await direct(
       call,
