@@ -4,10 +4,12 @@
  * samples summed by function — self (the function's own code) and total (with what it calls) — and by file.
  *
  *   bun bench/profile.ts [--seconds 10] [--concurrency 32] [--top 40] [--settings "AUDIT__ENABLED=false,…"] [--keep DIR]
- *                        [--through virtual|bridge] [--list yes] [--tool ping|ping-stream]
+ *                        [--through virtual|bridge] [--list yes] [--tool ping|ping-stream] [--members 10] [--tools 50]
  *
  * `--through virtual`: the same call through a virtual server whose one member is that connector (prefix `m0`), in
- * one MCP session of the virtual server. `--through bridge`: the call as a 2026-07-28 client sends it, which the era
+ * one MCP session of the virtual server; `--members N` makes it N members, each a connector of its own to the upstream
+ * (`--tools T` tools each): with `--list yes`, the listing that asks them all, as bench/virtual.ts measures it.
+ * `--through bridge`: the call as a 2026-07-28 client sends it, which the era
  * bridge serves over a 2025 session (the bench upstream speaks only 2025). `--tool ping-stream`: the upstream answers
  * the call on an event stream, as the MCP SDK's servers do (a proxied connector only).
  *
@@ -35,6 +37,8 @@ const THROUGH = args.get("through") ?? "connector";
 /** `--list`: tools/list instead of tools/call (through a virtual server: the listing that asks every member). */
 const LIST = args.get("list") === "yes";
 const TOOL = args.get("tool") ?? "ping";
+const MEMBERS = Number(args.get("members") ?? 1);
+const TOOLS = Number(args.get("tools") ?? 1);
 
 const work = mkdtempSync(join(tmpdir(), "cs-profile-"));
 const children = benchChildren();
@@ -71,14 +75,24 @@ function summarise(profile: Profile) {
 }
 
 /** A virtual server over the connector at `proxyUrl` (prefix m0) and an MCP session of it: wrk's URL and message. */
-async function throughVirtualServer(proxyUrl: string, auth: string) {
+async function throughVirtualServer(proxyUrl: string, auth: string, upstream: string) {
   const origin = new URL(proxyUrl).origin;
-  const connectorId = proxyUrl.split("/").at(-2)!;
   const headers = { authorization: auth, "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const members = [{ connector_id: proxyUrl.split("/").at(-2)!, prefix: "m0" }];
+  for (let i = 1; i < MEMBERS; i++) {
+    const made = await fetch(`${origin}/api/v1/connectors`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ url: `${upstream}/m${i}` }),
+    });
+    const { id } = (await made.json()) as { id: string };
+    await fetch(`${origin}/api/v1/connectors/${id}/connect`, { method: "POST", headers, body: "{}" });
+    members.push({ connector_id: id, prefix: `m${i}` });
+  }
   const created = await fetch(`${origin}/api/v1/virtual-servers`, {
     method: "POST",
     headers,
-    body: JSON.stringify({ name: "profile", members: [{ connector_id: connectorId, prefix: "m0" }] }),
+    body: JSON.stringify({ name: "profile", members }),
   });
   const url = `${origin}/api/v1/virtual-servers/${((await created.json()) as { id: string }).id}/mcp`;
   const opened = await fetch(url, {
@@ -122,7 +136,10 @@ function throughEraBridge(url: string) {
 async function main() {
   const upstreamPort = await freePort();
   children.track(
-    Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort)], { stdout: "ignore", stderr: "inherit" }),
+    Bun.spawn([process.execPath, join(ROOT, "bench/upstream.ts"), String(upstreamPort), String(TOOLS)], {
+      stdout: "ignore",
+      stderr: "inherit",
+    }),
   );
   const upstream = `http://127.0.0.1:${upstreamPort}/mcp`;
   await waitFor(upstream);
@@ -134,7 +151,7 @@ async function main() {
   const service = children.track(started.proc);
   const target =
     THROUGH === "virtual"
-      ? await throughVirtualServer(started.url, started.auth)
+      ? await throughVirtualServer(started.url, started.auth, `http://127.0.0.1:${upstreamPort}`)
       : THROUGH === "bridge"
         ? throughEraBridge(started.url)
         : TOOL !== "ping"

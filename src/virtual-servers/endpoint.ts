@@ -28,7 +28,7 @@ import type { ConflictNotes } from "./conflicts";
 import type { MemberFailures } from "./member-failures";
 import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
 import { closedListingError, LISTS, listMember, mergeLists, type Member } from "./merge";
-import { compareNames, sameAdmission, type Admission } from "./names";
+import { compareNames, rememberingAdmitter } from "./names";
 import type { VirtualServerRow } from "./repository";
 import { withSpan } from "./trace-context";
 import { ROUTED, routeRequest, type RoutedMethod } from "./route";
@@ -67,8 +67,8 @@ export type VirtualEndpointDeps = {
 };
 
 const SESSION_HEADER = "mcp-session-id";
-/** Admissions shared between sessions, at most (four lists per virtual server in use). */
-const MAX_SHARED_ADMISSIONS = 4096;
+/** Admissions remembered, at most (four lists per virtual server in use). */
+const MAX_REMEMBERED_ADMISSIONS = 4096;
 
 /**
  * A virtual server's MCP endpoint (docs/interface.md §9.4), Streamable HTTP for the 2025-06-18 and 2025-11-25
@@ -100,27 +100,14 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     virtualServer: serverId,
   });
 
-  /**
-   * Each virtual server's last admission of each list: a session whose listing admits the same names keeps that one
-   * rather than its own copy (a listing's admission is ~90 KiB for 500 tools, and a virtual server's sessions mostly
-   * see the same lists). Bounded: forgotten whole past MAX_SHARED_ADMISSIONS.
-   */
-  const admissions = new Map<string, Admission>();
-  const shared = (serverId: string, list: ListKind, admission: Admission) => {
-    const key = `${serverId}\n${list}`;
-    const last = admissions.get(key);
-    if (last && sameAdmission(last, admission)) return last;
-    if (admissions.size >= MAX_SHARED_ADMISSIONS) admissions.clear();
-    admissions.set(key, admission);
-    return admission;
-  };
+  /** Each virtual server's lists are admitted once for as long as the members offer the same names (names.ts). */
+  const admit = rememberingAdmitter(MAX_REMEMBERED_ADMISSIONS);
 
   /** Every member's whole list, asked concurrently, merged (merge.ts); remembered for the calls that follow. */
   async function merge(session: ClientSession, members: readonly Member[], list: ListKind) {
     const lists = await Promise.all(members.map((m) => listMember(session.member(m.connectorId), m, list, memberTimeoutMs)));
-    const merged = mergeLists(list, lists);
-    const admission = shared(session.serverId, list, merged.admission);
-    session.listings.set(list, { admission, failed: merged.failed } satisfies Listing);
+    const merged = mergeLists(list, lists, (kind, offers) => admit(`${session.serverId}\n${list}`, kind, offers));
+    session.listings.set(list, { admission: merged.admission, failed: merged.failed } satisfies Listing);
     deps.conflicts.note(session.serverId, list, merged.admission.conflicts);
     const failed = new Map(merged.failed.map((f) => [f.member.connectorId, f.why]));
     const answered = members.map((m) => m.connectorId).filter((id) => !failed.has(id));
@@ -145,13 +132,14 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     }
     const merged = await merge(session, members, list);
     if (server.failure_mode === "closed" && merged.failed.length > 0) throw closedListingError(merged.failed);
-    let start = after === undefined ? 0 : merged.items.findIndex((i) => compareNames(i.name, after) > 0);
-    if (start < 0) start = merged.items.length;
-    const page = merged.items.slice(start, start + PAGE_SIZE);
-    const more = start + PAGE_SIZE < merged.items.length;
+    const { names } = merged.admission;
+    let start = after === undefined ? 0 : names.findIndex((name) => compareNames(name, after) > 0);
+    if (start < 0) start = names.length;
+    const page = names.slice(start, start + PAGE_SIZE);
+    const more = start + PAGE_SIZE < names.length;
     return {
-      [LISTS[list].field]: page.map((i) => i.item),
-      ...(more && { nextCursor: encodeListCursor(sealer, server.id, list, { after: page.at(-1)!.name }) }),
+      [LISTS[list].field]: page.map(merged.item),
+      ...(more && { nextCursor: encodeListCursor(sealer, server.id, list, { after: page.at(-1)! }) }),
     };
   }
 

@@ -1,7 +1,7 @@
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { INTERNAL_ERROR, RpcError } from "./jsonrpc";
 import type { MemberSession } from "./member-session";
-import { admitNames, type Admission, type NameKind } from "./names";
+import { admitNames, type Admission, type MemberNames, type NameKind } from "./names";
 import type { ListKind } from "./list-cursor";
 
 /** A member as the endpoint sees it: its connector, its prefix. */
@@ -71,15 +71,26 @@ export async function listMember(session: MemberSession, member: Member, list: L
   }
 }
 
-/** A merged list: what is shown (in name order) with each item's route, and what was left out (names.ts). */
-export type Merged = { admission: Admission; items: { name: string; item: Item }[]; failed: { member: Member; why: string }[] };
+/**
+ * A merged list: what is shown (the admission's names, in name order) with each item's route, and what was left out.
+ * An item is made when it is asked for (`item`): a page shows a hundred of a listing's hundreds.
+ */
+export type Merged = {
+  admission: Admission;
+  /** The item clients see under an admitted name (a tool or prompt carries that name). */
+  item(name: string): Item;
+  failed: { member: Member; why: string }[];
+};
+
+/** How names are admitted (names.ts admitNames, or one that remembers its last admission). */
+export type Admit = (kind: NameKind, offers: MemberNames[]) => Admission;
 
 /** The members' lists as one (names.ts admitNames): exposed names, conflicts left out, in code-unit order. */
-export function mergeLists(list: ListKind, lists: MemberList[]): Merged {
+export function mergeLists(list: ListKind, lists: MemberList[], admit: Admit = admitNames): Merged {
   const { kind, key } = LISTS[list];
   const failed: Merged["failed"] = [];
   const byMember = new Map<string, Map<string, Item>>();
-  const offers = [];
+  const offers: MemberNames[] = [];
   for (const entry of lists) {
     if ("failed" in entry) {
       failed.push({ member: entry.member, why: entry.failed });
@@ -90,12 +101,13 @@ export function mergeLists(list: ListKind, lists: MemberList[]): Merged {
     byMember.set(entry.member.connectorId, own);
     offers.push({ member: entry.member.connectorId, prefix: entry.member.prefix, names: [...own.keys()] });
   }
-  const admission = admitNames(kind, offers);
-  const items = [...admission.routes].map(([name, route]) => {
-    const item = byMember.get(route.member)!.get(route.original)!;
-    return { name, item: key === "name" ? { ...item, name } : item };
-  });
-  return { admission, items, failed };
+  const admission = admit(kind, offers);
+  const item = (name: string) => {
+    const route = admission.routes.get(name)!;
+    const found = byMember.get(route.member)!.get(route.original)!;
+    return key === "name" ? { ...found, name } : found;
+  };
+  return { admission, item, failed };
 }
 
 /** failure_mode closed (docs/interface.md §9.4): a listing some member failed is -32603, naming each and why. */

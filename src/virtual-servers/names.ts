@@ -40,8 +40,11 @@ export type NameConflict = { kind: NameKind; name: string; members: string[] };
 export type Route = { member: string; original: string };
 /** One member's offer: its connector id, its prefix, and its own names (URIs for resources and templates). */
 export type MemberNames = { member: string; prefix: string; names: readonly string[] };
-/** What a listing shows and a call may reach: names in code-unit order (the order of merged pages), and what was left out. */
-export type Admission = { routes: ReadonlyMap<string, Route>; conflicts: NameConflict[] };
+/**
+ * What a listing shows and a call may reach: the admitted names in code-unit order (the order of merged pages), each
+ * name's route, and what was left out.
+ */
+export type Admission = { names: readonly string[]; routes: ReadonlyMap<string, Route>; conflicts: NameConflict[] };
 
 /** Resources and templates keep their URIs (so `ui://` and `_meta` references stay valid); tools and prompts are prefixed. */
 const keepsItsName = (kind: NameKind) => kind === "resource" || kind === "resource_template";
@@ -82,7 +85,37 @@ export function admitNames(kind: NameKind, members: readonly MemberNames[]): Adm
   conflicts.sort((a, b) => compareNames(a.name, b.name));
   const routes = new Map<string, Route>();
   for (const name of admitted) routes.set(name, first.get(name)!);
-  return { routes, conflicts };
+  return { names: admitted, routes, conflicts };
+}
+
+/** Whether two offers are the same: each member's names as they were, in the order they were listed. */
+function sameOffers(a: readonly MemberNames[], b: readonly MemberNames[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const [x, y] = [a[i]!, b[i]!];
+    if (x.member !== y.member || x.prefix !== y.prefix || x.names.length !== y.names.length) return false;
+    for (let j = 0; j < x.names.length; j++) if (x.names[j] !== y.names[j]) return false;
+  }
+  return true;
+}
+
+/**
+ * admitNames, remembering the last admission of each key (a virtual server's list): the same offers again get the
+ * same names, routes and conflicts without admitting them again (for 10 members × 50 tools that was ~8 % of a
+ * listing's CPU: bench/RESULTS.md), and the sessions of a virtual server share them rather than each holding a copy
+ * (~90 KiB for 500 tools). Each call still gets an Admission of its own: a listing's identity (search.ts keeps its index
+ * by it). Bounded: forgotten whole past `max` keys.
+ */
+export function rememberingAdmitter(max: number) {
+  const last = new Map<string, { offers: readonly MemberNames[]; admission: Admission }>();
+  return (key: string, kind: NameKind, offers: readonly MemberNames[]): Admission => {
+    const known = last.get(key);
+    if (known && sameOffers(known.offers, offers)) return { ...known.admission };
+    const admission = admitNames(kind, offers);
+    if (last.size >= max) last.clear();
+    last.set(key, { offers, admission });
+    return admission;
+  };
 }
 
 /** Code-unit order: the same on every replica and in every locale, so a cursor's position means one place. */
@@ -93,22 +126,3 @@ export const compareNames = (a: string, b: string): number => (a < b ? -1 : a > 
  * in conflict or unknown alike (one admission decision for listing and calling).
  */
 export const resolveName = (admission: Admission, name: string): Route | undefined => admission.routes.get(name);
-
-/** Whether two admissions route every name alike and leave the same names out (each list in name order). */
-export function sameAdmission(a: Admission, b: Admission): boolean {
-  if (a === b) return true;
-  if (a.routes.size !== b.routes.size || a.conflicts.length !== b.conflicts.length) return false;
-  for (const [name, route] of a.routes) {
-    const other = b.routes.get(name);
-    if (!other || other.member !== route.member || other.original !== route.original) return false;
-  }
-  return a.conflicts.every((conflict, i) => {
-    const other = b.conflicts[i]!;
-    return (
-      other.kind === conflict.kind &&
-      other.name === conflict.name &&
-      other.members.length === conflict.members.length &&
-      other.members.every((member, j) => member === conflict.members[j])
-    );
-  });
-}

@@ -71,8 +71,7 @@ export const SEARCH_MODE_TOOLS: Tool[] = [
   },
 ];
 
-type ToolItem = Merged["items"][number];
-type Indexed = { items: ReadonlyMap<string, ToolItem["item"]>; index?: MiniSearch<{ id: string }> };
+type Indexed = { items: ReadonlyMap<string, ReturnType<Merged["item"]>>; index?: MiniSearch<{ id: string }> };
 
 /** Words of a name or text: the library's own split (spaces and punctuation, `_` and `-` included), and camelCase. */
 const defaultTokenize = MiniSearch.getDefault("tokenize") as (text: string) => string[];
@@ -107,7 +106,7 @@ export function createToolSearch() {
   function remember(merged: Merged): Indexed {
     let indexed = listings.get(merged.admission);
     if (!indexed) {
-      indexed = { items: new Map(merged.items.map(({ name, item }) => [name, item])) };
+      indexed = { items: new Map(merged.admission.names.map((name) => [name, merged.item(name)])) };
       listings.set(merged.admission, indexed);
     }
     return indexed;

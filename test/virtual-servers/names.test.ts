@@ -6,7 +6,7 @@ import {
   MAX_EXPOSED_NAME_LENGTH,
   PREFIX_PATTERN,
   resolveName,
-  sameAdmission,
+  rememberingAdmitter,
 } from "../../src/virtual-servers/names";
 
 const ID = "0196b1f2-7d40-7c11-8e5f-2a9b3c4d5e6f";
@@ -136,22 +136,44 @@ describe("PREFIX_PATTERN", () => {
   );
 });
 
-describe("sameAdmission (what lets sessions share one admission)", () => {
+describe("rememberingAdmitter (what lets a virtual server's sessions share one admission)", () => {
   const offers = [
     { member: "c1", prefix: "a", names: ["x", "y"] },
     { member: "c2", prefix: "b", names: ["x"] },
   ];
-  test("the same offers admit alike, whatever their order; another route, name or conflict does not", () => {
-    const one = admitNames("tool", offers);
-    expect(sameAdmission(one, admitNames("tool", [...offers].reverse()))).toBe(true);
-    expect(sameAdmission(one, admitNames("tool", [offers[0]!, { ...offers[1]!, names: ["z"] }]))).toBe(false);
-    expect(sameAdmission(one, admitNames("tool", [offers[0]!, { ...offers[1]!, member: "c3" }]))).toBe(false);
-    expect(sameAdmission(one, admitNames("tool", [{ ...offers[0]!, names: ["x"] }, offers[1]!]))).toBe(false);
-    const conflicting = (member: string) => [
-      { member: "c1", prefix: "", names: ["x"] },
-      { member, prefix: "", names: ["x"] },
-    ];
-    expect(sameAdmission(admitNames("tool", conflicting("c2")), admitNames("tool", conflicting("c2")))).toBe(true);
-    expect(sameAdmission(admitNames("tool", conflicting("c2")), admitNames("tool", conflicting("c3")))).toBe(false);
+  test("the same offers again get the same names, routes and conflicts, in an admission of their own", () => {
+    const admit = rememberingAdmitter(10);
+    const first = admit("s1\ntools", "tool", offers);
+    const again = admit(
+      "s1\ntools",
+      "tool",
+      offers.map((o) => ({ ...o, names: [...o.names] })),
+    );
+    expect(again).not.toBe(first);
+    expect(again.routes).toBe(first.routes);
+    expect(again.names).toBe(first.names);
+    expect(again).toEqual(admitNames("tool", offers));
+  });
+  test.each([
+    ["another name", [offers[0]!, { ...offers[1]!, names: ["z"] }]],
+    ["another member", [offers[0]!, { ...offers[1]!, member: "c3" }]],
+    ["a name fewer", [{ ...offers[0]!, names: ["x"] }, offers[1]!]],
+    ["another prefix", [offers[0]!, { ...offers[1]!, prefix: "a" }]],
+    ["the members' order", [...offers].reverse()],
+  ])("%s: admitted again", (_, changed) => {
+    const admit = rememberingAdmitter(10);
+    const first = admit("s1\ntools", "tool", offers);
+    const next = admit("s1\ntools", "tool", changed);
+    expect(next.routes).not.toBe(first.routes);
+    expect(next).toEqual(admitNames("tool", changed));
+  });
+  test("each key remembers its own; past the bound all are forgotten", () => {
+    const admit = rememberingAdmitter(2);
+    const one = admit("s1\ntools", "tool", offers);
+    const other = admit("s2\ntools", "tool", [offers[0]!]);
+    expect(other.routes).not.toBe(one.routes);
+    expect(admit("s1\ntools", "tool", offers).routes).toBe(one.routes);
+    admit("s3\ntools", "tool", offers);
+    expect(admit("s1\ntools", "tool", offers).routes).not.toBe(one.routes);
   });
 });
