@@ -1,13 +1,16 @@
 /**
  * Virtual servers against their members, side by side in one run (issue 24's benchmarks):
  * - `tools/list` through a virtual server of 10 members × 50 tools, against the slowest member's own listing through
- *   its proxy URL (target: p50 ≤ that + 2 ms; the members are asked concurrently);
+ *   its proxy URL (target: p50 ≤ that + 2 ms; the members are asked concurrently); each virtual listing is followed by
+ *   one member's, in turn, so that noise on the machine falls on both alike (calls likewise, one of each in turn);
  * - `tools/call` through the virtual server against the member's own proxy URL: p50 at one connection (target: ≤ +0.1
  *   ms) and throughput at `--concurrency` with wrk (target ≥ 0.9×), CPU per request of the service;
  * - memory: `--sessions` client sessions each with every member's upstream session open (a call to each member),
  *   the service's RSS before and after, per upstream session (target ≤ 50 KiB).
  *
- *   bun bench/virtual.ts [--rounds 3] [--seconds 4] [--concurrency 32] [--listings 100] [--sessions 1000]
+ *   bun bench/virtual.ts [--rounds 3] [--seconds 4] [--concurrency 32] [--listings 100] [--sessions 1000] [--build PATH]
+ *
+ * `--build PATH`: run that binary (another build, e.g. the one before a change) instead of this tree's.
  *
  * One service process (the compiled binary when dist/ has it, else from source) on a fresh SQLite database, one bench
  * upstream (bench/upstream.ts, 50 tools) serving the ten members at ten paths; wrk for the loaded figures. Everything
@@ -48,7 +51,7 @@ async function main() {
   const upstream = `http://127.0.0.1:${upstreamPort}`;
   await waitFor(`${upstream}/m0`);
 
-  const binary = join(ROOT, "dist/connector-service");
+  const binary = resolve(args.get("build") ?? join(ROOT, "dist/connector-service"));
   const command = existsSync(binary) ? [binary] : [process.execPath, join(ROOT, "src/index.ts")];
   // The first member comes with the service (and its API token); the other nine are added through the API.
   const started = await startProxiedService(command, join(work, "service"), `${upstream}/m0`, {
@@ -138,12 +141,26 @@ async function main() {
   const callBody = (name: string) =>
     JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: {} } });
   for (let round = 0; round < ROUNDS; round++) {
-    const memberLists = [];
-    for (const url of memberUrls) memberLists.push(await timed(LISTINGS / 5, () => rpc(url, "tools/list", {})));
-    const virtualList = await timed(LISTINGS, () => rpc(vsUrl, "tools/list", {}, session));
-    const memberCall = await timed(LISTINGS * 5, () => rpc(memberUrls[0]!, "tools/call", { name: "ping", arguments: {} }));
-    const virtualCall = await timed(LISTINGS * 5, () => rpc(vsUrl, "tools/call", { name: "m0__ping", arguments: {} }, session));
-    rounds.push({ slowestMember: Math.max(...memberLists), virtualList, memberCall, virtualCall });
+    // Side by side, one after the other: a stretch of noise on the machine falls on both alike.
+    const memberLists: number[][] = memberUrls.map(() => []);
+    const virtualLists: number[] = [];
+    for (let i = 0; i < LISTINGS; i++) {
+      virtualLists.push(await timed(1, () => rpc(vsUrl, "tools/list", {}, session)));
+      const m = i % MEMBERS;
+      memberLists[m]!.push(await timed(1, () => rpc(memberUrls[m]!, "tools/list", {})));
+    }
+    const memberCalls: number[] = [];
+    const virtualCalls: number[] = [];
+    for (let i = 0; i < LISTINGS * 5; i++) {
+      memberCalls.push(await timed(1, () => rpc(memberUrls[0]!, "tools/call", { name: "ping", arguments: {} })));
+      virtualCalls.push(await timed(1, () => rpc(vsUrl, "tools/call", { name: "m0__ping", arguments: {} }, session)));
+    }
+    rounds.push({
+      slowestMember: Math.max(...memberLists.map(median)),
+      virtualList: median(virtualLists),
+      memberCall: median(memberCalls),
+      virtualCall: median(virtualCalls),
+    });
 
     const cpu0 = cpuMs(started.proc.pid);
     const m = await wrk(memberUrls[0]!, CONCURRENCY, SECONDS, auth);
