@@ -16,7 +16,7 @@ import {
   warnIfExpired,
   type TlsCertificate,
 } from "../http/tls";
-import { proxyNativeRoute } from "../proxy/native-route";
+import { nativeRoutes } from "../http/native-routes";
 import { createKubernetesRuntime } from "../runtime/kubernetes/driver";
 import { createLocalRuntime } from "../runtime/local";
 import { createProcessLimits } from "../runtime/process-limits";
@@ -113,7 +113,7 @@ export async function startService(env: Record<string, string | undefined>, opti
     // changed AUTH__ADMIN_PASSWORD replaces.
     admin = await ensureAdmin(services, config, log, options.banner === true);
     phases.mark("admin");
-    gate.open({ fetch: app.fetch, native: services.proxyEntry });
+    gate.open({ fetch: app.fetch, native: { proxy: services.proxyEntry, virtual: services.virtualEntry } });
     // At start-up, bring back the managed servers of connected connectors before the first tick (requests are served
     // meanwhile; /readyz says ready once the scheduler runs).
     await services.deployments.reconcile();
@@ -192,7 +192,7 @@ function listen(
 ): RunningServer {
   try {
     return startServer(gate.fetch, {
-      routes: proxyNativeRoute(gate.native),
+      routes: nativeRoutes(gate.native),
       host: config.server.host,
       port: config.server.port,
       tls,

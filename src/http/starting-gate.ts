@@ -7,12 +7,14 @@ import type { Fetch } from "./server";
 export const STARTING_HOLD_MS = 10_000;
 
 /**
- * What Bun's native routes call, ahead of `fetch` (the MCP proxy's entry, proxy/entry.ts): a request with its path's
- * id, and a CORS preflight, answered at once.
+ * What one of Bun's native routes calls, ahead of `fetch` (http/native-routes.ts): a request with its path's id, and a
+ * CORS preflight, answered at once.
  */
 export type NativeEntry = { handle(request: Request, id: string): Promise<Response>; preflight(request: Request): Response };
+/** The native routes' entries: a connector's MCP proxy URL (proxy/entry.ts), a virtual server's (virtual-servers/mcp-routes.ts). */
+export type NativeEntries = { proxy: NativeEntry; virtual: NativeEntry };
 
-type Started = { fetch: Fetch; native: NativeEntry };
+type Started = { fetch: Fetch; native: NativeEntries };
 
 /**
  * What the listener serves while the service starts. `GET /healthz` answers 200 at once (the process is up) and
@@ -43,14 +45,15 @@ export function startingGate(requestIds: RequestIds, holdMs: number) {
     if (outcome === "timeout") return notYet(request);
     return outcome ?? notReady(request, "The service could not start");
   }
-  const native: NativeEntry = {
+  const through = (route: keyof NativeEntries): NativeEntry => ({
     handle: async (request, id) => {
       const service = started ?? (await wait(request));
-      return service instanceof Response ? service : service.native.handle(request, id);
+      return service instanceof Response ? service : service.native[route].handle(request, id);
     },
     // A CORS preflight is answered at once (its answer is synchronous): before the start, not yet.
-    preflight: (request) => (started ? started.native.preflight(request) : notYet(request)),
-  };
+    preflight: (request) => (started ? started.native[route].preflight(request) : notYet(request)),
+  });
+  const native: NativeEntries = { proxy: through("proxy"), virtual: through("virtual") };
   return {
     fetch(request: Request): Response | Promise<Response> {
       if (started) return started.fetch(request);

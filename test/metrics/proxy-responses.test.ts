@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { scriptedServer } from "../peers/scripted-server";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
-import { PROXY_ROUTE, proxyNativeRoute } from "../../src/proxy/native-route";
+import { nativeRoutes, PROXY_ROUTE } from "../../src/http/native-routes";
 import { scrape } from "./scrape";
 
 // mcp_proxy_responses_total{status}: what the MCP client got, whoever answered it — the upstream, or the proxy itself
@@ -79,7 +79,7 @@ test("Bun's native route goes through the same entry, so it counts the same way"
   try {
     t.network.serve(UPSTREAM, upstream.handler);
     const id = await connectedConnector(t.api, UPSTREAM);
-    const route = proxyNativeRoute(t.services.proxyEntry)[PROXY_ROUTE];
+    const route = nativeRoutes({ proxy: t.services.proxyEntry, virtual: t.services.virtualEntry })[PROXY_ROUTE];
     const routed = (request: Request) => Object.assign(request, { params: { id } });
     expect((await route.POST(routed(mcpRequest(t, id, { authorization: `Bearer ${t.admin.token}` })))).status).toBe(200);
     expect((await route.POST(routed(mcpRequest(t, id, {})))).status).toBe(401);
