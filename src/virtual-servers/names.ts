@@ -112,7 +112,7 @@ export function rememberingAdmitter(max: number) {
     const known = last.get(key);
     if (known && sameOffers(known.offers, offers)) return { ...known.admission };
     const admission = admitNames(kind, offers);
-    if (last.size >= max) last.clear();
+    if (!last.has(key) && last.size >= max) last.clear();
     last.set(key, { offers, admission });
     return admission;
   };

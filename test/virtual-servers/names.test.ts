@@ -173,7 +173,12 @@ describe("rememberingAdmitter (what lets a virtual server's sessions share one a
     const other = admit("s2\ntools", "tool", [offers[0]!]);
     expect(other.routes).not.toBe(one.routes);
     expect(admit("s1\ntools", "tool", offers).routes).toBe(one.routes);
+    // A key it holds admitted anew (other offers) forgets none of the others.
+    const changed = admit("s1\ntools", "tool", [offers[1]!]);
+    expect(admit("s2\ntools", "tool", [offers[0]!]).routes).toBe(other.routes);
+    expect(admit("s1\ntools", "tool", [offers[1]!]).routes).toBe(changed.routes);
+    const renewed = admit("s1\ntools", "tool", offers);
     admit("s3\ntools", "tool", offers);
-    expect(admit("s1\ntools", "tool", offers).routes).not.toBe(one.routes);
+    expect(admit("s1\ntools", "tool", offers).routes).not.toBe(renewed.routes);
   });
 });

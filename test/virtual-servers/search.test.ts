@@ -184,4 +184,29 @@ describe("tool_mode search", () => {
       await peer.stop(true);
     }
   });
+
+  test("a description changed upstream (the same names) is searched after the next tools/list, in every session", async () => {
+    const changing = pagedToolsServer(["alpha", "beta"], 10);
+    const peer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: changing.handler });
+    try {
+      const id = await connectedConnector(alice.api, `http://127.0.0.1:${peer.port}/mcp`);
+      const server = await searchServer([{ connector_id: id, prefix: "c" }]);
+      const one = await client(server.mcp_url);
+      await one.listTools();
+      expect((await search(one, "zebra")).tools).toEqual([]);
+      changing.descriptions.beta = "Helps at a zebra crossing";
+      await one.listTools();
+      expect((await search(one, "zebra")).tools.map((tool) => tool.description)).toEqual(["Helps at a zebra crossing"]);
+      // Another session of the same virtual server: its own listing, with the same names, searched as it is now.
+      const two = await client(server.mcp_url);
+      await two.listTools();
+      changing.descriptions.beta = "Nothing special";
+      await two.listTools();
+      expect((await search(two, "zebra")).tools).toEqual([]);
+      await one.close();
+      await two.close();
+    } finally {
+      await peer.stop(true);
+    }
+  });
 });
