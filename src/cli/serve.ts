@@ -192,7 +192,7 @@ function listen(
 ): RunningServer {
   try {
     return startServer(gate.fetch, {
-      routes: nativeRoutes(gate.native),
+      routes: nativeRoutes(gate.native, requestIds),
       host: config.server.host,
       port: config.server.port,
       tls,

@@ -1,3 +1,8 @@
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { ValidationFailed } from "../http-errors/errors";
+import { problemResponse } from "../http-errors/problem";
+import { ID, ID_REFUSED } from "./params";
+import type { RequestIds } from "./request-id";
 import type { NativeEntries, NativeEntry } from "./starting-gate";
 
 export const PROXY_ROUTE = "/api/v1/connectors/:id/mcp";
@@ -5,19 +10,30 @@ export const VIRTUAL_MCP_ROUTE = "/api/v1/virtual-servers/:id/mcp";
 
 type RoutedRequest = Request & { params: Record<string, string> };
 
-const methods = (entry: NativeEntry) => {
-  const handle = (request: RoutedRequest) => entry.handle(request, request.params.id ?? "");
-  const preflight = async (request: RoutedRequest) => entry.preflight(request);
-  return { POST: handle, GET: handle, DELETE: handle, OPTIONS: preflight };
-};
+/** The path id's schema (http/params.ts), compiled once: the check the Elysia routes make of it. */
+const validId = TypeCompiler.Compile(ID);
 
 /**
  * The MCP URLs served by Bun's own router, ahead of the Elysia app: their hot paths skip the framework's routing,
  * context and hooks. The same entries (proxy/entry.ts, virtual-servers/mcp-routes.ts) as the Elysia routes that
  * describe them in OpenAPI (and serve them under `app.handle`); each checks what the app's hooks would (cross-site
- * requests, credentials, body limits) itself. Bun decodes the path's id; an id that is not one of ours is unknown.
+ * requests, credentials, body limits) itself, and the path's id (decoded by Bun) is checked here against the schema
+ * the Elysia routes validate it with, refused with the same 422: a URL answers alike through either.
  */
-export const nativeRoutes = (entries: NativeEntries) => ({
-  [PROXY_ROUTE]: methods(entries.proxy),
-  [VIRTUAL_MCP_ROUTE]: methods(entries.virtual),
-});
+export function nativeRoutes(entries: NativeEntries, requestIds: RequestIds) {
+  const refused = (request: Request) =>
+    problemResponse(
+      new ValidationFailed(`params.id: ${ID_REFUSED}`, [{ field: "params.id", detail: ID_REFUSED }]),
+      requestIds.get(request),
+    );
+  const methods = (entry: NativeEntry) => {
+    const handle = async (request: RoutedRequest) => {
+      const id = request.params.id ?? "";
+      return validId.Check(id) ? entry.handle(request, id) : refused(request);
+    };
+    const preflight = async (request: RoutedRequest) =>
+      validId.Check(request.params.id ?? "") ? entry.preflight(request) : refused(request);
+    return { POST: handle, GET: handle, DELETE: handle, OPTIONS: preflight };
+  };
+  return { [PROXY_ROUTE]: methods(entries.proxy), [VIRTUAL_MCP_ROUTE]: methods(entries.virtual) };
+}

@@ -27,7 +27,7 @@ afterAll(async () => {
   await member.stop();
 });
 
-const routes = () => nativeRoutes({ proxy: t.services.proxyEntry, virtual: t.services.virtualEntry });
+const routes = () => nativeRoutes({ proxy: t.services.proxyEntry, virtual: t.services.virtualEntry }, t.deps.requestIds);
 const routed = (request: Request, id: string) => Object.assign(request, { params: { id } });
 const initialize = JSON.stringify({
   jsonrpc: "2.0",
@@ -92,4 +92,30 @@ test("an unknown virtual server is a 404 problem; a CORS preflight is answered w
     ),
   );
   expect(preflight.status).toBe(204);
+});
+
+test("an id the Elysia routes refuse (a control character, over 100 characters) gets the same 422 from the native routes", async () => {
+  for (const [route, base] of [
+    [PROXY_ROUTE, "connectors"],
+    [VIRTUAL_MCP_ROUTE, "virtual-servers"],
+  ] as const) {
+    for (const [encoded, decoded] of [
+      ["a%01b", "a\u0001b"],
+      ["x".repeat(101), "x".repeat(101)],
+    ] as const) {
+      const url = `${t.publicUrl}/api/v1/${base}/${encoded}/mcp`;
+      const through = await t.fetch(mcpRequest(url, `Bearer ${alice.token}`, initialize));
+      const native = await routes()[route].POST(routed(mcpRequest(url, `Bearer ${alice.token}`, initialize), decoded));
+      expect(native.status).toBe(422);
+      expect(through.status).toBe(422);
+      const [a, b] = [(await native.json()) as Record<string, unknown>, (await through.json()) as Record<string, unknown>];
+      expect(a.detail).toBe(b.detail as string);
+      expect(a.errors).toEqual(b.errors);
+      const preflight = new Request(url, {
+        method: "OPTIONS",
+        headers: { origin: "https://app.example", "access-control-request-method": "POST" },
+      });
+      expect((await routes()[route].OPTIONS(routed(preflight, decoded))).status).toBe(422);
+    }
+  }
 });

@@ -79,7 +79,9 @@ test("Bun's native route goes through the same entry, so it counts the same way"
   try {
     t.network.serve(UPSTREAM, upstream.handler);
     const id = await connectedConnector(t.api, UPSTREAM);
-    const route = nativeRoutes({ proxy: t.services.proxyEntry, virtual: t.services.virtualEntry })[PROXY_ROUTE];
+    const route = nativeRoutes({ proxy: t.services.proxyEntry, virtual: t.services.virtualEntry }, t.deps.requestIds)[
+      PROXY_ROUTE
+    ];
     const routed = (request: Request) => Object.assign(request, { params: { id } });
     expect((await route.POST(routed(mcpRequest(t, id, { authorization: `Bearer ${t.admin.token}` })))).status).toBe(200);
     expect((await route.POST(routed(mcpRequest(t, id, {})))).status).toBe(401);
