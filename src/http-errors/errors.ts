@@ -149,8 +149,15 @@ export class UpstreamTimeout extends AppError {
 export const bodyTooLarge = (limit: number, setting: string) =>
   new PayloadTooLarge(`The request body is larger than ${limit} bytes (${setting})`);
 
+/** Fields' problems as one 422, its detail naming each. */
+export const invalidFields = (errors: FieldError[]) =>
+  new ValidationFailed(
+    errors.map((e) => `${e.field}: ${e.detail}`).join("; ") || "The request does not match the schema",
+    errors,
+  );
+
 /** One field's problem as a 422. */
-export const invalidField = (field: string, detail: string) => new ValidationFailed(`${field}: ${detail}`, [{ field, detail }]);
+export const invalidField = (field: string, detail: string) => invalidFields([{ field, detail }]);
 
 /** The upstream MCP server refused the credentials the caller supplied (connect with headers). */
 export class UpstreamRejectedCredentials extends AppError {

@@ -1,5 +1,5 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { ValidationFailed } from "../http-errors/errors";
+import { invalidField } from "../http-errors/errors";
 import { problemResponse } from "../http-errors/problem";
 import { ID, ID_REFUSED } from "./params";
 import type { RequestIds } from "./request-id";
@@ -21,19 +21,18 @@ const validId = TypeCompiler.Compile(ID);
  * the Elysia routes validate it with, refused with the same 422: a URL answers alike through either.
  */
 export function nativeRoutes(entries: NativeEntries, requestIds: RequestIds) {
-  const refused = (request: Request) =>
-    problemResponse(
-      new ValidationFailed(`params.id: ${ID_REFUSED}`, [{ field: "params.id", detail: ID_REFUSED }]),
-      requestIds.get(request),
-    );
-  const methods = (entry: NativeEntry) => {
-    const handle = async (request: RoutedRequest) => {
+  /** `answer` for a request whose id the Elysia routes would take; else their 422. */
+  const withId =
+    (answer: (request: Request, id: string) => Response | Promise<Response>) =>
+    async (request: RoutedRequest): Promise<Response> => {
       const id = request.params.id ?? "";
-      return validId.Check(id) ? entry.handle(request, id) : refused(request);
+      return validId.Check(id)
+        ? answer(request, id)
+        : problemResponse(invalidField("params.id", ID_REFUSED), requestIds.get(request));
     };
-    const preflight = async (request: RoutedRequest) =>
-      validId.Check(request.params.id ?? "") ? entry.preflight(request) : refused(request);
-    return { POST: handle, GET: handle, DELETE: handle, OPTIONS: preflight };
+  const methods = (entry: NativeEntry) => {
+    const handle = withId((request, id) => entry.handle(request, id));
+    return { POST: handle, GET: handle, DELETE: handle, OPTIONS: withId((request) => entry.preflight(request)) };
   };
   return { [PROXY_ROUTE]: methods(entries.proxy), [VIRTUAL_MCP_ROUTE]: methods(entries.virtual) };
 }

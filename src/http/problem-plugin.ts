@@ -1,5 +1,5 @@
 import { Elysia, ValidationError } from "elysia";
-import { AppError, BadRequest, NotFound, ValidationFailed, type FieldError } from "../http-errors/errors";
+import { AppError, BadRequest, NotFound, invalidFields, type FieldError } from "../http-errors/errors";
 import { errorResponse } from "../http-errors/problem";
 import type { Logger } from "../observability/logger";
 import { fromBrowser } from "./cross-site";
@@ -27,11 +27,7 @@ function asAppError(code: string | number, error: unknown, request: Request): un
     return cause instanceof AppError ? cause : new BadRequest("The request body could not be parsed");
   }
   if (code === "VALIDATION" && error instanceof ValidationError) {
-    const errors = validationErrors(error);
-    return new ValidationFailed(
-      errors.map((e) => `${e.field}: ${e.detail}`).join("; ") || "The request does not match the schema",
-      errors,
-    );
+    return invalidFields(validationErrors(error));
   }
   if (code === "NOT_FOUND") {
     // [RFC 9110 §9.3.6](https://www.rfc-editor.org/rfc/rfc9110#section-9.3.6): CONNECT asks for a tunnel; its target is an authority, not a path.

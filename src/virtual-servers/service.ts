@@ -1,4 +1,4 @@
-import { Conflict, NotFound, ValidationFailed, invalidField, type FieldError } from "../http-errors/errors";
+import { Conflict, NotFound, invalidField, invalidFields, type FieldError } from "../http-errors/errors";
 import { readPage, type ListQuery } from "../http/pages";
 import type { Principal } from "../users/model";
 import type {
@@ -139,7 +139,7 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       prefixes.set(prefix, index);
       resolved.push({ virtual_server_id: serverId, connector_id: id, position: index, prefix });
     });
-    if (errors.length > 0) throw new ValidationFailed(errors.map((e) => `${e.field}: ${e.detail}`).join("; "), errors);
+    if (errors.length > 0) throw invalidFields(errors);
     return resolved;
   }
 
