@@ -11,6 +11,12 @@
  *   bun --cpu-prof --cpu-prof-dir=DIR bench/in-process.ts …   (where the time goes: Chrome DevTools opens the profile)
  *
  * Prints CPU µs per request per round and the median; several settings side by side with `--compare "a:K=V;b:K=V"`.
+ *
+ *   bun bench/in-process.ts --through virtual [--requests 50000] [--rounds 5]
+ *
+ * `--through virtual`: the same call through a virtual server whose one member is that connector (prefix `m0`), in one
+ * MCP session of it, and through the member's own proxy URL, in alternating rounds of one process: what the virtual
+ * layer adds per call (issue 24's throughput target) without the noise of sockets and of the machine's speed.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,6 +37,7 @@ for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.repla
 const REQUESTS = Number(args.get("requests") ?? 50_000);
 const ROUNDS = Number(args.get("rounds") ?? 5);
 const CONCURRENCY = Number(args.get("concurrency") ?? 16);
+const THROUGH = args.get("through");
 const COMPARE = (args.get("compare") ?? `default:${args.get("settings") ?? ""}`).split(";").map((part) => {
   const at = part.indexOf(":");
   return { name: part.slice(0, at), settings: settingsFrom(part.slice(at + 1)) };
@@ -38,17 +45,21 @@ const COMPARE = (args.get("compare") ?? `default:${args.get("settings") ?? ""}`)
 
 const UPSTREAM = "http://127.0.0.1:9/mcp";
 const CALL = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{}}}';
-const RESULT = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"pong"}]}}';
-const INIT_RESULT =
-  '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"bench","version":"1"}}}';
+const INIT = { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "bench", version: "1" } };
+const RESULTS: Record<string, unknown> = {
+  initialize: INIT,
+  "tools/call": { content: [{ type: "text", text: "pong" }] },
+  "tools/list": { tools: [{ name: "ping", inputSchema: { type: "object" } }] },
+};
 
-/** The upstream: a JSON answer at once, as the bench upstream (bench/upstream.ts) gives it. */
+/** The upstream: a JSON answer at once (to the request's own id), as the bench upstream (bench/upstream.ts) gives it. */
 const upstreamFetch = async (_input: unknown, init?: RequestInit): Promise<Response> => {
-  const body = init?.body ? await new Response(init.body).text() : "";
-  const answer = body.includes('"initialize"') ? INIT_RESULT : body.includes('"id"') ? RESULT : "";
-  return answer
-    ? new Response(answer, { headers: { "content-type": "application/json", "content-length": String(answer.length) } })
-    : new Response(null, { status: 202 });
+  const message = init?.body ? (JSON.parse(await new Response(init.body).text()) as { id?: unknown; method: string }) : undefined;
+  if (message?.id === undefined) return new Response(null, { status: 202 });
+  const answer = JSON.stringify({ jsonrpc: "2.0", id: message.id, result: RESULTS[message.method] ?? {} });
+  return new Response(answer, {
+    headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(answer)) },
+  });
 };
 
 async function serviceWith(settings: Record<string, string>, dir: string) {
@@ -117,39 +128,78 @@ async function run(name: string, settings: Record<string, string>) {
     accept: "application/json, text/event-stream",
     "mcp-protocol-version": "2025-11-25",
   };
-  const entry = services.proxyEntry;
   let failures = 0;
-  const one = async () => {
-    const response = await entry.handle(new Request(url, { method: "POST", headers, body: CALL }), connector.id);
-    // The first failure says what went wrong; the count says how often.
-    if (response.status !== 200 && failures++ === 0)
-      console.error(`${name}: ${response.status} ${await response.clone().text()}`);
-    await response.arrayBuffer();
+  /** One tools/call through `handle`, which must answer 200 (the first failure says what went wrong). */
+  const caller = (handle: (request: Request) => Promise<Response>, to: string, sent: Record<string, string>, body: string) =>
+    async function one() {
+      const response = await handle(new Request(to, { method: "POST", headers: sent, body }));
+      if (response.status !== 200 && failures++ === 0)
+        console.error(`${name}: ${response.status} ${await response.clone().text()}`);
+      await response.arrayBuffer();
+    };
+  const ways: Record<string, () => Promise<void>> = {
+    [THROUGH === "virtual" ? "member" : name]: caller((r) => services.proxyEntry.handle(r, connector.id), url, headers, CALL),
   };
-  const batch = async (count: number) => {
+  if (THROUGH === "virtual") {
+    const server = await call("POST", "/api/v1/virtual-servers", {
+      name: "bench",
+      members: [{ connector_id: connector.id, prefix: "m0" }],
+    });
+    const at = `http://127.0.0.1:8080/api/v1/virtual-servers/${server.id}/mcp`;
+    const opened = await services.virtualEntry.handle(
+      new Request(at, {
+        method: "POST",
+        headers,
+        body: '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}',
+      }),
+      server.id,
+    );
+    const session = { ...headers, "mcp-session-id": opened.headers.get("mcp-session-id")! };
+    const virtual = caller((r) => services.virtualEntry.handle(r, server.id), at, session, CALL.replace('"ping"', '"m0__ping"'));
+    // The virtual server's first listing (the names its calls resolve by) and its member's session, opened.
+    await services.virtualEntry.handle(
+      new Request(at, { method: "POST", headers: session, body: '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' }),
+      server.id,
+    );
+    ways.virtual = virtual;
+  }
+  const batch = async (one: () => Promise<void>, count: number) => {
     let left = count;
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
-        while (left-- > 0) await one();
+        // Timers get their turn now and then, as a server's sockets give them (the audit writer's flush is one).
+        while (left-- > 0) if ((await one(), left % 256 === 0)) await new Promise((resolve) => setImmediate(resolve));
       }),
     );
   };
-  await batch(5_000); // warm-up: JIT, caches
-  const rounds: number[] = [];
+  for (const one of Object.values(ways)) await batch(one, 5_000); // warm-up: JIT, caches
+  const rounds = new Map<string, number[]>(Object.keys(ways).map((way) => [way, []]));
   for (let r = 0; r < ROUNDS; r++) {
-    const before = process.cpuUsage();
-    await batch(REQUESTS);
-    const used = process.cpuUsage(before);
-    rounds.push((used.user + used.system) / REQUESTS);
+    for (const [way, one] of Object.entries(ways)) {
+      const before = process.cpuUsage();
+      await batch(one, REQUESTS);
+      const used = process.cpuUsage(before);
+      rounds.get(way)!.push((used.user + used.system) / REQUESTS);
+    }
   }
   await store.close();
   rmSync(dir, { recursive: true, force: true });
-  const median = [...rounds].sort((a, b) => a - b)[Math.floor(rounds.length / 2)]!;
-  console.log(
-    `${name.padEnd(16)} ${median.toFixed(1).padStart(7)} µs/request (rounds ${rounds.map((r) => r.toFixed(1)).join(" / ")})` +
-      (failures ? ` — ${failures} failures` : ""),
-  );
-  return median;
+  const medians = new Map<string, number>();
+  for (const [way, times] of rounds) {
+    const median = [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)]!;
+    medians.set(way, median);
+    console.log(
+      `${way.padEnd(16)} ${median.toFixed(1).padStart(7)} µs/request (rounds ${times.map((r) => r.toFixed(1)).join(" / ")})` +
+        (failures ? ` — ${failures} failures` : ""),
+    );
+  }
+  if (THROUGH === "virtual") {
+    const added = rounds.get("virtual")!.map((v, i) => v - rounds.get("member")![i]!);
+    const median = [...added].sort((a, b) => a - b)[Math.floor(added.length / 2)]!;
+    console.log(
+      `virtual layer    ${median.toFixed(1).padStart(7)} µs/call added (rounds ${added.map((a) => a.toFixed(1)).join(" / ")})`,
+    );
+  }
 }
 
 console.log(`${REQUESTS} tools/call × ${ROUNDS} rounds at concurrency ${CONCURRENCY}, CPU per request (median)`);

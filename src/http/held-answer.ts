@@ -11,8 +11,9 @@ export function heldAnswer(
   release: () => void,
   watch: ((close: () => void) => () => void) | undefined,
 ): Response {
+  // The type first: a body made from a string becomes a stream when asked for (`body`), which a JSON answer never is.
   const stream = (response.headers.get("content-type") ?? "").startsWith("text/event-stream");
-  if (!response.body || !stream) {
+  if (!stream || !response.body) {
     release();
     return response;
   }

@@ -1,17 +1,24 @@
 /**
  * Requests the service builds in-process for its own parts (a virtual server's member call, the era bridge's request
  * to a 2025 server) carry a message those parts read at the service's edge with the one strict reader
- * (strict-json.ts) and then rewrote. The proxy's path they go through takes that message as read instead of parsing
- * the body it was serialised into again (bench/RESULTS.md "2026-07-28 clients"). Kept by the Request object itself:
- * only code in this process holds one, and a client's request is never in here.
+ * (strict-json.ts) and then rewrote. The parts they go to (the proxy's path, a virtual server's endpoint) take that
+ * message as read instead of a body to parse again (bench/RESULTS.md "2026-07-28 clients"): such a request has no
+ * body of its own, only its message serialised once, to be sent on as it is. Kept by the Request object itself: only code in this
+ * process holds one, and a client's request is never in here.
  */
-const read = new WeakMap<Request, unknown>();
+export type ReadAlready = {
+  message: unknown;
+  /** The message serialised, as it is sent on unless something rewrites it (its size is what the limits count). */
+  body: Uint8Array;
+};
 
-/** `request`, its body `message` serialised, marked as read already. */
-export function alreadyRead(request: Request, message: unknown): Request {
-  read.set(request, message);
+const read = new WeakMap<Request, ReadAlready>();
+
+/** `request` (no body), marked as carrying `message`, read already. */
+export function alreadyRead(request: Request, message: unknown, body: Uint8Array): Request {
+  read.set(request, { message, body });
   return request;
 }
 
-/** The message `request` was built from in-process, if it was (see above). */
-export const messageReadAlready = (request: Request): unknown => read.get(request);
+/** The message `request` was built with in-process, if it was (see above). */
+export const messageReadAlready = (request: Request): ReadAlready | undefined => read.get(request);

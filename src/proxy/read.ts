@@ -19,6 +19,8 @@ export type Outgoing =
       message: RpcMessage | RpcMessage[];
       /** The body's size as it came. */
       bytes: number;
+      /** `message` serialised already (a request built in-process: http/read-already.ts), sent as it is if unchanged. */
+      serialised?: Uint8Array;
       release(): void;
     }
   | {
@@ -44,15 +46,17 @@ export function createRequestReader(held: HeldBytes) {
     request: Request,
     { decide, replay }: { decide: boolean; replay: boolean },
   ): Promise<Outgoing> {
-    const body = request.method === "POST" ? request.body : null;
-    if (body === null) return NO_BODY;
+    if (request.method !== "POST") return NO_BODY;
     // Built in-process from a message read strictly at the edge (http/read-already.ts): that message, not read again.
-    const given = messageReadAlready(request) as RpcMessage | undefined;
+    const given = messageReadAlready(request);
     if (given !== undefined) {
       // Still held as its body would be: the message-size limit and the held-bytes budgets apply the same.
-      const bytes = declaredLength(request) ?? 0;
-      return { kind: "message", message: given, bytes, release: held.holdRead(userId, bytes) };
+      const bytes = given.body.byteLength;
+      const message = given.message as RpcMessage;
+      return { kind: "message", message, bytes, serialised: given.body, release: held.holdRead(userId, bytes) };
     }
+    const body = request.body;
+    if (body === null) return NO_BODY;
     if (decide) {
       const whole = await held.read(userId, request);
       const read = readMessage(whole.bytes, request.headers);

@@ -138,7 +138,9 @@ export function createProxyService(deps: ProxyServiceDeps) {
           ({ message, mcpName } = decided);
           if (decided.listIds.size > 0) listIds = decided.listIds;
         }
-        sending = { body: serialiseMessage(message), message: true, uncompressed: listIds !== undefined, mcpName };
+        const { serialised } = outgoing;
+        const body = serialised !== undefined && message === outgoing.message ? serialised : serialiseMessage(message);
+        sending = { body, message: true, uncompressed: listIds !== undefined, mcpName };
       } else sending = { body: outgoing.body, message: false, uncompressed: false };
       // A managed server's gateway tells its callers apart (a call parked for input is its caller's alone).
       if (target.managed) sending.caller = callerDigest(caller.id, caller.credential);

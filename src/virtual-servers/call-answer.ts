@@ -11,7 +11,7 @@ import type { Channel } from "./relay";
 export function answerCall(
   id: RequestId,
   streams: boolean,
-  cancelled: AbortSignal,
+  cancelled: { readonly aborted: boolean },
   run: (channel: Channel) => Promise<unknown>,
 ): Promise<Response> {
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;

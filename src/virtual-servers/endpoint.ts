@@ -5,6 +5,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
+import { messageReadAlready } from "../http/read-already";
 import { MalformedJson, parseStrictRequest } from "../http/strict-json";
 import type { Tracing } from "../observability/tracing";
 import type { Sealer } from "../secrets/sealer";
@@ -24,6 +25,7 @@ import {
   type RequestId,
 } from "./jsonrpc";
 import { answerCall } from "./call-answer";
+import { Cancel } from "./cancellation";
 import type { ConflictNotes } from "./conflicts";
 import type { MemberFailures } from "./member-failures";
 import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
@@ -67,6 +69,8 @@ export type VirtualEndpointDeps = {
 };
 
 const SESSION_HEADER = "mcp-session-id";
+/** What a member call's caller keeps of the caller at the virtual server's URL (memberCaller). */
+type CarriedField = "id" | "username" | "role" | "connector" | "credential";
 /** Admissions remembered, at most (four lists per virtual server in use). */
 const MAX_REMEMBERED_ADMISSIONS = 4096;
 
@@ -95,10 +99,19 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
    * An access token bound to this virtual server (RFC 8707 §2, checked by serverOf) reaches the members through it as
    * the person it acts for: the binding is not theirs, and at a member's proxy URL it would be refused (proxy/admit.ts).
    */
-  const memberCaller = ({ boundVirtualServer: _, ...person }: Principal, serverId: string): Principal => ({
-    ...person,
-    virtualServer: serverId,
-  });
+  const memberCaller = (caller: Principal, serverId: string): Principal => {
+    // Field by field (a rest pattern's copy was a call's largest object allocation); a field added to Principal fails
+    // to compile here until it is carried or dropped on purpose.
+    const everyField: Exclude<keyof Principal, CarriedField | "boundVirtualServer" | "virtualServer"> extends never
+      ? true
+      : never = true;
+    void everyField;
+    const { id, username, role, connector, credential } = caller;
+    const person: Principal = { id, username, role, virtualServer: serverId };
+    if (connector !== undefined) person.connector = connector;
+    if (credential !== undefined) person.credential = credential;
+    return person;
+  };
 
   /** Each virtual server's lists are admitted once for as long as the members offer the same names (names.ts). */
   const admit = rememberingAdmitter(MAX_REMEMBERED_ADMISSIONS);
@@ -167,15 +180,22 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     return jsonAnswer(resultOf(id, result), 200, { "mcp-session-id": session.id });
   }
 
-  async function post(caller: Principal, serverId: string, request: Request): Promise<Response> {
+  /** The POSTed message: a client's, read strictly; or one built in-process (the era bridge's), as it was built. */
+  async function readMessage(request: Request): Promise<unknown> {
+    const given = messageReadAlready(request);
+    if (given !== undefined) return given.message;
     const length = Number(request.headers.get("content-length") ?? 0);
     if (length > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
     const text = await request.text();
     if (text.length > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+    // Read as the proxy reads a message (http/strict-json.ts): its checks and limits, its numbers kept exactly.
+    return parseStrictRequest(text);
+  }
+
+  async function post(caller: Principal, serverId: string, request: Request): Promise<Response> {
     let message: JsonRpcMessage;
     try {
-      // Read as the proxy reads a message (http/strict-json.ts): its checks and limits, its numbers kept exactly.
-      message = parseStrictRequest(text) as JsonRpcMessage;
+      message = (await readMessage(request)) as JsonRpcMessage;
     } catch (e) {
       if (!(e instanceof MalformedJson)) throw e;
       return jsonAnswer(errorOf(null, new RpcError(PARSE_ERROR, `Parse error: ${e.message}`)), 400);
@@ -234,16 +254,16 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         const listing = (kind: ListKind) => merge(session, members, kind);
         const streams = (request.headers.get("accept") ?? "").includes("text/event-stream");
         // basic/utilities/cancellation: the client's notifications/cancelled names this id (sessions.ts receive).
-        const cancel = new AbortController();
+        const cancel = new Cancel();
         session.calls.set(id, cancel);
-        return await answerCall(id, streams, cancel.signal, (channel) => {
+        return await answerCall(id, streams, cancel, (channel) => {
           // basic/utilities/progress: the member's progress, with the progressToken the client gave.
           const onprogress =
             token === undefined
               ? undefined
               : (p: Progress) =>
                   channel({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } });
-          const serving = { signal: cancel.signal, channel, ...(onprogress && { onprogress }) };
+          const serving = { cancel, channel, ...(onprogress && { onprogress }) };
           const run =
             method === "tools/call" && searching
               ? search.call(session, members, params, listing, serving)

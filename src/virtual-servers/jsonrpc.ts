@@ -29,8 +29,13 @@ export const errorOf = (id: RequestId | null, error: RpcError) => ({
   error: { code: error.code, message: error.message, ...(error.data !== undefined && { data: error.data }) },
 });
 
-export const jsonAnswer = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
-  Response.json(body, { status, headers });
+/** The answer of every plain 200: its headers made once (Bun copies a Headers object faster than it reads a record). */
+const OK_JSON = { status: 200, headers: new Headers({ "content-type": "application/json" }) };
+
+export const jsonAnswer = (body: unknown, status = 200, headers?: Record<string, string>) =>
+  status === 200 && headers === undefined
+    ? new Response(JSON.stringify(body), OK_JSON)
+    : Response.json(body, { status, ...(headers && { headers }) });
 
 const encoder = new TextEncoder();
 /** One message as a server-sent event (MCP 2025-11-25 basic/transports: each event's data is one JSON-RPC message). */

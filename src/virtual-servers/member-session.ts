@@ -24,8 +24,9 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { VERSION } from "../version";
+import type { Cancellation } from "./cancellation";
 import { INTERNAL_ERROR } from "./jsonrpc";
-import { sendPlain } from "./plain-request";
+import { sendPlain, type PlainSession } from "./plain-request";
 import type { Channel, Relay } from "./relay";
 import type { StoredUpstream } from "./session-store";
 import { injectSpan } from "./trace-context";
@@ -163,6 +164,26 @@ export function openMemberSession(
     if (request.method === "GET" && !request.headers.has("last-event-id")) return openGetStream(request);
     return exchange(connectorId, request);
   }
+  /**
+   * The open session as a plain request needs it (plain-request.ts), made again only when the session changes: the
+   * request it sends is cloned from one kept with it (upstream/session-post.ts).
+   */
+  let plain: { client: Client; session: PlainSession } | undefined;
+  function plainSession(client: Client, transport: StreamableHTTPClientTransport): PlainSession {
+    const kept = plain?.client === client ? plain.session : undefined;
+    if (kept && kept.sessionId === transport.sessionId && kept.protocolVersion === transport.protocolVersion) return kept;
+    const session: PlainSession = {
+      url: memberUrl(connectorId).href,
+      sessionId: transport.sessionId,
+      protocolVersion: transport.protocolVersion,
+      fetch: sendOne,
+      deliver: (message) => transport.onmessage?.(message),
+      cancel: (requestId, reason) =>
+        void client.notification({ method: "notifications/cancelled", params: { requestId, reason } }).catch(() => {}),
+    };
+    plain = { client, session };
+    return session;
+  }
   /** The ids of the requests sent without the SDK client: strings, never one of its numbers in the same session. */
   let plainIds = 0;
 
@@ -261,31 +282,25 @@ export function openMemberSession(
     async request(
       method: string,
       params: Record<string, unknown> | undefined,
-      options: { timeout: number; signal?: AbortSignal; onprogress?: (progress: Progress) => void; call?: CallContext },
+      options: { timeout: number; cancel?: Cancellation; onprogress?: (progress: Progress) => void; call?: CallContext },
     ): Promise<Result> {
       const send = async () => {
         const { client, transport } = await open(options.timeout);
         // A request with no progress to pass on goes without the SDK client (plain-request.ts): its answer is the same.
         if (!options.onprogress) {
-          const { call } = options;
-          const plain = {
-            url: `http://member.invalid/api/v1/connectors/${connectorId}/mcp`,
-            sessionId: transport.sessionId,
-            protocolVersion: transport.protocolVersion,
-            fetch: sendOne,
+          const { call, timeout, cancel } = options;
+          return sendPlain(plainSession(client, transport), `vs-${++plainIds}`, method, params, {
+            timeout,
+            cancel,
             // Only what the member sends with the answer needs the call's context (a request of its, relayed on the
             // call's stream): the request itself runs outside it, which costs a call less.
-            deliver: (message: JSONRPCMessage) =>
-              call ? calls.run(call, () => transport.onmessage?.(message)) : transport.onmessage?.(message),
-            cancel: (requestId: string, reason: string) =>
-              void client.notification({ method: "notifications/cancelled", params: { requestId, reason } }).catch(() => {}),
-          };
-          return sendPlain(plain, `vs-${++plainIds}`, method, params, options);
+            deliver: call && ((message: JSONRPCMessage) => calls.run(call, () => transport.onmessage?.(message))),
+          });
         }
         // basic/utilities/cancellation: an aborted signal makes the SDK send notifications/cancelled with its own id.
         const requestOptions: RequestOptions = {
           timeout: options.timeout,
-          ...(options.signal && { signal: options.signal }),
+          ...(options.cancel && { signal: options.cancel.signal }),
           ...(options.onprogress && { onprogress: options.onprogress, resetTimeoutOnProgress: true }),
         };
         const sent = () => client.request({ method, ...(params && { params }) }, ANY_RESULT, requestOptions);

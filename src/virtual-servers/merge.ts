@@ -1,4 +1,5 @@
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { cancellationOf } from "./cancellation";
 import { INTERNAL_ERROR, RpcError } from "./jsonrpc";
 import type { MemberSession } from "./member-session";
 import { admitNames, type Admission, type MemberNames, type NameKind } from "./names";
@@ -48,7 +49,7 @@ export function failureOf(error: unknown, timeoutMs: number): string {
 export async function listMember(session: MemberSession, member: Member, list: ListKind, timeoutMs: number): Promise<MemberList> {
   const { method, field } = LISTS[list];
   // One bound for the session's opening and every page (a real-time timer, like the SDK's own timeouts).
-  const signal = AbortSignal.timeout(timeoutMs);
+  const cancel = cancellationOf(AbortSignal.timeout(timeoutMs));
   const items: Item[] = [];
   try {
     // basic/lifecycle "Capability Negotiation": a member that did not declare the capability has none of its items
@@ -57,7 +58,7 @@ export async function listMember(session: MemberSession, member: Member, list: L
     if (!capabilities?.[LISTS[list].capability]) return { member, items: [] };
     let cursor: string | undefined;
     for (let page = 0; page < MAX_MEMBER_PAGES; page++) {
-      const result = await session.request(method, cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, signal });
+      const result = await session.request(method, cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, cancel });
       const found = result[field];
       if (Array.isArray(found)) items.push(...(found.filter((x) => typeof x === "object" && x !== null) as Item[]));
       const next = result.nextCursor;

@@ -2,6 +2,7 @@ import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamable
 import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage, type Result } from "@modelcontextprotocol/sdk/types.js";
 import { serverSentEvents, type ServerSentEvent } from "../http/server-sent-events";
 import { sessionPost } from "../upstream/session-post";
+import type { Cancellation } from "./cancellation";
 
 /** A member's open session as a plain request needs it (member-session.ts). */
 export type PlainSession = {
@@ -44,7 +45,7 @@ const isPlainAnswerTo = (message: unknown, id: string): message is Answer =>
  * only when it is not plainly the answer, so that what the SDK would refuse is refused with its own error. Everything else
  * the member sends with it (a request to the client during a call, a notification) goes to the SDK client (`deliver`),
  * which answers it on the session as it does its own. The outcomes are the SDK client's: the member's error as an
- * McpError, a timeout as -32001 "Request timed out" and notifications/cancelled sent, an aborted `signal` likewise,
+ * McpError, a timeout as -32001 "Request timed out" and notifications/cancelled sent, an aborted `cancel` likewise,
  * an HTTP error as a StreamableHTTPError (404: the session was forgotten).
  */
 export function sendPlain(
@@ -52,16 +53,21 @@ export function sendPlain(
   id: string,
   method: string,
   params: Record<string, unknown> | undefined,
-  options: { timeout: number; signal?: AbortSignal },
+  options: {
+    timeout: number;
+    cancel?: Cancellation | undefined;
+    /** Where what the member sends with the answer goes, if not to the session's own `deliver`. */
+    deliver?: ((message: JSONRPCMessage) => void) | undefined;
+  },
 ): Promise<Result> {
-  const { signal, timeout } = options;
+  const { cancel: cancelled, timeout } = options;
   return new Promise<Result>((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
+    if (cancelled?.aborted) return reject(cancelled.reason);
     let done = false;
     const settle = () => {
       done = true;
       clearTimeout(timer);
-      signal?.removeEventListener("abort", aborted);
+      forget?.();
     };
     const cancel = (reason: unknown) => {
       if (done) return;
@@ -69,10 +75,9 @@ export function sendPlain(
       to.cancel(id, String(reason));
       reject(reason instanceof McpError ? reason : new McpError(ErrorCode.RequestTimeout, String(reason)));
     };
-    const aborted = () => cancel(signal?.reason);
-    signal?.addEventListener("abort", aborted, { once: true });
+    const forget = cancelled?.onAbort(() => cancel(cancelled.reason));
     const timer = setTimeout(() => cancel(new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout })), timeout);
-    answerOf(to, id, method, params, () => done).then(
+    answerOf(to, options.deliver ?? to.deliver, id, method, params, () => done).then(
       (answer) => {
         if (done) return;
         settle();
@@ -91,6 +96,7 @@ export function sendPlain(
 /** The member's answer to `id`, as JSON or from the event stream it opened (basic/transports "Sending Messages"). */
 async function answerOf(
   to: PlainSession,
+  deliver: PlainSession["deliver"],
   id: string,
   method: string,
   params: Record<string, unknown> | undefined,
@@ -111,10 +117,10 @@ async function answerOf(
     const messages = Array.isArray(data) ? data.map((m) => JSONRPCMessageSchema.parse(m)) : [JSONRPCMessageSchema.parse(data)];
     let answer: Answer | undefined;
     for (const message of messages) if (isAnswerTo(message, id)) answer ??= message;
-    for (const message of messages) if (message !== answer) to.deliver(message);
+    for (const message of messages) if (message !== answer) deliver(message);
     return answer ?? new Promise<never>(() => {});
   }
-  if (type === "text/event-stream") return streamedAnswer(to, id, response, over);
+  if (type === "text/event-stream") return streamedAnswer(to, deliver, id, response, over);
   await response.body?.cancel();
   throw new StreamableHTTPError(-1, `Unexpected content type: ${response.headers.get("content-type")}`);
 }
@@ -132,7 +138,13 @@ const MAX_RESUME_DELAY_MS = 60_000;
  * Last-Event-ID, after the member's `retry`), as the SDK client resumes its own; one that ends without an id has lost
  * the answer.
  */
-async function streamedAnswer(to: PlainSession, id: string, response: Response, over: () => boolean): Promise<Answer> {
+async function streamedAnswer(
+  to: PlainSession,
+  deliver: PlainSession["deliver"],
+  id: string,
+  response: Response,
+  over: () => boolean,
+): Promise<Answer> {
   let lastEventId: string | undefined;
   let retryMs = RESUME_DELAY_MS;
   /** An event's message, checked as the SDK transport checks it (one it cannot read is dropped, and reading goes on). */
@@ -153,14 +165,14 @@ async function streamedAnswer(to: PlainSession, id: string, response: Response, 
       const message = messageOf(next.value);
       if (message === undefined) continue;
       if (!isAnswerTo(message, id)) {
-        to.deliver(message as JSONRPCMessage);
+        deliver(message as JSONRPCMessage);
         continue;
       }
       // What follows the answer on its stream still reaches the SDK client, as the SDK transport reads to the end.
       void (async () => {
         for await (const event of events) {
           const more = messageOf(event);
-          if (more !== undefined && !isAnswerTo(more, id)) to.deliver(more as JSONRPCMessage);
+          if (more !== undefined && !isAnswerTo(more, id)) deliver(more as JSONRPCMessage);
         }
       })().catch(() => {});
       return message;

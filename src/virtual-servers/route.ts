@@ -5,11 +5,12 @@ import { INTERNAL_ERROR, INVALID_PARAMS, RpcError } from "./jsonrpc";
 import type { ListKind } from "./list-cursor";
 import { failureOf, type Member } from "./merge";
 import { resolveName, SEPARATOR, type Admission, type Route } from "./names";
+import type { Cancellation } from "./cancellation";
 import type { Channel } from "./relay";
 import type { ClientSession, Listing } from "./sessions";
 
 /** A routed request as it is served: its cancellation, where messages related to it go, and its progress. */
-export type Serving = { signal: AbortSignal; channel: Channel; onprogress?: (progress: Progress) => void };
+export type Serving = { cancel: Cancellation; channel: Channel; onprogress?: (progress: Progress) => void };
 
 /** The requests that go to the one member owning a name: the list the name is admitted by, the parameter holding it. */
 export const ROUTED = {
@@ -63,20 +64,23 @@ export async function routeRequest(
     if (down) throw unavailable(down.member, down.why);
     throw new RpcError(INVALID_PARAMS, `${unknown}: ${name}`);
   }
-  const { _meta, ...rest } = params;
-  // The SDK client sets its own progressToken when asked to pass progress on (onprogress), and maps it back.
-  const { progressToken: _token, ...meta } = (_meta ?? {}) as Record<string, unknown>;
-  const sent = { ...rest, [param]: route.original, ...(Object.keys(meta).length > 0 && { _meta: meta }) };
+  const sent = { ...params, [param]: route.original };
+  if (params._meta !== undefined) {
+    // The SDK client sets its own progressToken when asked to pass progress on (onprogress), and maps it back.
+    const { progressToken: _token, ...meta } = params._meta as Record<string, unknown>;
+    if (Object.keys(meta).length > 0) sent._meta = meta;
+    else delete sent._meta;
+  }
   try {
     return await session.member(member.connectorId).request(method, sent, {
       timeout: CALL_TIMEOUT_MS,
-      signal: serving.signal,
+      cancel: serving.cancel,
       call: { channel: serving.channel },
       ...(serving.onprogress && { onprogress: serving.onprogress }),
     });
   } catch (error) {
     // basic/utilities/cancellation: the client stopped waiting; the answer, if any is written, only says so.
-    if (serving.signal.aborted) throw new RpcError(INTERNAL_ERROR, "The request was cancelled by the client");
+    if (serving.cancel.aborted) throw new RpcError(INTERNAL_ERROR, "The request was cancelled by the client");
     if (error instanceof McpError && error.code !== -32001) throw ownError(error);
     throw unavailable(member, failureOf(error, CALL_TIMEOUT_MS));
   }

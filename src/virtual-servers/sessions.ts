@@ -1,6 +1,7 @@
 import type { ClientCapabilities, LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
 import { TooManyRequests } from "../http-errors/errors";
 import type { Principal } from "../users/model";
+import type { Cancel } from "./cancellation";
 import { isRequestId, SSE_HEADERS, sseEvent, type RequestId } from "./jsonrpc";
 import type { ListKind } from "./list-cursor";
 import { openMemberSession, type ChangedList, type MemberSession } from "./member-session";
@@ -48,7 +49,7 @@ export type ClientSession = {
   /** Each list's last merge, what a call's name resolves through (issue 24 item 4). */
   listings: Map<ListKind, Listing>;
   /** The client's requests being served, by the client's id: what its notifications/cancelled can name. */
-  calls: Map<RequestId, AbortController>;
+  calls: Map<RequestId, Cancel>;
   /** The members' requests to the client, waiting for its answers (relay.ts). */
   relay: Relay;
   /** The member's upstream session, opened on first use (member-session.ts). */

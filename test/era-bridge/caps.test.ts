@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createSealer } from "../../src/secrets/sealer";
 import { expect, test } from "bun:test";
 import { createEraBridges } from "../../src/era-bridge/bridges";
+import { messageReadAlready } from "../../src/http/read-already";
 import { createLogger } from "../../src/observability/logger";
 import type { Principal } from "../../src/users/model";
 import { modernRequest } from "../support/modern";
@@ -10,7 +11,8 @@ import { modernRequest } from "../support/modern";
 // needed for what is counted): one user's bridges never push out another user's.
 const hop = async (_caller: Principal, _id: string, request: Request) => {
   if (request.method !== "POST") return new Response(null, { status: 405 });
-  const message = (await request.json()) as { id?: number | string; method: string };
+  // The bridge's own requests carry their message in-process (http/read-already.ts); the SDK transport's, a body.
+  const message = (messageReadAlready(request)?.message ?? (await request.json())) as { id?: number | string; method: string };
   if (message.id === undefined) return new Response(null, { status: 202 });
   const result =
     message.method === "initialize"

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { messageReadAlready } from "../../src/http/read-already";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { createDirectSend } from "../../src/era-bridge/direct-send";
 
@@ -32,7 +33,10 @@ describe("the era bridge's own requests (direct-send.ts)", () => {
     await done;
     expect(sent[0]!.headers.get("mcp-session-id")).toBe("s-1");
     expect(sent[0]!.headers.get("mcp-protocol-version")).toBe("2025-11-25");
-    expect(await sent[0]!.json()).toEqual(call);
+    // In-process, with its message rather than a body (http/read-already.ts), and that message's size.
+    const { message, body } = messageReadAlready(sent[0]!)!;
+    expect(message).toEqual(call);
+    expect(JSON.parse(new TextDecoder().decode(body))).toEqual(call);
     expect(delivered).toEqual([{ jsonrpc: "2.0", id: "r-1", result: { content: [] } }] as JSONRPCMessage[]);
   });
 

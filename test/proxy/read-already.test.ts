@@ -5,14 +5,11 @@ import { createRequestReader } from "../../src/proxy/read";
 
 // The proxy's read step for a request the service built in-process from a message read at its edge.
 const message = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { text: "x".repeat(200) } } };
-const built = (declared: number) =>
+const built = (bytes: number) =>
   alreadyRead(
-    new Request("http://cs.test/mcp", {
-      method: "POST",
-      headers: { "content-type": "application/json", "content-length": String(declared) },
-      body: JSON.stringify(message),
-    }),
+    new Request("http://cs.test/mcp", { method: "POST", headers: { "content-type": "application/json" } }),
     message,
+    new Uint8Array(bytes),
   );
 const options = { decide: true, replay: false };
 /** A reader whose limits are the defaults of this test, but for `limits`. */

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError, ResultSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { messageReadAlready } from "../../src/http/read-already";
+import { Cancel, cancellationOf } from "../../src/virtual-servers/cancellation";
 import { sendPlain, type PlainSession } from "../../src/virtual-servers/plain-request";
 import { startLabelledServer } from "../peers/labelled-server";
 import { createTestApp, type TestApp } from "../support/app";
@@ -64,7 +66,8 @@ function member(answer: Answer) {
     async fetch(request) {
       sent.push(request);
       if (request.method === "POST") {
-        const body = (await request.json()) as (typeof bodies)[number];
+        // Sent in-process, with its message rather than a body (http/read-already.ts).
+        const body = messageReadAlready(request)!.message as (typeof bodies)[number];
         bodies.push(body);
         return answer(body.id);
       }
@@ -204,17 +207,26 @@ describe("a plain request", () => {
     expect(m.cancelled).toEqual([{ requestId: "vs-3", reason: expect.stringContaining("Request timed out") }]);
   });
 
-  test("an aborted signal cancels the request at the member; an aborted one before sending sends nothing", async () => {
+  test.each([
+    ["a client's cancellation", () => new Cancel()],
+    [
+      "an AbortSignal",
+      () => {
+        const controller = new AbortController();
+        return Object.assign(cancellationOf(controller.signal), { abort: (reason: string) => controller.abort(reason) });
+      },
+    ],
+  ])("%s cancels the request at the member; one cancelled before sending sends nothing", async (_, made) => {
     const m = member(() => new Response(new ReadableStream(), { headers: { "content-type": "text/event-stream" } }));
-    const controller = new AbortController();
-    const pending = sendPlain(m.session, "vs-4", "tools/call", {}, { timeout: 5000, signal: controller.signal });
-    controller.abort("Cancelled by the client");
+    const cancel = made();
+    const pending = sendPlain(m.session, "vs-4", "tools/call", {}, { timeout: 5000, cancel });
+    cancel.abort("Cancelled by the client");
     const error = await pending.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
     expect(m.cancelled).toEqual([{ requestId: "vs-4", reason: "Cancelled by the client" }]);
 
     const before = m.sent.length;
-    await expect(sendPlain(m.session, "vs-5", "tools/call", {}, { timeout: 5000, signal: controller.signal })).rejects.toBe(
+    await expect(sendPlain(m.session, "vs-5", "tools/call", {}, { timeout: 5000, cancel })).rejects.toBe(
       "Cancelled by the client",
     );
     expect(m.sent.length).toBe(before);
