@@ -12,11 +12,13 @@
  *
  * Prints CPU µs per request per round and the median; several settings side by side with `--compare "a:K=V;b:K=V"`.
  *
- *   bun bench/in-process.ts --through virtual [--requests 50000] [--rounds 5]
+ *   bun bench/in-process.ts --through virtual [--requests 50000] [--rounds 5] [--later yes]
  *
  * `--through virtual`: the same call through a virtual server whose one member is that connector (prefix `m0`), in one
  * MCP session of it, and through the member's own proxy URL, in alternating rounds of one process: what the virtual
  * layer adds per call (issue 24's throughput target) without the noise of sockets and of the machine's speed.
+ * `--later yes`: the upstream answers on a later turn of the event loop, as over a socket, so that what each call
+ * holds lives on meanwhile (the collector then finds more of it; the figures come nearer bench/virtual.ts's).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,6 +40,7 @@ const REQUESTS = Number(args.get("requests") ?? 50_000);
 const ROUNDS = Number(args.get("rounds") ?? 5);
 const CONCURRENCY = Number(args.get("concurrency") ?? 16);
 const THROUGH = args.get("through");
+const LATER = args.get("later") === "yes";
 const COMPARE = (args.get("compare") ?? `default:${args.get("settings") ?? ""}`).split(";").map((part) => {
   const at = part.indexOf(":");
   return { name: part.slice(0, at), settings: settingsFrom(part.slice(at + 1)) };
@@ -55,6 +58,8 @@ const RESULTS: Record<string, unknown> = {
 /** The upstream: a JSON answer at once (to the request's own id), as the bench upstream (bench/upstream.ts) gives it. */
 const upstreamFetch = async (_input: unknown, init?: RequestInit): Promise<Response> => {
   const message = init?.body ? (JSON.parse(await new Response(init.body).text()) as { id?: unknown; method: string }) : undefined;
+  // `--later yes`: answered on a later turn of the event loop, as over a socket, so that what a call holds lives on.
+  if (LATER) await new Promise((resolve) => setTimeout(resolve, 0));
   if (message?.id === undefined) return new Response(null, { status: 202 });
   const answer = JSON.stringify({ jsonrpc: "2.0", id: message.id, result: RESULTS[message.method] ?? {} });
   return new Response(answer, {

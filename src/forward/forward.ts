@@ -1,5 +1,6 @@
 import { bodyTooLarge, UpstreamAnswerRefused, UpstreamFailed, UpstreamTimeout } from "../http-errors/errors";
 import { directStream } from "../http/direct-stream";
+import { wholeAnswer } from "../http/read-already";
 import { classifyFetchFailure, type FetchLike } from "../http/fetch";
 import type { Counter, Histogram, Registry, UpDown } from "../metrics/registry";
 import { clientResponseHeaders } from "./headers";
@@ -265,7 +266,8 @@ export async function forward(
       if (body === null || !streaming) {
         unwatchClient();
         ended?.();
-        return new Response(body, { status, statusText, headers: responseHeaders });
+        const response = new Response(body, { status, statusText, headers: responseHeaders });
+        return body instanceof Uint8Array ? wholeAnswer(response, body) : response;
       }
       // An event stream lasts: a client that goes away ends it, and with it the upstream's.
       watchClient();

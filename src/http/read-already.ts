@@ -22,3 +22,18 @@ export function alreadyRead(request: Request, message: unknown, body: Uint8Array
 
 /** The message `request` was built with in-process, if it was (see above). */
 export const messageReadAlready = (request: Request): ReadAlready | undefined => read.get(request);
+
+/**
+ * The other way: an answer the proxy read whole (a JSON answer it observed: forward/forward.ts) keeps those bytes, so
+ * that the part that sent the request in-process parses them rather than reading the Response's body again.
+ */
+const answers = new WeakMap<Response, Uint8Array>();
+
+/** `response`, made of `body` whole. */
+export function wholeAnswer(response: Response, body: Uint8Array): Response {
+  answers.set(response, body);
+  return response;
+}
+
+/** The bytes `response` was made of, if it was made whole in this process (its body is then not to be read). */
+export const wholeAnswerOf = (response: Response): Uint8Array | undefined => answers.get(response);

@@ -40,16 +40,15 @@ export function answerCall(
     }
     return write(message);
   };
-  void run(channel)
-    .then(
-      (result) => resultOf(id, result),
-      (error: unknown) => errorOf(id, error instanceof RpcError ? error : new RpcError(INTERNAL_ERROR, String(error))),
-    )
-    .then((answer) => {
-      if (!controller) return respond(jsonAnswer(answer));
-      // basic/utilities/cancellation: a cancelled request gets no response; its stream just ends.
-      if (!cancelled.aborted) write(answer);
-      if (open) controller.close();
-    });
+  const answer = (message: unknown) => {
+    if (!controller) return respond(jsonAnswer(message));
+    // basic/utilities/cancellation: a cancelled request gets no response; its stream just ends.
+    if (!cancelled.aborted) write(message);
+    if (open) controller.close();
+  };
+  void run(channel).then(
+    (result) => answer(resultOf(id, result)),
+    (error: unknown) => answer(errorOf(id, error instanceof RpcError ? error : new RpcError(INTERNAL_ERROR, String(error)))),
+  );
   return response;
 }

@@ -31,7 +31,7 @@ import type { MemberFailures } from "./member-failures";
 import { decodeListCursor, encodeListCursor, type ListKind } from "./list-cursor";
 import { closedListingError, LISTS, listMember, mergeLists, type Member } from "./merge";
 import { compareNames, rememberingAdmitter } from "./names";
-import type { VirtualServerRow } from "./repository";
+import type { MemberWithState, VirtualServerRow } from "./repository";
 import { withSpan } from "./trace-context";
 import { ROUTED, routeRequest, type RoutedMethod } from "./route";
 import type { VirtualServerService } from "./service";
@@ -83,6 +83,14 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
   const { sealer, sessions, memberTimeoutMs } = deps;
   const search = createToolSearch();
 
+  /** The members as routing names them, once per view of them (the repository caches its views: a call makes none). */
+  const routed = new WeakMap<readonly MemberWithState[], Member[]>();
+  function membersOf(members: readonly MemberWithState[]): Member[] {
+    let found = routed.get(members);
+    if (!found) routed.set(members, (found = members.map((m) => ({ connectorId: m.connector_id, prefix: m.prefix }))));
+    return found;
+  }
+
   async function serverOf(caller: Principal, id: string) {
     // RFC 8707 §2: this service's access tokens are each bound to one resource: a connector's proxy URL is not a
     // virtual server, and one virtual server is not another.
@@ -91,7 +99,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     if (caller.boundVirtualServer !== undefined && caller.boundVirtualServer !== id)
       throw new InvalidToken("This access token was issued for another virtual server's MCP URL");
     const { row, members } = await deps.servers.withMembers(caller, id);
-    return { row, members: members.map((m): Member => ({ connectorId: m.connector_id, prefix: m.prefix })) };
+    return { row, members: membersOf(members) };
   }
 
   /**

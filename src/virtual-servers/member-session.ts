@@ -107,6 +107,8 @@ export function openMemberSession(
   let resumedCapabilities: ServerCapabilities | undefined;
   let opening: Promise<{ client: Client; transport: StreamableHTTPClientTransport }> | undefined;
   let opened: { client: Client; transport: StreamableHTTPClientTransport } | undefined;
+  /** `opened` once its opening is over (the client's log level told): what a request may go on without waiting. */
+  let ready: typeof opened;
   const serving = new Set<CallContext>();
   /** Ends the member's GET stream, while one is open. */
   let listening: (() => void) | undefined;
@@ -158,8 +160,8 @@ export function openMemberSession(
   }
 
   const fetch = (input: string | URL | Request, init?: RequestInit) => sendOne(new Request(input, init));
-  async function sendOne(request: Request): Promise<Response> {
-    injectSpan(request.headers);
+  function sendOne(request: Request): Promise<Response> {
+    injectSpan(request);
     // basic/transports "Resumability": a GET with Last-Event-ID resumes a POST's stream; any other GET listens.
     if (request.method === "GET" && !request.headers.has("last-event-id")) return openGetStream(request);
     return exchange(connectorId, request);
@@ -263,6 +265,7 @@ export function openMemberSession(
       if (peer.stream() && !listening) transport.resumeStream("").catch(() => {});
       const level = peer.logLevel();
       if (level) await setLevel(client, level, resumedCapabilities);
+      ready = opened;
       return opened;
     });
     return opening;
@@ -285,7 +288,8 @@ export function openMemberSession(
       options: { timeout: number; cancel?: Cancellation; onprogress?: (progress: Progress) => void; call?: CallContext },
     ): Promise<Result> {
       const send = async () => {
-        const { client, transport } = await open(options.timeout);
+        // The session once open, without waiting a turn for it.
+        const { client, transport } = ready ?? (await open(options.timeout));
         // A request with no progress to pass on goes without the SDK client (plain-request.ts): its answer is the same.
         if (!options.onprogress) {
           const { call, timeout, cancel } = options;
@@ -315,6 +319,7 @@ export function openMemberSession(
         const stale = opening;
         opening = undefined;
         opened = undefined;
+        ready = undefined;
         void stale?.then(({ client }) => client.close()).catch(() => {});
         return send();
       } finally {
@@ -346,6 +351,7 @@ export function openMemberSession(
       const current = opening;
       opening = undefined;
       opened = undefined;
+      ready = undefined;
       listening?.();
       if (!current) return;
       try {

@@ -1,5 +1,6 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage, type Result } from "@modelcontextprotocol/sdk/types.js";
+import { wholeAnswerOf } from "../http/read-already";
 import { serverSentEvents, type ServerSentEvent } from "../http/server-sent-events";
 import { sessionPost } from "../upstream/session-post";
 import type { Cancellation } from "./cancellation";
@@ -18,6 +19,8 @@ export type PlainSession = {
   /** Tells the member the request is cancelled (basic/utilities/cancellation), as the SDK client would. */
   cancel(requestId: string, reason: string): void;
 };
+
+const decoder = new TextDecoder();
 
 type Answer = { jsonrpc: "2.0"; id: string; result?: unknown; error?: { code: number; message: string; data?: unknown } };
 
@@ -110,7 +113,8 @@ async function answerOf(
   }
   const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type === "application/json") {
-    const data: unknown = await response.json();
+    const whole = wholeAnswerOf(response);
+    const data: unknown = whole ? JSON.parse(decoder.decode(whole)) : await response.json();
     if (isPlainAnswerTo(data, id)) return data;
     // Not plainly the answer: what the SDK transport would make of it (its schema's refusal, or messages for the
     // client, after which the request waits for its answer until its timeout, as the SDK client's would).

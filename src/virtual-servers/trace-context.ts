@@ -13,5 +13,5 @@ const current = new AsyncLocalStorage<Traced>();
 export const withSpan = <T>(span: Traced | undefined, serve: () => Promise<T>): Promise<T> =>
   span ? current.run(span, serve) : serve();
 
-/** Names the current request's span in a member request's headers, if there is one. */
-export const injectSpan = (headers: Headers): void => current.getStore()?.inject(headers);
+/** Names the current request's span in a member request's headers, if there is one (else its headers are not read). */
+export const injectSpan = (request: Request): void => current.getStore()?.inject(request.headers);
