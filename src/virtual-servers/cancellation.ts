@@ -18,7 +18,8 @@ export interface Cancellation {
 export class Cancel implements Cancellation {
   #aborted = false;
   #reason: unknown;
-  #then: Set<() => void> | undefined;
+  /** Its callbacks: mostly one (the member call serving it), so an array and not a set. */
+  #then: (() => void)[] | undefined;
   #controller: AbortController | undefined;
 
   get aborted(): boolean {
@@ -40,10 +41,13 @@ export class Cancel implements Cancellation {
 
   onAbort(then: () => void): () => void {
     if (this.#aborted) return () => undefined;
-    // A fresh wrapper each time: the same function given twice is two callbacks, as two listeners would be.
-    const once = () => then();
-    (this.#then ??= new Set()).add(once);
-    return () => void this.#then?.delete(once);
+    const callbacks = (this.#then ??= []);
+    callbacks.push(then);
+    // The last one given first: the callback forgotten is mostly the one just added.
+    return () => {
+      const at = callbacks.lastIndexOf(then);
+      if (at >= 0) callbacks.splice(at, 1);
+    };
   }
 
   get signal(): AbortSignal {
