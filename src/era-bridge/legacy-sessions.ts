@@ -4,6 +4,7 @@ import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { ConnectorRow } from "../connectors/repository";
 import { isModernPost, MODERN_PROTOCOL_VERSION } from "../gateway/era";
 import { readPostBody } from "../gateway/json-answers";
+import { messageReadAlready } from "../http/read-already";
 import { jsonRpcError, sessionNotFound } from "../gateway/json-rpc";
 import { AppError, ServiceUnavailable, TooManyRequests, UpstreamFailed } from "../http-errors/errors";
 import type { Logger } from "../observability/logger";
@@ -464,7 +465,9 @@ export function createLegacySessions({
           session.touched = session.lastUsed;
           await store.touch(sessionId, session.lastUsed);
         }
-        const response = await session.transport.handleRequest(request);
+        // A request built in-process (a virtual server's member call) carries its message, not a body.
+        const given = messageReadAlready(request);
+        const response = await session.transport.handleRequest(request, given && { parsedBody: given.message });
         if (request.method !== "GET" || !response.ok || !response.body) return response;
         return listenWhileOpen(session, response);
       }

@@ -1,5 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { messageReadAlready } from "../http/read-already";
 import { readRequestCapped } from "../http/read-capped";
 import { MalformedJson, parseStrictRequest } from "../http/strict-json";
 import { jsonRpcError } from "./json-rpc";
@@ -27,6 +28,9 @@ export type PostBody = { parsed: unknown } | { refused: Response };
 /** A JSON POST's body, read (to decide how to answer) and parsed; undefined for any other request, left unread. */
 export async function readPostBody(request: Request): Promise<PostBody | undefined> {
   if (request.method !== "POST" || !(request.headers.get("content-type") ?? "").startsWith("application/json")) return undefined;
+  // Built in-process (http/read-already.ts): its message, read strictly at the service's edge, and no body.
+  const given = messageReadAlready(request);
+  if (given !== undefined) return { parsed: given.message };
   const bytes = await readRequestCapped(request, MAX_BODY_BYTES);
   if (!bytes) return { refused: jsonRpcError(413, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`) };
   try {

@@ -191,7 +191,11 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
   /** The POSTed message: a client's, read strictly; or one built in-process (the era bridge's), as it was built. */
   async function readMessage(request: Request): Promise<unknown> {
     const given = messageReadAlready(request);
-    if (given !== undefined) return given.message;
+    if (given !== undefined) {
+      if (given.body.byteLength > deps.maxMessageBytes)
+        throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+      return given.message;
+    }
     const length = Number(request.headers.get("content-length") ?? 0);
     if (length > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
     const text = await request.text();

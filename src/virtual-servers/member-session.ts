@@ -259,14 +259,17 @@ export function openMemberSession(
           ...(client.getServerCapabilities() !== undefined && { capabilities: client.getServerCapabilities() }),
         });
       }
-      opened = { client, transport };
+      // This opening's own session: by the time its level is told, another opening (after a 404) may be the current
+      // one, and what this one resolves to (and what is closed as stale) must still be its own (found by review).
+      const mine = { client, transport };
+      opened = mine;
       // The client's GET stream may have opened while this session was opening (listen() then found none to hold a
       // stream for): the member's is opened now, whichever came last (a second GET is refused with 405 and dropped).
       if (peer.stream() && !listening) transport.resumeStream("").catch(() => {});
       const level = peer.logLevel();
       if (level) await setLevel(client, level, resumedCapabilities);
-      ready = opened;
-      return opened;
+      if (opened === mine) ready = mine;
+      return mine;
     });
     return opening;
   }

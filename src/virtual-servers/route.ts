@@ -67,7 +67,7 @@ export async function routeRequest(
   const sent = { ...params, [param]: route.original };
   if (params._meta !== undefined) {
     // The SDK client sets its own progressToken when asked to pass progress on (onprogress), and maps it back.
-    const { progressToken: _token, ...meta } = params._meta as Record<string, unknown>;
+    const { progressToken: _token, ...meta } = (params._meta ?? {}) as Record<string, unknown>;
     if (Object.keys(meta).length > 0) sent._meta = meta;
     else delete sent._meta;
   }

@@ -167,3 +167,31 @@ test("a virtual server's event streams end when the caller loses access: a sessi
   };
   expect(await Promise.all([ends(get), ends(listen)])).toEqual([true, true]);
 });
+
+test("a 2026-07-28 message over PROXY__MAX_MESSAGE_BYTES is refused at the virtual server, its member never asked", async () => {
+  const small = await createTestApp({ realNetwork: true, env: { PROXY__MAX_MESSAGE_BYTES: "2048" } });
+  try {
+    const member = await connectedConnector(small.api, everything.url);
+    const created = await small.api("POST", "/api/v1/virtual-servers", {
+      body: { name: "Small", members: [{ connector_id: member, prefix: "a" }] },
+    });
+    const call = (message: string) => {
+      const request = modernRequest(created.body.mcp_url, {
+        method: "tools/call",
+        params: { name: "a__echo", arguments: { message } },
+      });
+      request.headers.set("authorization", `Bearer ${small.admin.token}`);
+      return small.handle(request);
+    };
+    const fits = await call("x".repeat(100));
+    expect(JSON.stringify(await fits.json())).toContain("Echo: xxx");
+    const refused = await call("x".repeat(3000));
+    expect((await refused.json()).error.message).toContain("A message is at most 2048 bytes");
+    // The member's proxy URL saw the call that fits only: the one over the limit stopped at the virtual server.
+    await small.services.audit.flush();
+    const audit = await small.api("GET", `/api/v1/audit?connector_id=${member}&method=tools/call`);
+    expect(audit.body.items).toHaveLength(1);
+  } finally {
+    await small.close();
+  }
+});

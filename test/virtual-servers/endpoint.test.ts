@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startLabelledServer } from "../peers/labelled-server";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { createTestApp, type TestApp } from "../support/app";
@@ -269,6 +270,17 @@ describe("sessions", () => {
       }),
     );
     expect(json.status).toBe(400);
+    await mcp.close();
+  });
+
+  test("a call's _meta goes on without the client's progress token, and a null one as none", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const { mcp } = await client(server.mcp_url);
+    for (const _meta of [null, { "example.com/trace": "t-1" }, {}]) {
+      const params = { name: "one__echo", arguments: { message: JSON.stringify(_meta) }, _meta } as never;
+      const result = await mcp.request({ method: "tools/call", params }, CallToolResultSchema);
+      expect(toolText(result)).toBe(`one: ${JSON.stringify(_meta)}`);
+    }
     await mcp.close();
   });
 
