@@ -7,6 +7,7 @@
  *
  *   bun bench/member-heap.ts [--sessions 2000]
  */
+import { messageReadAlready } from "../src/http/read-already";
 import { openMemberSession } from "../src/virtual-servers/member-session";
 import { mergeLists } from "../src/virtual-servers/merge";
 import { createRelay } from "../src/virtual-servers/relay";
@@ -22,7 +23,8 @@ let sessionIds = 0;
 /** A member as the proxy relays it: JSON answers, a session id at initialize, 202 for notifications, no GET stream. */
 async function exchange(_connectorId: string, request: Request): Promise<Response> {
   if (request.method === "GET") return new Response(null, { status: 405 });
-  const message = (await request.json()) as { id?: string | number; method: string };
+  // A plain call carries its message in-process (src/http/read-already.ts); the SDK client's requests, a body.
+  const message = (messageReadAlready(request)?.message ?? (await request.json())) as { id?: string | number; method: string };
   if (message.id === undefined) return new Response(null, { status: 202 });
   if (message.method === "initialize")
     return Response.json(
