@@ -1,10 +1,11 @@
 /**
  * Requests the service builds in-process for its own parts (a virtual server's member call, the era bridge's request
  * to a 2025 server) carry a message those parts read at the service's edge with the one strict reader
- * (strict-json.ts) and then rewrote. The parts they go to (the proxy's path, a virtual server's endpoint) take that
- * message as read instead of a body to parse again (bench/RESULTS.md "2026-07-28 clients"): such a request has no
- * body of its own, only its message serialised once, to be sent on as it is. Kept by the Request object itself: only code in this
- * process holds one, and a client's request is never in here.
+ * (strict-json.ts) and then rewrote. The parts they go to (the proxy's path, a virtual server's endpoint, the sessions
+ * kept for 2025 clients of a 2026-07-28-only server, the gateway's POST reader) take that message as read instead of a
+ * body to parse again (bench/RESULTS.md "2026-07-28 clients"): such a request has no body of its own, only its message
+ * serialised once, to be sent on as it is. Kept by the Request object itself: only code in this process holds one, and
+ * a client's request is never in here.
  */
 export type ReadAlready = {
   message: unknown;
