@@ -9,7 +9,10 @@ export type PostedSession = { sessionId?: string | undefined; protocolVersion?: 
  * record some 3× slower than it clones them: a member call's largest single piece, bench/RESULTS.md). Kept by the
  * session object; rebuilt when its id or version changes.
  */
-const templates = new WeakMap<PostedSession, { url: string; sessionId?: string; protocolVersion?: string; request: Request }>();
+const templates = new WeakMap<
+  PostedSession,
+  { url: string; sessionId?: string | undefined; protocolVersion?: string | undefined; request: Request }
+>();
 
 function templateOf(url: string, session: PostedSession): Request {
   const kept = templates.get(session);
@@ -19,12 +22,7 @@ function templateOf(url: string, session: PostedSession): Request {
   if (session.sessionId !== undefined) headers.set("mcp-session-id", session.sessionId);
   if (session.protocolVersion !== undefined) headers.set("mcp-protocol-version", session.protocolVersion);
   const request = new Request(url, { method: "POST", headers });
-  templates.set(session, {
-    url,
-    ...(session.sessionId !== undefined && { sessionId: session.sessionId }),
-    ...(session.protocolVersion !== undefined && { protocolVersion: session.protocolVersion }),
-    request,
-  });
+  templates.set(session, { url, sessionId: session.sessionId, protocolVersion: session.protocolVersion, request });
   return request;
 }
 

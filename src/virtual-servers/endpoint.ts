@@ -190,16 +190,18 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
 
   /** The POSTed message: a client's, read strictly; or one built in-process (the era bridge's), as it was built. */
   async function readMessage(request: Request): Promise<unknown> {
+    /** PROXY__MAX_MESSAGE_BYTES, however the size is known. */
+    const limit = (size: number) => {
+      if (size > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+    };
     const given = messageReadAlready(request);
     if (given !== undefined) {
-      if (given.body.byteLength > deps.maxMessageBytes)
-        throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+      limit(given.body.byteLength);
       return given.message;
     }
-    const length = Number(request.headers.get("content-length") ?? 0);
-    if (length > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+    limit(Number(request.headers.get("content-length") ?? 0));
     const text = await request.text();
-    if (text.length > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+    limit(text.length);
     // Read as the proxy reads a message (http/strict-json.ts): its checks and limits, its numbers kept exactly.
     return parseStrictRequest(text);
   }

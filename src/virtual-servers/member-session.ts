@@ -167,17 +167,22 @@ export function openMemberSession(
     return exchange(connectorId, request);
   }
   /**
-   * The open session as a plain request needs it (plain-request.ts), made again only when the session changes: the
-   * request it sends is cloned from one kept with it (upstream/session-post.ts).
+   * The open session as a plain request needs it (plain-request.ts), made once per opened session: the request it
+   * sends is cloned from one kept with it (upstream/session-post.ts), which is made again when the session's id or
+   * version changes.
    */
   let plain: { client: Client; session: PlainSession } | undefined;
   function plainSession(client: Client, transport: StreamableHTTPClientTransport): PlainSession {
-    const kept = plain?.client === client ? plain.session : undefined;
-    if (kept && kept.sessionId === transport.sessionId && kept.protocolVersion === transport.protocolVersion) return kept;
+    if (plain?.client === client) return plain.session;
     const session: PlainSession = {
       url: memberUrl(connectorId).href,
-      sessionId: transport.sessionId,
-      protocolVersion: transport.protocolVersion,
+      // As the transport has them now (a resumed session's version is set after it opens).
+      get sessionId() {
+        return transport.sessionId;
+      },
+      get protocolVersion() {
+        return transport.protocolVersion;
+      },
       fetch: sendOne,
       deliver: (message) => transport.onmessage?.(message),
       cancel: (requestId, reason) =>
