@@ -308,6 +308,7 @@ function createVirtualParts(deps: Deps, base: Base, hop: PolicyHop, parkedCalls:
     conflicts,
     failures,
     membersChanged: sessions.membersChanged,
+    deleted: sessions.serverDeleted,
     repository: base.virtualServerRows,
     clock,
     newId,

@@ -5,6 +5,7 @@ import type { RequestHandlerExtra, RequestOptions } from "@modelcontextprotocol/
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ErrorCode,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
   McpError,
@@ -25,6 +26,7 @@ import {
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { VERSION } from "../version";
 import type { Cancellation } from "./cancellation";
+import { createParser } from "eventsource-parser";
 import { INTERNAL_ERROR } from "./jsonrpc";
 import { sendPlain, type PlainSession } from "./plain-request";
 import type { Channel, Relay } from "./relay";
@@ -78,8 +80,45 @@ export type CallContext = { channel: Channel };
  */
 const calls = new AsyncLocalStorage<CallContext>();
 
+/**
+ * The SDK client's request being sent, given up with `why` when the member's event stream for it ends before its
+ * answer and cannot be resumed (no event id): the SDK would wait for it until its timeout (found by review: a member
+ * going down during a call with progress left the client without an answer for 60 s). Found as `calls` is.
+ */
+const sdkRequests = new AsyncLocalStorage<SdkRequest>();
+/** `broken`: gives the request up; `settled`: aborted once it is over (its stream is not watched any longer). */
+type SdkRequest = { broken: (why: Error) => void; settled: AbortSignal };
+
+const isAnswer = (data: string | undefined, id: unknown): boolean => {
+  if (!data) return false;
+  try {
+    const message = JSON.parse(data) as Record<string, unknown>;
+    return message.id === id && ("result" in message || "error" in message);
+  } catch {
+    return false;
+  }
+};
+
 /** Any URL: the exchange routes by connector id, never by URL. */
 const memberUrl = (connectorId: string) => new URL(`http://member.invalid/api/v1/connectors/${connectorId}/mcp`);
+
+/**
+ * `promise`, or the cancellation's reason as soon as it is cancelled (what is waited for goes on, for whoever waits
+ * next): a session's opening shared by several requests is given up by each on its own bound.
+ */
+function until<T>(promise: Promise<T>, cancel: Cancellation | undefined): Promise<T> {
+  if (!cancel) return promise;
+  const reasonOf = () =>
+    cancel.reason instanceof Error ? cancel.reason : new McpError(ErrorCode.RequestTimeout, String(cancel.reason));
+  if (cancel.aborted) return Promise.reject(reasonOf());
+  return new Promise<T>((resolve, reject) => {
+    const forget = cancel.onAbort(() => reject(reasonOf()));
+    promise.then(
+      (value) => (forget(), resolve(value)),
+      (error: unknown) => (forget(), reject(error)),
+    );
+  });
+}
 
 /**
  * The one upstream session a client session holds with one member (issue 24 item 5): opened lazily, on the member's
@@ -109,9 +148,13 @@ export function openMemberSession(
   let opened: { client: Client; transport: StreamableHTTPClientTransport } | undefined;
   /** `opened` once its opening is over (the client's log level told): what a request may go on without waiting. */
   let ready: typeof opened;
+  /** Ended with its client session (or its member's leaving): nothing is opened in it again. */
+  let closed = false;
   const serving = new Set<CallContext>();
   /** Ends the member's GET stream, while one is open. */
   let listening: (() => void) | undefined;
+  /** The last event id on the member's GET stream: a GET resuming from it resumes that stream. */
+  let getEventId: string | undefined;
 
   /**
    * basic/transports "Listening for Messages from the Server": the member's GET stream is held open only while the
@@ -147,10 +190,21 @@ export function openMemberSession(
       return refused();
     }
     const upstream = (reader = response.body.getReader());
+    // Its event ids, line by line (a line may come in two chunks).
+    const decoder = new TextDecoder();
+    let partial = "";
+    const noteIds = (bytes: Uint8Array) => {
+      const lines = (partial + decoder.decode(bytes, { stream: true })).split(/\r\n|\r|\n/);
+      partial = lines.pop() ?? "";
+      for (const line of lines) if (line.startsWith("id:")) getEventId = line.slice(line.startsWith("id: ") ? 4 : 3);
+    };
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
         const chunk = await upstream.read().catch(() => ({ done: true as const, value: undefined }));
-        if (!chunk.done) return controller.enqueue(chunk.value);
+        if (!chunk.done) {
+          noteIds(chunk.value);
+          return controller.enqueue(chunk.value);
+        }
         stop();
         controller.close();
       },
@@ -159,11 +213,60 @@ export function openMemberSession(
     return new Response(body, { status: response.status, headers: response.headers });
   }
 
+  /**
+   * A POST of the SDK client's request (`broken`: its giving up): an event stream that ends, or breaks, before the
+   * request's answer and without an event id to resume from gives the request up, as a plain request's is.
+   */
+  async function watched(request: Request, { broken, settled }: SdkRequest): Promise<Response> {
+    const message = (await request
+      .clone()
+      .json()
+      .catch(() => undefined)) as { id?: unknown; method?: unknown } | undefined;
+    const response = await exchange(connectorId, request);
+    const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (!response.body || type !== "text/event-stream" || message?.id === undefined || message.method === undefined)
+      return response;
+    const [mine, theirs] = response.body.tee();
+    const reader = mine.getReader();
+    // Read until the answer, or the request is over: then this copy is let go (the SDK reads on in its own).
+    const stop = () => void reader.cancel().catch(() => {});
+    settled.addEventListener("abort", stop, { once: true });
+    void (async () => {
+      let resumable = false;
+      let answered = false;
+      const parser = createParser({
+        onEvent: (event) => {
+          if (event.id !== undefined) resumable = true;
+          if (isAnswer(event.data, message.id)) answered = true;
+        },
+      });
+      const decoder = new TextDecoder();
+      let why = "The member's event stream ended before its answer";
+      try {
+        for (let chunk = await reader.read(); !chunk.done && !answered; chunk = await reader.read())
+          parser.feed(decoder.decode(chunk.value, { stream: true }));
+      } catch (error) {
+        why += `: ${error instanceof Error ? error.message : String(error)}`;
+      }
+      settled.removeEventListener("abort", stop);
+      stop();
+      if (!answered && !resumable && !settled.aborted) broken(new Error(why));
+    })();
+    return new Response(theirs, { status: response.status, headers: response.headers });
+  }
+
   const fetch = (input: string | URL | Request, init?: RequestInit) => sendOne(new Request(input, init));
   function sendOne(request: Request): Promise<Response> {
     injectSpan(request);
-    // basic/transports "Resumability": a GET with Last-Event-ID resumes a POST's stream; any other GET listens.
-    if (request.method === "GET" && !request.headers.has("last-event-id")) return openGetStream(request);
+    // basic/transports "Resumability": a GET with Last-Event-ID resumes a POST's stream, or the GET stream itself (the
+    // SDK resumes the GET stream after it ends, from its last event): that one listens, as any other GET does (found
+    // by review: it went on to the member unchecked, and stayed open after the client's stream had gone).
+    if (request.method === "GET") {
+      const resumed = request.headers.get("last-event-id");
+      if (resumed === null || resumed === getEventId) return openGetStream(request);
+    }
+    const broken = request.method === "POST" ? sdkRequests.getStore() : undefined;
+    if (broken) return watched(request, broken);
     return exchange(connectorId, request);
   }
   /**
@@ -209,6 +312,7 @@ export function openMemberSession(
     const token = (request.params?._meta as { progressToken?: string | number } | undefined)?.progressToken;
     return peer.relay.ask(channel, request.method, request.params, {
       signal: extra.signal,
+      ...(call && { stream: peer.stream }),
       ...(token !== undefined && {
         onprogress: (progress: Progress) =>
           void extra.sendNotification({ method: "notifications/progress", params: { ...progress, progressToken: token } }),
@@ -217,6 +321,10 @@ export function openMemberSession(
   }
 
   function open(timeout: number) {
+    // A request still under way when the session was closed (a listing's next page, a request sent again after the
+    // member's 404 to it) opens no session that nothing would end (found by review).
+    if (closed)
+      return Promise.reject(new Error("its session was ended (the client session ended, or it left the virtual server)"));
     // Opened outside any call: the GET stream the SDK starts now belongs to none.
     opening ??= calls.exit(async () => {
       const stored = await resume?.().catch(() => undefined);
@@ -267,6 +375,8 @@ export function openMemberSession(
       // This opening's own session: by the time its level is told, another opening (after a 404) may be the current
       // one, and what this one resolves to (and what is closed as stale) must still be its own (found by review).
       const mine = { client, transport };
+      // Closed while it opened: close() ends it (it waits for this opening), and nothing goes on in it.
+      if (closed) return mine;
       opened = mine;
       // The client's GET stream may have opened while this session was opening (listen() then found none to hold a
       // stream for): the member's is opened now, whichever came last (a second GET is refused with 405 and dropped).
@@ -295,9 +405,12 @@ export function openMemberSession(
       params: Record<string, unknown> | undefined,
       options: { timeout: number; cancel?: Cancellation; onprogress?: (progress: Progress) => void; call?: CallContext },
     ): Promise<Result> {
+      /** The session the request was last sent in: one found forgotten is let go only if it is still the current one. */
+      let used: typeof opened;
       const send = async () => {
         // The session once open, without waiting a turn for it.
-        const { client, transport } = ready ?? (await open(options.timeout));
+        // The opening (its log level told too) within the request's own bound: a listing's, or the client's cancel.
+        const { client, transport } = (used = ready ?? (await until(open(options.timeout), options.cancel)));
         // A request with no progress to pass on goes without the SDK client (plain-request.ts): its answer is the same.
         if (!options.onprogress) {
           const { call, timeout, cancel } = options;
@@ -310,12 +423,20 @@ export function openMemberSession(
           });
         }
         // basic/utilities/cancellation: an aborted signal makes the SDK send notifications/cancelled with its own id.
+        // It is aborted too when the member's event stream for the request ends without its answer (watched).
+        const broken = new AbortController();
         const requestOptions: RequestOptions = {
           timeout: options.timeout,
-          ...(options.cancel && { signal: options.cancel.signal }),
+          signal: options.cancel ? AbortSignal.any([options.cancel.signal, broken.signal]) : broken.signal,
           ...(options.onprogress && { onprogress: options.onprogress, resetTimeoutOnProgress: true }),
         };
-        const sent = () => client.request({ method, ...(params && { params }) }, ANY_RESULT, requestOptions);
+        const settled = new AbortController();
+        const sent = () =>
+          sdkRequests
+            .run({ broken: (why) => broken.abort(why), settled: settled.signal }, () =>
+              client.request({ method, ...(params && { params }) }, ANY_RESULT, requestOptions),
+            )
+            .finally(() => settled.abort());
         return options.call ? calls.run(options.call, sent) : sent();
       };
       const { call } = options;
@@ -324,11 +445,14 @@ export function openMemberSession(
         return await send();
       } catch (error) {
         if (!forgotten(error)) throw error;
-        const stale = opening;
-        opening = undefined;
-        opened = undefined;
-        ready = undefined;
-        void stale?.then(({ client }) => client.close()).catch(() => {});
+        // Another request that found it forgotten first has let it go, and opens (or opened) the next one: this one
+        // goes on in that, rather than letting it go too and leaving it open at the member (found by review).
+        if (used !== undefined && opened === used) {
+          opening = undefined;
+          opened = undefined;
+          ready = undefined;
+          void used.client.close().catch(() => {});
+        }
         return send();
       } finally {
         if (call) serving.delete(call);
@@ -349,13 +473,14 @@ export function openMemberSession(
     async rootsChanged(): Promise<void> {
       if (opened && peer.capabilities.roots?.listChanged) await opened.client.sendRootsListChanged().catch(() => {});
     },
-    /** What the member declared at initialize (its session opened first, within `timeout`). */
-    async capabilities(timeout: number): Promise<ServerCapabilities | undefined> {
-      const { client } = await open(timeout);
+    /** What the member declared at initialize (its session opened first, within `timeout` and until `cancel`). */
+    async capabilities(timeout: number, cancel?: Cancellation): Promise<ServerCapabilities | undefined> {
+      const { client } = await until(open(timeout), cancel);
       return client.getServerCapabilities() ?? resumedCapabilities;
     },
     /** Ends the upstream session (DELETE with its Mcp-Session-Id), if it was opened. */
     async close(): Promise<void> {
+      closed = true;
       const current = opening;
       opening = undefined;
       opened = undefined;

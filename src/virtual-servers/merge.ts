@@ -54,7 +54,7 @@ export async function listMember(session: MemberSession, member: Member, list: L
   try {
     // basic/lifecycle "Capability Negotiation": a member that did not declare the capability has none of its items
     // (and is not asked: it would answer -32601, which is not a failure either).
-    const capabilities = await session.capabilities(timeoutMs);
+    const capabilities = await session.capabilities(timeoutMs, cancel);
     if (!capabilities?.[LISTS[list].capability]) return { member, items: [] };
     let cursor: string | undefined;
     for (let page = 0; page < MAX_MEMBER_PAGES; page++) {

@@ -28,7 +28,12 @@ export function createRelay() {
       channel: Channel,
       method: string,
       params: Record<string, unknown> | undefined,
-      options: { signal: AbortSignal; onprogress?: (progress: Progress) => void },
+      options: {
+        signal: AbortSignal;
+        onprogress?: (progress: Progress) => void;
+        /** The client's GET stream, if open: where the member's cancellation goes when `channel` has ended. */
+        stream?: () => Channel | undefined;
+      },
     ): Promise<Result> {
       const id = `vs-${++next}`;
       const meta = params?._meta as Record<string, unknown> | undefined;
@@ -42,7 +47,10 @@ export function createRelay() {
         const cancel = () => {
           done();
           const reason = options.signal.reason instanceof Error ? options.signal.reason.message : String(options.signal.reason);
-          channel({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } });
+          const cancelled = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } };
+          // The call's stream may have ended (the client cancelled the call) while its question still waits: the
+          // client is told on its GET stream then, or its question stays open for ever (found by review).
+          if (!channel(cancelled)) options.stream?.()?.(cancelled);
           reject(options.signal.reason instanceof Error ? options.signal.reason : new Error(reason));
         };
         asks.set(id, {

@@ -30,6 +30,8 @@ export type VirtualServerServiceDeps = {
    * lists changed, and their upstream sessions with the members gone end (sessions.ts).
    */
   membersChanged: (serverId: string, gone: readonly string[]) => void;
+  /** The virtual server was deleted: its MCP clients' sessions end, and their upstream sessions with them (sessions.ts). */
+  deleted: (serverId: string) => void;
 };
 
 /** Where MCP clients reach a virtual server (the endpoint: docs/interface.md §9). */
@@ -223,6 +225,7 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
       if (!(await rows.delete(id, clock()))) throw new NotFound(`No virtual server ${id}`);
       deps.conflicts.forget(id);
       deps.failures.forget(id);
+      deps.deleted(id);
     },
 
     /** A connector about to be deleted leaves every virtual server, each with its event (docs/interface.md §9.1). */
@@ -233,7 +236,10 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
     /** A deleted user's virtual servers go one by one, each with its event (the users row's cascade would say nothing). */
     async deleteAllOf(ownerId: string): Promise<void> {
       for (let page = await rows.page(ownerId, 50, undefined); page.length > 0; page = await rows.page(ownerId, 50, undefined))
-        for (const row of page) await rows.delete(row.id, clock());
+        for (const row of page) {
+          await rows.delete(row.id, clock());
+          deps.deleted(row.id);
+        }
     },
   };
 }

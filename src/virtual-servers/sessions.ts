@@ -64,6 +64,8 @@ type Held = ClientSession & {
   checkedAt: number;
   /** The client's GET stream, while open, and how it is ended. */
   stream?: { channel: Channel; end(): void };
+  /** Ended (DELETE, idle, its virtual server deleted): a request still under way opens no member session in it. */
+  ended?: true;
   /** The level the client set with logging/setLevel (this replica's copy of the session). */
   logLevel?: LoggingLevel;
   /** List changes gathered for the next notification (LIST_CHANGED_COALESCE_MS). */
@@ -98,6 +100,7 @@ export function createClientSessions(deps: {
     const session = sessions.get(id);
     if (!session) return;
     sessions.delete(id);
+    session.ended = true;
     session.stream?.end();
     clearTimeout(session.flush);
     for (const call of session.calls.values()) call.abort("The client session ended");
@@ -127,8 +130,23 @@ export function createClientSessions(deps: {
    * that never sends DELETE leaves nothing open for ever. Swept when a session opens (Map order is opening order,
    * but use is not, so every session is looked at).
    */
-  function sweep(now: number) {
-    for (const [id, session] of sessions) if (now - session.usedAt > SESSION_IDLE_MS) void expire(id, now);
+  function sweep(now: number): Promise<unknown> {
+    const touched: Promise<void>[] = [];
+    for (const [id, session] of sessions) {
+      // A call under way uses its session however long it runs (a tool reporting progress renews its timeout): its
+      // use is noted, here and in the store, rather than the session taken for idle (found by review).
+      if (session.calls.size > 0) touched.push(use(session, now));
+      else if (now - session.usedAt > SESSION_IDLE_MS) void expire(id, now);
+    }
+    return Promise.all(touched);
+  }
+
+  /** The session is in use now: noted here, and in the store at most every SESSION_TOUCH_MS (settled when written). */
+  function use(session: Held, now: number): Promise<void> {
+    session.usedAt = now;
+    if (now - session.touchedAt <= SESSION_TOUCH_MS) return Promise.resolve();
+    session.touchedAt = now;
+    return deps.store.touch(session.id, now).catch(() => {});
   }
 
   /**
@@ -194,7 +212,9 @@ export function createClientSessions(deps: {
             resume: () => deps.store.upstream(stored.id, connectorId),
             remember: remember(connectorId),
           });
-          members.set(connectorId, member);
+          // The session ended while a request was under way: the member it asks for now opens nothing.
+          if (session.ended) void member.close();
+          else members.set(connectorId, member);
         }
         return member;
       },
@@ -211,7 +231,7 @@ export function createClientSessions(deps: {
       capabilities: ClientCapabilities,
     ): Promise<ClientSession> {
       const now = deps.clock();
-      sweep(now);
+      void sweep(now);
       // Each session may hold an upstream session per member: a client that initializes in a loop is stopped here.
       // (Sessions written by two replicas at once may pass the count together: the bound is per replica exact.)
       if ((await deps.store.countOf(caller.id, now - SESSION_TOUCH_MS - SESSION_IDLE_MS)) >= deps.maxPerUser)
@@ -250,22 +270,25 @@ export function createClientSessions(deps: {
         session = sessions.get(id) ?? hold(stored, caller);
       }
       if (session.serverId !== serverId || session.caller.id !== caller.id) return undefined;
-      session.usedAt = now;
       session.caller = caller;
-      if (now - session.touchedAt > SESSION_TOUCH_MS) {
-        session.touchedAt = now;
-        void deps.store.touch(id, now).catch(() => {});
-      }
+      void use(session, now);
       return session;
     },
     end,
     /**
-     * The scheduler's: sessions no replica used for SESSION_IDLE_MS are forgotten from the store (a replica that held
-     * one and went away swept nothing; the members expire their upstream sessions themselves).
+     * The scheduler's, on every replica: this replica's idle sessions end, their upstream sessions and GET streams with
+     * them, though no session opens to sweep them (found by review: they stayed open for ever); and sessions no replica
+     * used for SESSION_IDLE_MS are forgotten from the store (a replica that held one and went away swept nothing; the
+     * members expire their upstream sessions themselves).
      */
     job: {
       name: "expire-virtual-server-sessions",
-      run: async () => void (await deps.store.deleteIdle(deps.clock() - SESSION_IDLE_MS)),
+      run: async () => {
+        const now = deps.clock();
+        // The calls' sessions touched before the idle ones are forgotten.
+        await sweep(now);
+        await deps.store.deleteIdle(now - SESSION_IDLE_MS);
+      },
     },
 
     /**
@@ -342,6 +365,14 @@ export function createClientSessions(deps: {
       if (!session) return;
       session.logLevel = level;
       await Promise.all([...session.members.values()].map((member) => member.setLogLevel(level)));
+    },
+
+    /**
+     * The virtual server was deleted (docs/interface.md §9.1): its sessions end here as a DELETE ends them — GET
+     * streams, calls, relayed requests and upstream sessions — rather than going on until they idle out.
+     */
+    serverDeleted(serverId: string): void {
+      for (const session of [...sessions.values()]) if (session.serverId === serverId) void end(session.id);
     },
 
     /**

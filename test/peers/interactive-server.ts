@@ -15,8 +15,9 @@ import { statefulMcp } from "./stateful-mcp";
  * A stateful MCP server (the SDK's McpServer over Streamable HTTP) on 127.0.0.1 that talks back during its calls: it
  * elicits, samples and lists roots (each on the call's own stream), runs a call until it is cancelled, adds a tool
  * (its list_changed), and announces updates of a resource its client subscribed to. It counts what reached it.
+ * `resumable`: its event streams carry event ids and can be resumed (Last-Event-ID).
  */
-export async function startInteractiveServer(label: string) {
+export async function startInteractiveServer(label: string, options: { resumable?: boolean } = {}) {
   // `listening`: GET streams it opened (a notification sent before its session's is open is lost, as MCP allows).
   const seen = {
     cancelled: 0,
@@ -156,7 +157,7 @@ export async function startInteractiveServer(label: string) {
     return server;
   };
 
-  const { fetch, sessions } = statefulMcp(mcp);
+  const { fetch, sessions } = statefulMcp(mcp, options);
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,

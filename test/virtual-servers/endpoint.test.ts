@@ -6,6 +6,7 @@ import { startLabelledServer } from "../peers/labelled-server";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, toolText } from "../support/mcp";
+import { sseReader } from "../support/sse";
 import { waitFor } from "../support/wait";
 
 // A virtual server's MCP endpoint (docs/interface.md §9.4) through app.handle with the SDK's own client, its members
@@ -256,6 +257,94 @@ describe("sessions", () => {
     expect((await other.mcp.listTools()).tools.map((tool) => tool.name)).toContain("one__echo");
     await other.mcp.close();
     await mcp.close();
+  });
+
+  test("a session unused for 30 minutes ends with its upstream sessions when no other session opens: the scheduler's tick ends it", async () => {
+    // A member of this session only: the other tests' sessions idle out with this one.
+    const idle = await startLabelledServer("idle");
+    try {
+      const id = await connectedConnector(alice.api, idle.url);
+      const server = await virtualServer([{ connector_id: id, prefix: "idle" }]);
+      const { mcp } = await client(server.mcp_url);
+      // (Connecting the connector opened and ended a session of its own.)
+      const { started, ended } = idle.sessions;
+      await mcp.callTool({ name: "idle__echo", arguments: { message: "a" } });
+      expect(idle.sessions).toEqual({ started: started + 1, ended });
+      t.clock.advance(31 * 60_000);
+      // Before, only a session opening swept the idle ones: with none opening, the upstream session (and a GET
+      // stream) stayed open for ever, the scheduler's job forgetting the stored session only.
+      await t.runJobs();
+      await waitFor("the idle session's upstream DELETE", () => idle.sessions.ended === ended + 1, 5_000);
+      await mcp.close();
+    } finally {
+      await idle.stop();
+    }
+  });
+
+  test("the virtual server deleted: its sessions end, their GET streams and upstream sessions with them", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    // The SDK client's own GET is refused before it leaves: the test opens the stream and reads it.
+    const transport = new StreamableHTTPClientTransport(new URL(server.mcp_url), {
+      fetch: (input, init) => {
+        const request = new Request(input, init);
+        if (request.method === "GET") return Promise.resolve(new Response(null, { status: 405 }));
+        request.headers.set("authorization", `Bearer ${alice.token}`);
+        return t.fetch(request);
+      },
+    });
+    const mcp = new Client({ name: "virtual-test", version: "1.0.0" });
+    await mcp.connect(transport);
+    await mcp.callTool({ name: "one__echo", arguments: { message: "a" } });
+    const res = await t.fetch(
+      new Request(server.mcp_url, {
+        headers: { authorization: `Bearer ${alice.token}`, accept: "text/event-stream", "mcp-session-id": transport.sessionId! },
+      }),
+    );
+    expect(res.status).toBe(200);
+    const events = sseReader(res);
+    expect((await events.next()).comment).toBe("connected");
+    const ended = one.sessions.ended;
+    expect((await alice.api("DELETE", `/api/v1/virtual-servers/${server.id}`)).status).toBe(204);
+    // Nothing of a deleted virtual server stays open: its client's stream ends, and its member's session is ended.
+    await expect(events.next()).rejects.toThrow("the stream ended");
+    await waitFor("the deleted virtual server's upstream DELETE", () => one.sessions.ended === ended + 1, 5_000);
+    await mcp.close();
+  });
+
+  test("a session ended while a listing waits for a member: no upstream session is opened after it", async () => {
+    const gated = await startLabelledServer("gated");
+    let delaying = false;
+    // In front of `gated`: while `delaying`, its tools/list reaches it 300 ms late, after the client's DELETE.
+    const gate = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(request) {
+        const body = request.method === "POST" ? await request.text() : undefined;
+        if (delaying && body?.includes('"tools/list"')) await Bun.sleep(300);
+        return fetch(new Request(gated.url, { method: request.method, headers: request.headers, body }));
+      },
+    });
+    try {
+      const id = await connectedConnector(alice.api, `http://127.0.0.1:${gate.port}/mcp`);
+      const server = await virtualServer([{ connector_id: id, prefix: "g" }]);
+      const { mcp, transport } = await client(server.mcp_url);
+      const started = gated.sessions.started;
+      const ended = gated.sessions.ended;
+      await mcp.listTools();
+      delaying = true;
+      const listing = mcp.listTools().catch((e: Error) => e);
+      await Bun.sleep(100);
+      await transport.terminateSession();
+      await listing;
+      await Bun.sleep(300);
+      // The one upstream session was ended with the client session, and none opened after (before, the member's 404
+      // to the late tools/list opened a new one, which nothing ever ended).
+      expect([gated.sessions.started - started, gated.sessions.ended - ended]).toEqual([1, 1]);
+      await mcp.close();
+    } finally {
+      gate.stop(true);
+      await gated.stop();
+    }
   });
 
   test("GET opens the session's event stream: no Mcp-Session-Id is a 400, and so is not accepting an event stream", async () => {

@@ -143,6 +143,57 @@ describe("cancellation and progress", () => {
     expect((await mcp.listTools()).tools.map((tool) => tool.name)).toContain("a__wait");
     await mcp.close();
   });
+  test("a call under way keeps its session in use: the idle limit passing during it ends neither", async () => {
+    const server = await both();
+    const { mcp } = await plainClient(server.mcp_url);
+    const before = b.seen.cancelled;
+    const abort = new AbortController();
+    let progressed!: () => void;
+    const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
+    // A long tool reporting progress: its call may outlast the idle limit (each progress renews its timeout).
+    const call = mcp
+      .callTool({ name: "b__wait", arguments: {} }, undefined, { signal: abort.signal, onprogress: () => progressed() })
+      .catch((e: Error) => e);
+    await firstProgress;
+    t.clock.advance(31 * 60_000);
+    await t.runJobs();
+    await Bun.sleep(200);
+    // Before, the session was taken for idle (no request had started for 30 minutes): it ended, its call cancelled at
+    // the member, and the client's next request was a 404.
+    expect(b.seen.cancelled).toBe(before);
+    expect((await mcp.listTools()).tools.map((tool) => tool.name)).toContain("b__wait");
+    abort.abort("enough");
+    await call;
+    await waitFor("member b's cancellation", () => b.seen.cancelled === before + 1, 5_000);
+    await mcp.close();
+  });
+
+  test("a member that goes down during a call with progress: the client is told at once which member and why", async () => {
+    const d = await startInteractiveServer("d");
+    try {
+      const idD = await connectedConnector(alice.api, d.url);
+      const server = await virtualServer([{ connector_id: idD, prefix: "d" }]);
+      const { mcp } = await plainClient(server.mcp_url);
+      let progressed!: () => void;
+      const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
+      // The client would wait 60 s by default; 10 s is ample for an answer that should come at once.
+      const call = mcp
+        .callTool({ name: "d__wait", arguments: {} }, undefined, { timeout: 10_000, onprogress: () => progressed() })
+        .catch((e: Error) => e);
+      await firstProgress;
+      const started = performance.now();
+      await d.stop();
+      const failed = await call;
+      // Before, the call's answer never came (the SDK client's request waited out its timeout): the client's own
+      // timeout ended it, as -32001.
+      expect((failed as { code?: number }).code).toBe(-32603);
+      expect((failed as Error).message).toContain(`Member "d" (connector ${idD}) is unavailable`);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      await mcp.close();
+    } finally {
+      await d.stop();
+    }
+  });
 });
 
 describe("a member's requests to the client during a call", () => {
@@ -209,6 +260,32 @@ describe("a member's requests to the client during a call", () => {
         ),
     );
     expect(toolText(await mcp.callTool({ name: "a__impatient", arguments: {} }))).toBe("a: gave up");
+    await waitFor("the client's handler aborted", () => aborted, 5_000);
+    await mcp.close();
+  });
+
+  test("a call cancelled while its member's question waits: the member giving the question up later still tells the client", async () => {
+    const server = await both();
+    const { mcp } = await talkingClient(server.mcp_url);
+    await listAndListen(mcp, a, b);
+    const abort = new AbortController();
+    let aborted = false;
+    // The client is asked, and cancels the call rather than answer; the member gives its question up 100 ms later.
+    mcp.setRequestHandler(ElicitRequestSchema, (_request, extra) => {
+      abort.abort("never mind");
+      return new Promise((resolve) =>
+        extra.signal.addEventListener("abort", () => {
+          aborted = true;
+          resolve({ action: "cancel" });
+        }),
+      );
+    });
+    const call = await mcp
+      .callTool({ name: "a__impatient", arguments: {} }, undefined, { signal: abort.signal })
+      .catch((e: Error) => e);
+    expect(call).toBeInstanceOf(Error);
+    // Before, its notifications/cancelled went to the call's stream, ended by then, and was lost: the client's
+    // question stayed open for ever.
     await waitFor("the client's handler aborted", () => aborted, 5_000);
     await mcp.close();
   });
@@ -348,6 +425,38 @@ describe("list changes and the GET stream", () => {
     );
     expect(none.status).toBe(400);
     await mcp.close();
+  });
+
+  test("the client's GET stream closed: a member whose GET stream resumes with Last-Event-ID is not listened to any more", async () => {
+    const r = await startInteractiveServer("r", { resumable: true });
+    try {
+      const idR = await connectedConnector(alice.api, r.url);
+      const server = await virtualServer([{ connector_id: idR, prefix: "r" }]);
+      const { mcp, transport } = await plainClient(server.mcp_url);
+      const res = await t.fetch(
+        new Request(server.mcp_url, {
+          headers: {
+            authorization: `Bearer ${alice.token}`,
+            accept: "text/event-stream",
+            "mcp-session-id": transport.sessionId!,
+          },
+        }),
+      );
+      const events = sseReader(res);
+      await listAndListen(mcp, r);
+      // An event on the member's GET stream, with an id: what the SDK client resumes that stream from.
+      await mcp.callTool({ name: "r__grow", arguments: {} });
+      expect(JSON.parse((await events.nextEvent()).data)).toEqual({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+      const listening = r.seen.listening;
+      await events.close();
+      // The SDK client opens a GET stream that ended again after a second; a resumption is a GET stream too (before,
+      // it went to the member unchecked, and stayed open after the client's had gone, beyond unlisten's reach).
+      await Bun.sleep(2_500);
+      expect(r.seen.listening).toBe(listening);
+      await mcp.close();
+    } finally {
+      await r.stop();
+    }
   });
 
   test("two sessions of one user stay apart: a change in one member session reaches its own client only", async () => {
