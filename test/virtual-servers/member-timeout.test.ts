@@ -13,17 +13,26 @@ let t: TestApp;
 const fast = await startLabelledServer("fast");
 const slow = await startLabelledServer("slow");
 let delaying = false;
+
+/** A gate in front of `to` on 127.0.0.1: a POST naming `method` is passed on 3 s late while `delays()` says so. */
+const lateGate = (to: (request: Request) => Promise<Response>, method: string, delays: () => boolean) =>
+  Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 30,
+    async fetch(request) {
+      const body = request.method === "POST" ? await request.text() : undefined;
+      if (delays() && body?.includes(`"${method}"`)) await Bun.sleep(3_000);
+      return to(new Request(request.url, { method: request.method, headers: request.headers, body }));
+    },
+  });
+
 // In front of `slow`: while `delaying`, its tools/list answers come 3 s late.
-const gate = Bun.serve({
-  hostname: "127.0.0.1",
-  port: 0,
-  idleTimeout: 30,
-  async fetch(request) {
-    const body = request.method === "POST" ? await request.text() : undefined;
-    if (delaying && body?.includes('"tools/list"')) await Bun.sleep(3_000);
-    return fetch(new Request(slow.url, { method: request.method, headers: request.headers, body }));
-  },
-});
+const gate = lateGate(
+  (request) => fetch(new Request(slow.url, request)),
+  "tools/list",
+  () => delaying,
+);
 
 // A member that declares logging, in front of which its logging/setLevel answers come 3 s late.
 const logging = statefulMcp(() => {
@@ -33,16 +42,7 @@ const logging = statefulMcp(() => {
   }));
   return server;
 });
-const loggingGate = Bun.serve({
-  hostname: "127.0.0.1",
-  port: 0,
-  idleTimeout: 30,
-  async fetch(request) {
-    const body = request.method === "POST" ? await request.text() : undefined;
-    if (body?.includes('"logging/setLevel"')) await Bun.sleep(3_000);
-    return logging.fetch(new Request(request.url, { method: request.method, headers: request.headers, body }));
-  },
-});
+const loggingGate = lateGate(logging.fetch, "logging/setLevel", () => true);
 
 beforeAll(async () => {
   t = await createTestApp({ realNetwork: true, env: { VIRTUAL__MEMBER_TIMEOUT_SECONDS: "1" } });
