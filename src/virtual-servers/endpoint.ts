@@ -126,9 +126,13 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
 
   /** Every member's whole list, asked concurrently, merged (merge.ts); remembered for the calls that follow. */
   async function merge(session: ClientSession, members: readonly Member[], list: ListKind) {
+    const begun = session.listChanges;
     const lists = await Promise.all(members.map((m) => listMember(session.member(m.connectorId), m, list, memberTimeoutMs)));
     const merged = mergeLists(list, lists, (kind, offers) => admit(`${session.serverId}\n${list}`, kind, offers));
-    session.listings.set(list, { admission: merged.admission, failed: merged.failed } satisfies Listing);
+    // A list that changed while the members were asked may not show the change: the next call lists again (found by
+    // review: calls went on resolving through it until the client listed).
+    if (session.listChanges === begun)
+      session.listings.set(list, { admission: merged.admission, failed: merged.failed } satisfies Listing);
     deps.conflicts.note(session.serverId, list, merged.admission.conflicts);
     const failed = new Map(merged.failed.map((f) => [f.member.connectorId, f.why]));
     const answered = members.map((m) => m.connectorId).filter((id) => !failed.has(id));

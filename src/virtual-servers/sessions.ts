@@ -48,6 +48,8 @@ export type ClientSession = {
   capabilities: ClientCapabilities;
   /** Each list's last merge, what a call's name resolves through (issue 24 item 4). */
   listings: Map<ListKind, Listing>;
+  /** How often its lists changed: a merge begun before a change is not kept in `listings` (it may not show it). */
+  listChanges: number;
   /** The client's requests being served, by the client's id: what its notifications/cancelled can name. */
   calls: Map<RequestId, Cancel>;
   /** The members' requests to the client, waiting for its answers (relay.ts). */
@@ -114,6 +116,7 @@ export function createClientSessions(deps: {
    * server/tools "List Changed Notification", and likewise prompts and resources).
    */
   function changed(session: Held, lists: readonly ChangedList[]) {
+    session.listChanges++;
     for (const list of lists) for (const kind of STALE[list]) session.listings.delete(kind);
     if (!session.stream) return;
     for (const list of lists) session.changed.add(list);
@@ -200,6 +203,7 @@ export function createClientSessions(deps: {
       protocolVersion: stored.protocolVersion,
       capabilities: stored.capabilities,
       listings: new Map<ListKind, Listing>(),
+      listChanges: 0,
       calls: new Map(),
       relay: peer.relay,
       members,

@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startLabelledServer } from "../peers/labelled-server";
+import { lateGate } from "../peers/late-gate";
 import { pagedToolsServer } from "../peers/paged-tools";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, toolText } from "../support/mcp";
@@ -315,17 +316,9 @@ describe("sessions", () => {
     const gated = await startLabelledServer("gated");
     let delaying = false;
     // In front of `gated`: while `delaying`, its tools/list reaches it 300 ms late, after the client's DELETE.
-    const gate = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      async fetch(request) {
-        const body = request.method === "POST" ? await request.text() : undefined;
-        if (delaying && body?.includes('"tools/list"')) await Bun.sleep(300);
-        return fetch(new Request(gated.url, { method: request.method, headers: request.headers, body }));
-      },
-    });
+    const gate = lateGate(gated.url, "tools/list", { delayMs: 300, delays: () => delaying });
     try {
-      const id = await connectedConnector(alice.api, `http://127.0.0.1:${gate.port}/mcp`);
+      const id = await connectedConnector(alice.api, gate.url);
       const server = await virtualServer([{ connector_id: id, prefix: "g" }]);
       const { mcp, transport } = await client(server.mcp_url);
       const started = gated.sessions.started;
@@ -342,7 +335,7 @@ describe("sessions", () => {
       expect([gated.sessions.started - started, gated.sessions.ended - ended]).toEqual([1, 1]);
       await mcp.close();
     } finally {
-      gate.stop(true);
+      gate.stop();
       await gated.stop();
     }
   });

@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { startLabelledServer } from "../peers/labelled-server";
+import { lateGate } from "../peers/late-gate";
 import { statefulMcp } from "../peers/stateful-mcp";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector } from "../support/mcp";
@@ -14,25 +15,8 @@ const fast = await startLabelledServer("fast");
 const slow = await startLabelledServer("slow");
 let delaying = false;
 
-/** A gate in front of `to` on 127.0.0.1: a POST naming `method` is passed on 3 s late while `delays()` says so. */
-const lateGate = (to: (request: Request) => Promise<Response>, method: string, delays: () => boolean) =>
-  Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 30,
-    async fetch(request) {
-      const body = request.method === "POST" ? await request.text() : undefined;
-      if (delays() && body?.includes(`"${method}"`)) await Bun.sleep(3_000);
-      return to(new Request(request.url, { method: request.method, headers: request.headers, body }));
-    },
-  });
-
 // In front of `slow`: while `delaying`, its tools/list answers come 3 s late.
-const gate = lateGate(
-  (request) => fetch(new Request(slow.url, request)),
-  "tools/list",
-  () => delaying,
-);
+const gate = lateGate(slow.url, "tools/list", { delayMs: 3_000, delays: () => delaying });
 
 // A member that declares logging, in front of which its logging/setLevel answers come 3 s late.
 const logging = statefulMcp(() => {
@@ -42,15 +26,15 @@ const logging = statefulMcp(() => {
   }));
   return server;
 });
-const loggingGate = lateGate(logging.fetch, "logging/setLevel", () => true);
+const loggingGate = lateGate(logging.fetch, "logging/setLevel", { delayMs: 3_000 });
 
 beforeAll(async () => {
   t = await createTestApp({ realNetwork: true, env: { VIRTUAL__MEMBER_TIMEOUT_SECONDS: "1" } });
 });
 afterAll(async () => {
   await t.close();
-  gate.stop(true);
-  loggingGate.stop(true);
+  gate.stop();
+  loggingGate.stop();
   await fast.stop();
   await slow.stop();
 });
@@ -81,7 +65,7 @@ async function fastAnd(user: string, other: { url: string; prefix: string }) {
 }
 
 test("a slow member is left out within the bound (open), and a call to its tool says why", async () => {
-  const { mcp, idOther: idSlow } = await fastAnd("alice", { url: `http://127.0.0.1:${gate.port}/mcp`, prefix: "slow" });
+  const { mcp, idOther: idSlow } = await fastAnd("alice", { url: gate.url, prefix: "slow" });
   delaying = true;
   const started = performance.now();
   const listed = await mcp.listTools();
@@ -95,7 +79,7 @@ test("a slow member is left out within the bound (open), and a call to its tool 
 });
 
 test("a member slow to take the client's log level as its session opens is left out within the bound too", async () => {
-  const { mcp } = await fastAnd("bob", { url: `http://127.0.0.1:${loggingGate.port}/mcp`, prefix: "logging" });
+  const { mcp } = await fastAnd("bob", { url: loggingGate.url, prefix: "logging" });
   // The level is told to each member as its session opens, before the session is used (member-session.ts).
   await mcp.setLoggingLevel("info");
   const started = performance.now();

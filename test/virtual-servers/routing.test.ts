@@ -10,6 +10,7 @@ import {
   type ClientCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import { startInteractiveServer } from "../peers/interactive-server";
+import { lateGate } from "../peers/late-gate";
 import { createTestApp, type TestApp } from "../support/app";
 import { connectedConnector, toolText } from "../support/mcp";
 import { sseReader } from "../support/sse";
@@ -348,6 +349,39 @@ describe("list changes and the GET stream", () => {
     expect((await mcp.listTools()).tools.map((tool) => tool.name)).toContain("a__grown");
     expect(toolText(await mcp.callTool({ name: "a__grown", arguments: {} }))).toBe("a: grown");
     await mcp.close();
+  });
+
+  test("a list change while a listing is being merged: the calls after it resolve through a new listing", async () => {
+    // Member `late` is b behind a gate: while `delaying`, its tools/list answers come a second late.
+    let delaying = false;
+    const gate = lateGate(b.url, "tools/list", { delayMs: 1_000, delays: () => delaying });
+    try {
+      const idLate = await connectedConnector(alice.api, gate.url);
+      const server = await virtualServer([
+        { connector_id: idA, prefix: "a" },
+        { connector_id: idLate, prefix: "late" },
+      ]);
+      const { mcp } = await talkingClient(server.mcp_url);
+      expect(await listAndListen(mcp, a)).not.toContain("a__grown");
+      let changes = 0;
+      mcp.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
+      delaying = true;
+      let listed = false;
+      // a's list is read at once (before it grows), late's a second later.
+      const listing = mcp.listTools().then(() => (listed = true));
+      await Bun.sleep(100);
+      expect(toolText(await mcp.callTool({ name: "a__grow", arguments: {} }))).toBe("a: grew");
+      await waitFor("tools/list_changed", () => changes > 0, 5_000);
+      expect(listed).toBe(false);
+      await listing;
+      delaying = false;
+      // Before, the listing begun before the change was kept for the calls after it: a__grown was an unknown tool
+      // until the client listed again.
+      expect(toolText(await mcp.callTool({ name: "a__grown", arguments: {} }))).toBe("a: grown");
+      await mcp.close();
+    } finally {
+      gate.stop();
+    }
   });
 
   test("a member added by PATCH: one list_changed of each list, and the next listing has its tools; one removed: its session ends", async () => {
