@@ -258,7 +258,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         // server/utilities/logging: one of the RFC 5424 levels, else invalid params.
         const level = LoggingLevelSchema.safeParse(params.level);
         if (!level.success) throw new RpcError(INVALID_PARAMS, `Invalid level: ${LoggingLevelSchema.options.join(", ")}`);
-        await sessions.setLogLevel(session, level.data);
+        await sessions.setLogLevel(session, level.data, memberTimeoutMs);
         return jsonAnswer(resultOf(id, {}));
       }
       const list = LIST_METHODS[method];

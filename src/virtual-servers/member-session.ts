@@ -382,17 +382,20 @@ export function openMemberSession(
       // stream for): the member's is opened now, whichever came last (a second GET is refused with 405 and dropped).
       if (peer.stream() && !listening) transport.resumeStream("").catch(() => {});
       const level = peer.logLevel();
-      if (level) await setLevel(client, level, resumedCapabilities);
+      if (level) await setLevel(client, level, timeout, resumedCapabilities);
       if (opened === mine) ready = mine;
       return mine;
     });
     return opening;
   }
 
-  /** server/utilities/logging "Setting Log Level": told to a member that declared logging (others have no levels). */
-  async function setLevel(client: Client, level: LoggingLevel, capabilities = client.getServerCapabilities()) {
+  /**
+   * server/utilities/logging "Setting Log Level": told to a member that declared logging (others have no levels),
+   * waited for `timeout` at most (a member slow to take it holds up nobody for longer; its level is its own affair).
+   */
+  async function setLevel(client: Client, level: LoggingLevel, timeout: number, capabilities = client.getServerCapabilities()) {
     if (!(client.getServerCapabilities() ?? capabilities)?.logging) return;
-    await client.setLoggingLevel(level).catch(() => {});
+    await client.setLoggingLevel(level, { timeout }).catch(() => {});
   }
 
   const forgotten = (error: unknown) => error instanceof StreamableHTTPError && error.code === 404;
@@ -465,9 +468,9 @@ export function openMemberSession(
     },
     /** The client's GET stream ended: the member's ends too. */
     unlisten: (): void => listening?.(),
-    /** The client set a log level: told to the member now if its session is open (else when it opens). */
-    async setLogLevel(level: LoggingLevel): Promise<void> {
-      if (opened) await setLevel(opened.client, level, resumedCapabilities);
+    /** The client set a log level: told to the member now if its session is open (else when it opens), within `timeout`. */
+    async setLogLevel(level: LoggingLevel, timeout: number): Promise<void> {
+      if (opened) await setLevel(opened.client, level, timeout, resumedCapabilities);
     },
     /** The client's roots changed (client/roots "Root List Changes"): told to a member that was offered roots. */
     async rootsChanged(): Promise<void> {

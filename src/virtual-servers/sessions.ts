@@ -362,13 +362,14 @@ export function createClientSessions(deps: {
 
     /**
      * server/utilities/logging "Setting Log Level": the level goes to every member that declared logging — those whose
-     * sessions are open now, and the others when they open. Their log messages reach the client's GET stream.
+     * sessions are open now, and the others when they open, each waited for `timeout` at most
+     * (VIRTUAL__MEMBER_TIMEOUT_SECONDS). Their log messages reach the client's GET stream.
      */
-    async setLogLevel(client: ClientSession, level: LoggingLevel): Promise<void> {
+    async setLogLevel(client: ClientSession, level: LoggingLevel, timeout: number): Promise<void> {
       const session = sessions.get(client.id);
       if (!session) return;
       session.logLevel = level;
-      await Promise.all([...session.members.values()].map((member) => member.setLogLevel(level)));
+      await Promise.all([...session.members.values()].map((member) => member.setLogLevel(level, timeout)));
     },
 
     /**

@@ -90,3 +90,14 @@ test("a member slow to take the client's log level as its session opens is left 
   expect(listed.tools.map((tool) => tool.name)).toEqual(["fast__echo", "fast__secret", "fast__slow"]);
   await mcp.close();
 });
+
+test("a member slow to take a log level holds the client's logging/setLevel no longer than the bound", async () => {
+  const { mcp } = await fastAnd("carol", { url: loggingGate.url, prefix: "logging" });
+  // Both members' sessions open (no level to tell yet).
+  expect((await mcp.listTools()).tools.map((tool) => tool.name)).toContain("logging__echo");
+  const started = performance.now();
+  await mcp.setLoggingLevel("info");
+  // Before, the client's request waited for the member's answer whole (3 s here, up to the SDK's 60 s default).
+  expect(performance.now() - started).toBeLessThan(2_500);
+  await mcp.close();
+});
