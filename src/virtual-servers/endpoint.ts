@@ -6,6 +6,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { Conflict, InvalidToken, PayloadTooLarge } from "../http-errors/errors";
 import { messageReadAlready } from "../http/read-already";
+import { readRequestCapped } from "../http/read-capped";
 import { MalformedJson, parseStrictRequest } from "../http/strict-json";
 import type { Tracing } from "../observability/tracing";
 import type { Sealer } from "../secrets/sealer";
@@ -203,11 +204,12 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
       limit(given.body.byteLength);
       return given.message;
     }
-    limit(Number(request.headers.get("content-length") ?? 0));
-    const text = await request.text();
-    limit(text.length);
+    // Bytes, counted as they arrive when no length is declared (a chunked body): not read whole first, and not
+    // counted in UTF-16 code units, which let a message of 3-byte characters be three times the limit (found by review).
+    const bytes = await readRequestCapped(request, deps.maxMessageBytes);
+    if (bytes === undefined) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
     // Read as the proxy reads a message (http/strict-json.ts): its checks and limits, its numbers kept exactly.
-    return parseStrictRequest(text);
+    return parseStrictRequest(bytes);
   }
 
   async function post(caller: Principal, serverId: string, request: Request): Promise<Response> {
@@ -221,6 +223,16 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
     // 2025-06-18 removed batches; a message is one JSON-RPC object.
     if (typeof message !== "object" || message === null || Array.isArray(message) || message.jsonrpc !== "2.0")
       return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Not a JSON-RPC 2.0 message (batches are not served)")), 400);
+    // JSON-RPC 2.0 §4: a request's method is a string and its id a string or a number (MCP 2025-11-25 basic: never
+    // null). Anything else is no request, notification or response: an error, not a 202 that drops it (found by review).
+    if (
+      ("method" in message && typeof message.method !== "string") ||
+      ("method" in message && "id" in message && !isRequestId(message.id))
+    )
+      return jsonAnswer(
+        errorOf(null, new RpcError(INVALID_REQUEST, "A request's method is a string and its id a string or a number")),
+        400,
+      );
     const { row: server, members } = await serverOf(caller, serverId);
     const through = memberCaller(caller, server.id);
     const method = typeof message.method === "string" ? message.method : undefined;
@@ -268,7 +280,14 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
         return jsonAnswer(resultOf(id, await search.list(server.failure_mode, params, () => merge(session, members, list))));
       if (list) return jsonAnswer(resultOf(id, await listPage(session, server, members, list, params)));
       if (method in ROUTED) {
-        const token = (params._meta as Record<string, unknown> | undefined)?.progressToken;
+        // MCP 2025-11-25 basic: `_meta` is an object and a progress token a string or a number. Anything else is the
+        // client's error, not the member's input: "abc" went on as {"0": "a", ...}, 5 as no _meta (found by review).
+        const meta = params._meta;
+        if (meta !== undefined && meta !== null && (typeof meta !== "object" || Array.isArray(meta)))
+          throw new RpcError(INVALID_PARAMS, "params._meta must be an object");
+        const token = (meta as Record<string, unknown> | null | undefined)?.progressToken;
+        if (token !== undefined && !isRequestId(token))
+          throw new RpcError(INVALID_PARAMS, "params._meta.progressToken must be a string or a number");
         const listing = (kind: ListKind) => merge(session, members, kind);
         const streams = (request.headers.get("accept") ?? "").includes("text/event-stream");
         // basic/utilities/cancellation: the client's notifications/cancelled names this id (sessions.ts receive).

@@ -19,8 +19,9 @@ export class RpcError extends Error {
   }
 }
 
+/** JSON-RPC 2.0 §4: a string (any, "" too) or a number. */
 export const isRequestId = (id: unknown): id is RequestId =>
-  (typeof id === "string" && id.length > 0) || (typeof id === "number" && Number.isFinite(id));
+  typeof id === "string" || (typeof id === "number" && Number.isFinite(id));
 
 export const resultOf = (id: RequestId, result: unknown) => ({ jsonrpc: "2.0", id, result });
 export const errorOf = (id: RequestId | null, error: RpcError) => ({

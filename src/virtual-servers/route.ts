@@ -60,7 +60,10 @@ export async function routeRequest(
   if (!route || !member) {
     // A member left out of the last listing (failure_mode open) is named with why, rather than its tools denied.
     const prefix = name.includes(SEPARATOR) ? name.slice(0, name.indexOf(SEPARATOR)) : undefined;
-    const down = failed.find((f) => prefix !== undefined && f.member.prefix === prefix);
+    // A member with prefix "" keeps its own names, any of which may be this one (found by review: its calls were
+    // told "Unknown tool" while it was down).
+    const down =
+      failed.find((f) => prefix !== undefined && f.member.prefix === prefix) ?? failed.find((f) => f.member.prefix === "");
     if (down) throw unavailable(down.member, down.why);
     throw new RpcError(INVALID_PARAMS, `${unknown}: ${name}`);
   }

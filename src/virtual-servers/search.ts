@@ -20,9 +20,17 @@ export const CALL_TOOL = "call_tool";
 /** The most tools one search returns: enough to choose from, few enough for an agent's context. */
 export const MAX_SEARCH_LIMIT = 50;
 export const DEFAULT_SEARCH_LIMIT = 10;
+/** The longest query searched: a task said in words, not a document. */
+export const MAX_SEARCH_QUERY_LENGTH = 1000;
 
 const SearchInput = z.object({
-  query: z.string().min(1).describe("What the tool should do, in words (matched against tool names, titles and descriptions)"),
+  // Bounded: fuzzy matching takes a matrix the square of a word's length (a 40,000-character word, 1.6 GB), and
+  // every word is looked up in the index (found by review).
+  query: z
+    .string()
+    .min(1)
+    .max(MAX_SEARCH_QUERY_LENGTH)
+    .describe("What the tool should do, in words (matched against tool names, titles and descriptions)"),
   limit: z
     .number()
     .int()

@@ -93,6 +93,8 @@ export function createClientSessions(deps: {
   log: { warn(message: string, fields?: Record<string, unknown>): void };
 }) {
   const sessions = new Map<string, Held>();
+  /** Each user's sessions being opened on this replica, counted but not yet stored (no entry for none). */
+  const opening = new Map<string, number>();
 
   /** Ends a client session and every upstream session it opened (DELETE at each member), on every replica. */
   async function end(id: string): Promise<void> {
@@ -237,15 +239,26 @@ export function createClientSessions(deps: {
       const now = deps.clock();
       void sweep(now);
       // Each session may hold an upstream session per member: a client that initializes in a loop is stopped here.
-      // (Sessions written by two replicas at once may pass the count together: the bound is per replica exact.)
-      if ((await deps.store.countOf(caller.id, now - SESSION_TOUCH_MS - SESSION_IDLE_MS)) >= deps.maxPerUser)
-        throw new TooManyRequests(
-          `You hold ${deps.maxPerUser} virtual server sessions, the most a user may (VIRTUAL__MAX_SESSIONS_PER_USER): end one with DELETE, or let one idle out`,
-          60,
-        );
-      const stored: StoredSession = { id: deps.newId(), serverId, userId: caller.id, protocolVersion, capabilities, usedAt: now };
-      await deps.store.insert(stored, now);
-      return hold(stored, caller);
+      // The user's sessions opening on this replica count too: initializes sent at once each counted the stored
+      // sessions before any was written, and all passed (found by review). (Sessions written by two replicas at once
+      // may pass the count together: the bound is per replica exact.)
+      const userId = caller.id;
+      opening.set(userId, (opening.get(userId) ?? 0) + 1);
+      try {
+        const held = await deps.store.countOf(userId, now - SESSION_TOUCH_MS - SESSION_IDLE_MS);
+        if (held + opening.get(userId)! > deps.maxPerUser)
+          throw new TooManyRequests(
+            `You hold ${deps.maxPerUser} virtual server sessions, the most a user may (VIRTUAL__MAX_SESSIONS_PER_USER): end one with DELETE, or let one idle out`,
+            60,
+          );
+        const stored: StoredSession = { id: deps.newId(), serverId, userId, protocolVersion, capabilities, usedAt: now };
+        await deps.store.insert(stored, now);
+        return hold(stored, caller);
+      } finally {
+        const left = opening.get(userId)! - 1;
+        if (left > 0) opening.set(userId, left);
+        else opening.delete(userId);
+      }
     },
     /**
      * The session with this id, if it is this caller's at this server (anyone else's is as unknown as none): from this

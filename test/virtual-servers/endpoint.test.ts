@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { CallToolResultSchema, ListResourcesRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startLabelledServer } from "../peers/labelled-server";
 import { lateGate } from "../peers/late-gate";
 import { pagedToolsServer } from "../peers/paged-tools";
@@ -178,6 +180,38 @@ describe("pages", () => {
     expect((await strict.mcp.listResources()).resources.map((r) => r.uri)).toEqual(["test://one/readme"]);
     await strict.mcp.close();
   });
+  test("a page ending at a long resource URI is continued: its cursor is this endpoint's own", async () => {
+    // URIs are not bounded as names are: the 100th, where the first page ends, is 5,000 characters long; then an IRI
+    // of 2,000 non-ASCII characters (6,000 bytes in UTF-8).
+    const uris = Array.from({ length: 150 }, (_, i) => `test://long/${String(i).padStart(3, "0")}`);
+    uris[99] += `?q=${"x".repeat(5000)}`;
+    const handler = async (request: Request) => {
+      const server = new Server({ name: "long-uris", version: "1.0.0" }, { capabilities: { resources: {} } });
+      server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+        resources: uris.map((uri) => ({ uri, name: uri.slice(0, 20) })),
+      }));
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      await server.connect(transport);
+      return transport.handleRequest(request);
+    };
+    const peer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: handler });
+    try {
+      const id = await connectedConnector(alice.api, `http://127.0.0.1:${peer.port}/mcp`);
+      const server = await virtualServer([{ connector_id: id, prefix: "long" }]);
+      const { mcp } = await client(server.mcp_url);
+      for (const last of [uris[99]!, `test://long/099/${"é".repeat(2000)}`]) {
+        uris[99] = last;
+        const first = await mcp.listResources();
+        expect(first.resources.at(-1)!.uri).toBe(last);
+        expect(first.nextCursor).toBeString();
+        const second = await mcp.listResources({ cursor: first.nextCursor });
+        expect(second.resources.map((r) => r.uri)).toEqual(uris.slice(100));
+      }
+      await mcp.close();
+    } finally {
+      await peer.stop(true);
+    }
+  });
 });
 
 describe("a member that is down", () => {
@@ -213,6 +247,24 @@ describe("a member that is down", () => {
     expect((listing as { code?: number }).code).toBe(-32603);
     expect((listing as Error).message).toContain(`member "down" (connector ${idDown})`);
     await b.mcp.close();
+  });
+  test('failure_mode open: a call to a tool of a member with prefix "" that is down names it too', async () => {
+    const down = await startLabelledServer("bare");
+    const idDown = await connectedConnector(alice.api, down.url);
+    await down.stop();
+    const server = await virtualServer([
+      { connector_id: idOne, prefix: "one" },
+      { connector_id: idDown, prefix: "" },
+    ]);
+    const { mcp } = await client(server.mcp_url);
+    expect((await allTools(mcp)).names).toEqual(["one__echo", "one__secret", "one__slow"]);
+    // Its tools keep their own names: "echo" is its, and so may "a__b" be (no other member has prefix "a").
+    for (const name of ["echo", "a__b"]) {
+      const call = await mcp.callTool({ name, arguments: { message: "x" } }).catch((e: Error) => e);
+      expect((call as { code?: number }).code).toBe(-32603);
+      expect((call as Error).message).toContain(`Member "" (connector ${idDown}) is unavailable`);
+    }
+    await mcp.close();
   });
 });
 
@@ -366,6 +418,20 @@ describe("sessions", () => {
     await mcp.close();
   });
 
+  test("a call's _meta that is not an object, or a progress token neither a string nor a number, is -32602 and reaches no member", async () => {
+    const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
+    const { mcp } = await client(server.mcp_url);
+    const before = one.calls.get("echo") ?? 0;
+    for (const _meta of ["abc", [1, 2], 5, true, { progressToken: { a: 1 } }, { progressToken: null }]) {
+      const params = { name: "one__echo", arguments: { message: "x" }, _meta } as never;
+      const refused = await mcp.request({ method: "tools/call", params }, CallToolResultSchema).catch((e: Error) => e);
+      expect((refused as { code?: number }).code).toBe(-32602);
+    }
+    // Before, "abc" reached the member as {"0": "a", "1": "b", "2": "c"}, and 5 or [1, 2] as no _meta at all.
+    expect(one.calls.get("echo") ?? 0).toBe(before);
+    await mcp.close();
+  });
+
   test("MCP-Protocol-Version: any session-era version the SDK knows is accepted on a session, another is a 400", async () => {
     const server = await virtualServer([{ connector_id: idOne, prefix: "one" }]);
     const { mcp, transport } = await client(server.mcp_url);
@@ -438,5 +504,79 @@ describe("conflicts", () => {
       await twinB.stop();
       longPeer.stop(true);
     }
+  });
+});
+
+describe("hostile messages", () => {
+  /** A virtual server of no members, a session of it, and a way to POST raw bodies in that session. */
+  async function rawSession(app: TestApp, token: string) {
+    const created = await app.apiOf({ token })("POST", "/api/v1/virtual-servers", { body: { name: "Raw", members: [] } });
+    expect(created.status).toBe(201);
+    const url = created.body.mcp_url as string;
+    const post = (body: BodyInit, sessionId?: string) =>
+      app.fetch(
+        new Request(url, {
+          method: "POST",
+          body,
+          headers: {
+            authorization: `Bearer ${token}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            ...(sessionId && { "mcp-session-id": sessionId }),
+          },
+        }),
+      );
+    const init = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } };
+    const opened = await post(JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: init }));
+    expect(opened.status).toBe(200);
+    return { post, sessionId: opened.headers.get("mcp-session-id")! };
+  }
+
+  test("PROXY__MAX_MESSAGE_BYTES counts bytes, not UTF-16 code units, whether or not the length is declared", async () => {
+    const small = await createTestApp({ env: { PROXY__MAX_MESSAGE_BYTES: "2048" } });
+    try {
+      const carol = await small.user("carol");
+      const { post, sessionId } = await rawSession(small, carol.token);
+      // 1,500 characters of three bytes each: 4.5 KB, over the limit, though fewer than 2,048 characters.
+      const message = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping", params: { pad: "€".repeat(1500) } });
+      expect(message.length).toBeLessThan(2048);
+      expect(Buffer.byteLength(message)).toBeGreaterThan(2048);
+      expect((await post(message, sessionId)).status).toBe(413);
+      // The same bytes as a stream of unknown length (chunked): counted as they arrive, refused alike.
+      const bytes = new TextEncoder().encode(message);
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < bytes.length; i += 512) controller.enqueue(bytes.slice(i, i + 512));
+          controller.close();
+        },
+      });
+      expect((await post(stream, sessionId)).status).toBe(413);
+      // Within the limit, in bytes: served.
+      const fits = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping", params: { pad: "€".repeat(500) } });
+      expect((await post(fits, sessionId)).status).toBe(200);
+    } finally {
+      await small.close();
+    }
+  });
+
+  test("a request whose id is not a string or a number is an invalid request (-32600), not taken for a notification", async () => {
+    const { post, sessionId } = await rawSession(t, alice.token);
+    const call = { method: "tools/call", params: { name: "one__echo", arguments: { message: "x" } } };
+    for (const id of [{}, [1], true, null]) {
+      const res = await post(JSON.stringify({ jsonrpc: "2.0", id, ...call }), sessionId);
+      expect(res.status).toBe(400);
+      expect((await res.json()).error.code).toBe(-32600);
+    }
+    // A method that is not a string is no request either.
+    const odd = await post(JSON.stringify({ jsonrpc: "2.0", id: 3, method: 7 }), sessionId);
+    expect(odd.status).toBe(400);
+    expect((await odd.json()).error.code).toBe(-32600);
+    // "" is a string id like any other (JSON-RPC 2.0 §4): the request is answered, not dropped as a notification.
+    const empty = await post(JSON.stringify({ jsonrpc: "2.0", id: "", method: "ping" }), sessionId);
+    expect(empty.status).toBe(200);
+    expect(await empty.json()).toEqual({ jsonrpc: "2.0", id: "", result: {} });
+    // Notifications and the client's responses are still accepted (202).
+    expect((await post(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }), sessionId)).status).toBe(202);
+    expect((await post(JSON.stringify({ jsonrpc: "2.0", id: "vs-99", result: {} }), sessionId)).status).toBe(202);
   });
 });

@@ -209,4 +209,18 @@ describe("tool_mode search", () => {
       await peer.stop(true);
     }
   });
+  test("a query too long to search is a tool input error, not searched (fuzzy matching costs the square of a word's length)", async () => {
+    const server = await bothMembers();
+    const mcp = await client(server.mcp_url);
+    // One word of 10,000 characters: searched, it took a 100 MB matrix (40,000: 1.6 GB, within one 4 MiB message).
+    const long = await mcp.callTool({ name: "search_tools", arguments: { query: "a".repeat(10_000) } });
+    expect(long.isError).toBe(true);
+    expect(toolText(long)).toContain("query");
+    // Many short words are as long a query: refused alike.
+    const many = await mcp.callTool({ name: "search_tools", arguments: { query: "ab ".repeat(5_000) } });
+    expect(many.isError).toBe(true);
+    // A query of ordinary length is searched.
+    expect((await search(mcp, "open an issue in a repository ".repeat(10))).tools[0]!.name).toBe("gh__create_issue");
+    await mcp.close();
+  });
 });

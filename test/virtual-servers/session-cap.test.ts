@@ -54,3 +54,31 @@ test("the third session of a user is a 429 until one ends; another user's are co
   expect((await send(alice.token, null, first.headers.get("mcp-session-id")!, "DELETE")).status).toBe(204);
   expect((await initialize(alice.token)).status).toBe(200);
 });
+
+test("initializes sent at once are held to the limit too: no more sessions than VIRTUAL__MAX_SESSIONS_PER_USER", async () => {
+  const bob = await t.user("bob");
+  const created = await bob.api("POST", "/api/v1/virtual-servers", { body: { name: "Bob's", members: [] } });
+  expect(created.status).toBe(201);
+  const initializeAt = (url: string) =>
+    t.handle(
+      new Request(url, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${bob.token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "burst", version: "1" } },
+        }),
+      }),
+    );
+  const statuses = (await Promise.all(Array.from({ length: 30 }, () => initializeAt(created.body.mcp_url)))).map((r) => r.status);
+  // Each initialize counted the sessions, then opened one: thirty counting before any had opened passed together,
+  // far past the limit.
+  expect(statuses.filter((status) => status === 200)).toHaveLength(2);
+  expect(statuses.filter((status) => status === 429)).toHaveLength(28);
+});
