@@ -1,5 +1,6 @@
 import type { ConnectorEventRow, ConnectorRepository } from "../connectors/repository";
 import { TooManyRequests } from "../http-errors/errors";
+import { pushStream } from "../http/push-stream";
 import type { Job } from "../scheduler/scheduler";
 import type { AccessWatch, StreamCredential } from "../users/access-watch";
 import type { Principal } from "../users/model";
@@ -76,64 +77,52 @@ export function createEventStreams({ feed, repository, watch, heartbeatMs = HEAR
       throw e;
     }
 
-    const body = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        // The caller's access is checked again every second: a stream it lost access to ends (the client reconnects
-        // and is authenticated afresh).
-        unwatch = watch.watch(credential, caller, () => {
-          close();
-          try {
-            controller.close();
-          } catch {
-            // Already closed.
+    // Ended when the client goes away or stops reading (http/push-stream.ts).
+    const pushed = pushStream(close);
+    const enqueue = (bytes: Uint8Array) => void (closed || pushed.push(bytes));
+    const end = () => {
+      close();
+      pushed.close();
+    };
+    // The caller's access is checked again every second: a stream it lost access to ends (the client reconnects and
+    // is authenticated afresh).
+    unwatch = watch.watch(credential, caller, end);
+    // Delivered in id order, each once: `after` is the last id passed (seen or not by this caller).
+    let after = live;
+    pass = (event: ConnectorEventRow) => {
+      if (event.id <= after) return;
+      after = event.id;
+      if (visible(event)) enqueue(frame(event));
+    };
+    enqueue(encoder.encode("retry: 3000\n: connected\n\n"));
+    // The past replayed after the answer has started (a store that fails meanwhile ends the stream: the client resumes).
+    void (async () => {
+      if (resumeFrom !== undefined) {
+        const { oldest } = await repository.eventBounds();
+        if (resumeFrom < oldest - 1) {
+          // Older than what is kept: the client cannot catch up event by event.
+          enqueue(
+            encoder.encode(`event: reset\ndata: {"reason":"events after ${resumeFrom} are no longer kept: reload the list"}\n\n`),
+          );
+        } else {
+          after = Math.min(resumeFrom, live);
+          for (
+            let rows = await repository.eventsAfter(after, 500);
+            rows.length > 0 && after < live;
+            rows = await repository.eventsAfter(after, 500)
+          ) {
+            for (const row of rows) if (row.id <= live) pass(row);
+            if (rows.at(-1)!.id >= live) break;
           }
-        });
-        const enqueue = (bytes: Uint8Array) => {
-          if (closed) return;
-          try {
-            controller.enqueue(bytes);
-          } catch {
-            close();
-          }
-        };
-        // Delivered in id order, each once: `after` is the last id passed (seen or not by this caller).
-        let after = live;
-        pass = (event: ConnectorEventRow) => {
-          if (event.id <= after) return;
-          after = event.id;
-          if (visible(event)) enqueue(frame(event));
-        };
-        enqueue(encoder.encode("retry: 3000\n: connected\n\n"));
-        if (resumeFrom !== undefined) {
-          const { oldest } = await repository.eventBounds();
-          if (resumeFrom < oldest - 1) {
-            // Older than what is kept: the client cannot catch up event by event.
-            enqueue(
-              encoder.encode(
-                `event: reset\ndata: {"reason":"events after ${resumeFrom} are no longer kept: reload the list"}\n\n`,
-              ),
-            );
-          } else {
-            after = Math.min(resumeFrom, live);
-            for (
-              let rows = await repository.eventsAfter(after, 500);
-              rows.length > 0 && after < live;
-              rows = await repository.eventsAfter(after, 500)
-            ) {
-              for (const row of rows) if (row.id <= live) pass(row);
-              if (rows.at(-1)!.id >= live) break;
-            }
-            after = Math.max(after, live);
-          }
+          after = Math.max(after, live);
         }
-        const waiting = held ?? [];
-        held = undefined;
-        for (const event of waiting) pass(event);
-        heartbeat = setInterval(() => enqueue(encoder.encode(": heartbeat\n\n")), heartbeatMs);
-      },
-      cancel: close,
-    });
-    return new Response(body, {
+      }
+      const waiting = held ?? [];
+      held = undefined;
+      for (const event of waiting) pass(event);
+      if (!closed) heartbeat = setInterval(() => enqueue(encoder.encode(": heartbeat\n\n")), heartbeatMs);
+    })().catch(end);
+    return new Response(pushed.body, {
       headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
     });
   };

@@ -1,4 +1,5 @@
 import { errorOf, INTERNAL_ERROR, jsonAnswer, resultOf, RpcError, SSE_HEADERS, sseEvent, type RequestId } from "./jsonrpc";
+import { pushStream, type PushStream } from "../http/push-stream";
 import type { Channel } from "./relay";
 
 /**
@@ -14,37 +15,24 @@ export function answerCall(
   cancelled: { readonly aborted: boolean },
   run: (channel: Channel) => Promise<unknown>,
 ): Promise<Response> {
-  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  let open = true;
+  let stream: PushStream | undefined;
   let respond!: (response: Response) => void;
   const response = new Promise<Response>((resolve) => (respond = resolve));
-  // A client that went away cancelled the stream: what is left of the call is not written anywhere.
-  const write = (message: unknown) => {
-    if (!open || !controller) return false;
-    try {
-      controller.enqueue(sseEvent(message));
-      return true;
-    } catch {
-      open = false;
-      return false;
-    }
-  };
+  // A client that went away (or stopped reading: http/push-stream.ts) ended the stream: what is left of the call is
+  // not written anywhere.
   const channel: Channel = (message) => {
     if (!streams) return false;
-    if (!controller) {
-      const body = new ReadableStream<Uint8Array>({
-        start: (c) => void (controller = c),
-        cancel: () => void (open = false),
-      });
-      respond(new Response(body, { headers: SSE_HEADERS }));
+    if (!stream) {
+      stream = pushStream(() => undefined);
+      respond(new Response(stream.body, { headers: SSE_HEADERS }));
     }
-    return write(message);
+    return stream.push(sseEvent(message));
   };
   const answer = (message: unknown) => {
-    if (!controller) return respond(jsonAnswer(message));
+    if (!stream) return respond(jsonAnswer(message));
     // basic/utilities/cancellation: a cancelled request gets no response; its stream just ends.
-    if (!cancelled.aborted) write(message);
-    if (open) controller.close();
+    if (!cancelled.aborted) stream.push(sseEvent(message));
+    stream.close();
   };
   void run(channel).then(
     (result) => answer(resultOf(id, result)),

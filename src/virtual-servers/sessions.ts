@@ -1,5 +1,6 @@
 import type { ClientCapabilities, LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
 import { TooManyRequests } from "../http-errors/errors";
+import { pushStream } from "../http/push-stream";
 import type { Principal } from "../users/model";
 import type { Cancel } from "./cancellation";
 import { isRequestId, SSE_HEADERS, sseEvent, type RequestId } from "./jsonrpc";
@@ -316,16 +317,9 @@ export function createClientSessions(deps: {
     listen(client: ClientSession): Response | undefined {
       const session = sessions.get(client.id);
       if (!session || session.stream) return undefined;
-      let controller!: ReadableStreamDefaultController<Uint8Array>;
-      const send = (bytes: Uint8Array) => {
-        try {
-          controller.enqueue(bytes);
-          return true;
-        } catch {
-          stop();
-          return false;
-        }
-      };
+      // Ended when the client goes away, or stops reading (http/push-stream.ts): the members' streams with it.
+      const pushed = pushStream(() => stop());
+      const send = (bytes: Uint8Array) => pushed.push(bytes);
       // A comment now (the response starts at once) and every HEARTBEAT_MS (idle proxies keep the stream), as the
       // event stream of /api/v1/events does.
       const heartbeat = setInterval(() => send(encoder.encode(": heartbeat\n\n")), HEARTBEAT_MS);
@@ -339,18 +333,13 @@ export function createClientSessions(deps: {
         channel: (message: Record<string, unknown>) => send(sseEvent(message)),
         end: () => {
           stop();
-          try {
-            controller.close();
-          } catch {
-            // The client closed it first.
-          }
+          pushed.close();
         },
       };
-      const body = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c), cancel: stop });
       send(encoder.encode(": connected\n\n"));
       session.stream = stream;
       for (const member of session.members.values()) member.listen();
-      return new Response(body, { headers: SSE_HEADERS });
+      return new Response(pushed.body, { headers: SSE_HEADERS });
     },
 
     /**
