@@ -137,7 +137,9 @@ async function run(name: string, settings: Record<string, string>) {
   /** One tools/call through `handle`, which must answer 200 (the first failure says what went wrong). */
   const caller = (handle: (request: Request) => Promise<Response>, to: string, sent: Record<string, string>, body: string) =>
     async function one() {
-      const response = await handle(new Request(to, { method: "POST", headers: sent, body }));
+      // With its Content-Length, as a client over a socket sends it (a body of unknown length is counted as it streams).
+      const length = String(Buffer.byteLength(body));
+      const response = await handle(new Request(to, { method: "POST", headers: { ...sent, "content-length": length }, body }));
       if (response.status !== 200 && failures++ === 0)
         console.error(`${name}: ${response.status} ${await response.clone().text()}`);
       await response.arrayBuffer();
