@@ -1,4 +1,4 @@
-import { and, eq, gte, lt, sql } from "drizzle-orm";
+import { and, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { ClientCapabilities, ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Store } from "../db/store";
 import type { Sealer } from "../secrets/sealer";
@@ -73,6 +73,19 @@ export function createSessionStore(store: Store, sealer: Sealer) {
           usedAt: row.used_at,
         }
       );
+    },
+    /** Which of these sessions are still stored (ended elsewhere, or with their virtual server or user: not). */
+    async existing(ids: readonly string[]): Promise<Set<string>> {
+      const found = new Set<string>();
+      // In chunks: a statement's bound parameters are limited on either dialect.
+      for (let at = 0; at < ids.length; at += 500) {
+        const rows = await db
+          .select({ id: sessions.id })
+          .from(sessions)
+          .where(inArray(sessions.id, ids.slice(at, at + 500)));
+        for (const row of rows) found.add(row.id);
+      }
+      return found;
     },
     async touch(id: string, at: number): Promise<void> {
       await db.update(sessions).set({ used_at: at }).where(eq(sessions.id, id));

@@ -295,9 +295,9 @@ export function createClientSessions(deps: {
     end,
     /**
      * The scheduler's, on every replica: this replica's idle sessions end, their upstream sessions and GET streams with
-     * them, though no session opens to sweep them (found by review: they stayed open for ever); and sessions no replica
+     * them, though no session opens to sweep them (found by review: they stayed open for ever); sessions no replica
      * used for SESSION_IDLE_MS are forgotten from the store (a replica that held one and went away swept nothing; the
-     * members expire their upstream sessions themselves).
+     * members expire their upstream sessions themselves); and the sessions held here that the store no longer has end.
      */
     job: {
       name: "expire-virtual-server-sessions",
@@ -306,6 +306,12 @@ export function createClientSessions(deps: {
         // The calls' sessions touched before the idle ones are forgotten.
         await sweep(now);
         await deps.store.deleteIdle(now - SESSION_IDLE_MS);
+        // Sessions ended elsewhere — a DELETE on another replica, their virtual server or user deleted there — end here
+        // too, GET streams and upstream sessions with them, though no request of theirs comes here to find it out.
+        const held = [...sessions.keys()];
+        if (held.length === 0) return;
+        const stored = await deps.store.existing(held);
+        for (const id of held) if (!stored.has(id)) void end(id);
       },
     },
 

@@ -5,7 +5,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { startLabelledServer } from "../peers/labelled-server";
 import { createTestApp, steppedClock, type TestApp } from "../support/app";
 import { connectedConnector, toolText } from "../support/mcp";
+import { sseReader } from "../support/sse";
 import { openTestStore } from "../support/store";
+import { waitFor } from "../support/wait";
 
 // Two instances of the service on one store, as two replicas behind a balancer with no sticky sessions (the
 // end-to-end form, three replicas of the binary behind nginx, is in test/replicas): a virtual server's client session
@@ -103,5 +105,42 @@ test("a session idle on one instance but used on the other is not ended by the f
   expect((await listWith(a, token, sessionId)).status).toBe(200);
   expect((await listWith(b, token, sessionId)).status).toBe(200);
   await other.client.close();
+  await client.close();
+});
+
+test("a virtual server deleted on one instance: the other ends its session there too, GET stream and upstream session", async () => {
+  const carol = await a.user("carol");
+  const connectorId = await connectedConnector(carol.api, member.url);
+  const created = await carol.api("POST", "/api/v1/virtual-servers", {
+    body: { name: "Deleted elsewhere", members: [{ connector_id: connectorId, prefix: "m" }] },
+  });
+  const url = created.body.mcp_url as string;
+  // The session on a alone: its upstream session opened there, its GET stream held there.
+  const onA = (input: string | URL | Request, init?: RequestInit) => {
+    const request = new Request(input, init);
+    request.headers.set("authorization", `Bearer ${carol.token}`);
+    return a.fetch(request);
+  };
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    fetch: (input, init) =>
+      new Request(input, init).method === "GET" ? Promise.resolve(new Response(null, { status: 405 })) : onA(input, init),
+  });
+  const client = new Client({ name: "replicas", version: "1.0.0" });
+  await client.connect(transport);
+  expect(toolText(await client.callTool({ name: "m__echo", arguments: { message: "here" } }))).toBe("member: here");
+  const stream = await onA(
+    new Request(url, { headers: { accept: "text/event-stream", "mcp-session-id": transport.sessionId! } }),
+  );
+  expect(stream.status).toBe(200);
+  const events = sseReader(stream);
+  expect((await events.next()).comment).toBe("connected");
+  const { ended } = member.sessions;
+
+  expect((await b.apiOf({ token: carol.token })("DELETE", `/api/v1/virtual-servers/${created.body.id}`)).status).toBe(204);
+  // Nothing of it comes to a to tell it: a's scheduler finds the session gone from the store (before, a's copy held
+  // its GET stream and upstream session open until it idled out, 30 minutes on).
+  await a.runJobs();
+  await expect(events.next()).rejects.toThrow("the stream ended");
+  await waitFor("the upstream session's DELETE", () => member.sessions.ended === ended + 1, 5_000);
   await client.close();
 });
