@@ -286,7 +286,12 @@ export function openMemberSession(
       get protocolVersion() {
         return transport.protocolVersion;
       },
-      fetch: sendOne,
+      // A plain request's POST (or the GET resuming its stream): never the GET stream to hold, nor an SDK client's request
+      // to watch (sendOne).
+      fetch: (request) => {
+        injectSpan(request);
+        return exchange(connectorId, request);
+      },
       deliver: (message) => transport.onmessage?.(message),
       cancel: (requestId, reason) =>
         void client.notification({ method: "notifications/cancelled", params: { requestId, reason } }).catch(() => {}),
