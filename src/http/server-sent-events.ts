@@ -31,6 +31,20 @@ export function eventsOf(text: string): ServerSentEvent[] {
   return events;
 }
 
+/**
+ * The events of a stream someone else reads (a relayed stream, one branch of a tee), as `serverSentEvents` reads them:
+ * each chunk is fed as it passes, and `onEvent` told of every event it completes.
+ */
+export function eventTap(onEvent: (event: ServerSentEvent) => void): (chunk: Uint8Array) => void {
+  const ready: ServerSentEvent[] = [];
+  const parser = parserInto(ready);
+  const decoder = new TextDecoder();
+  return (chunk) => {
+    parser.feed(decoder.decode(chunk, { stream: true }));
+    for (const event of ready.splice(0)) onEvent(event);
+  };
+}
+
 /** A parser that puts each event it reads into `ready`. */
 function parserInto(ready: ServerSentEvent[]) {
   return createParser({

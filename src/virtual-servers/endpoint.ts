@@ -196,18 +196,16 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
   /** The POSTed message: a client's, read strictly; or one built in-process (the era bridge's), as it was built. */
   async function readMessage(request: Request): Promise<unknown> {
     /** PROXY__MAX_MESSAGE_BYTES, however the size is known. */
-    const limit = (size: number) => {
-      if (size > deps.maxMessageBytes) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
-    };
+    const tooLarge = () => new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
     const given = messageReadAlready(request);
     if (given !== undefined) {
-      limit(given.body.byteLength);
+      if (given.body.byteLength > deps.maxMessageBytes) throw tooLarge();
       return given.message;
     }
     // Bytes, counted as they arrive when no length is declared (a chunked body): not read whole first, and not
     // counted in UTF-16 code units, which let a message of 3-byte characters be three times the limit (found by review).
     const bytes = await readRequestCapped(request, deps.maxMessageBytes);
-    if (bytes === undefined) throw new PayloadTooLarge(`A message is at most ${deps.maxMessageBytes} bytes`);
+    if (bytes === undefined) throw tooLarge();
     // Read as the proxy reads a message (http/strict-json.ts): its checks and limits, its numbers kept exactly.
     return parseStrictRequest(bytes);
   }
@@ -225,10 +223,7 @@ export function createVirtualEndpoint(deps: VirtualEndpointDeps) {
       return jsonAnswer(errorOf(null, new RpcError(INVALID_REQUEST, "Not a JSON-RPC 2.0 message (batches are not served)")), 400);
     // JSON-RPC 2.0 §4: a request's method is a string and its id a string or a number (MCP 2025-11-25 basic: never
     // null). Anything else is no request, notification or response: an error, not a 202 that drops it (found by review).
-    if (
-      ("method" in message && typeof message.method !== "string") ||
-      ("method" in message && "id" in message && !isRequestId(message.id))
-    )
+    if ("method" in message && (typeof message.method !== "string" || ("id" in message && !isRequestId(message.id))))
       return jsonAnswer(
         errorOf(null, new RpcError(INVALID_REQUEST, "A request's method is a string and its id a string or a number")),
         400,

@@ -24,9 +24,9 @@ import {
   type ServerCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import { eventTap } from "../http/server-sent-events";
 import { VERSION } from "../version";
 import type { Cancellation } from "./cancellation";
-import { createParser } from "eventsource-parser";
 import { INTERNAL_ERROR } from "./jsonrpc";
 import { sendPlain, type PlainSession } from "./plain-request";
 import type { Channel, Relay } from "./relay";
@@ -190,14 +190,10 @@ export function openMemberSession(
       return refused();
     }
     const upstream = (reader = response.body.getReader());
-    // Its event ids, line by line (a line may come in two chunks).
-    const decoder = new TextDecoder();
-    let partial = "";
-    const noteIds = (bytes: Uint8Array) => {
-      const lines = (partial + decoder.decode(bytes, { stream: true })).split(/\r\n|\r|\n/);
-      partial = lines.pop() ?? "";
-      for (const line of lines) if (line.startsWith("id:")) getEventId = line.slice(line.startsWith("id: ") ? 4 : 3);
-    };
+    // Its event ids, as the SDK reading the stream takes them (the last one is what it resumes from).
+    const noteIds = eventTap((event) => {
+      if (event.id !== undefined) getEventId = event.id;
+    });
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
         const chunk = await upstream.read().catch(() => ({ done: true as const, value: undefined }));
@@ -234,17 +230,13 @@ export function openMemberSession(
     void (async () => {
       let resumable = false;
       let answered = false;
-      const parser = createParser({
-        onEvent: (event) => {
-          if (event.id !== undefined) resumable = true;
-          if (isAnswer(event.data, message.id)) answered = true;
-        },
+      const feed = eventTap((event) => {
+        if (event.id !== undefined) resumable = true;
+        if (isAnswer(event.data, message.id)) answered = true;
       });
-      const decoder = new TextDecoder();
       let why = "The member's event stream ended before its answer";
       try {
-        for (let chunk = await reader.read(); !chunk.done && !answered; chunk = await reader.read())
-          parser.feed(decoder.decode(chunk.value, { stream: true }));
+        for (let chunk = await reader.read(); !chunk.done && !answered; chunk = await reader.read()) feed(chunk.value);
       } catch (error) {
         why += `: ${error instanceof Error ? error.message : String(error)}`;
       }

@@ -152,6 +152,18 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
         )
       : refusedMembers();
 
+  /**
+   * Deletes a virtual server with what it leaves behind in this process: its noted conflicts and failed members, and
+   * its MCP clients' sessions (with their upstream sessions). False when there was none.
+   */
+  async function deleteRow(id: string): Promise<boolean> {
+    if (!(await rows.delete(id, clock()))) return false;
+    deps.conflicts.forget(id);
+    deps.failures.forget(id);
+    deps.deleted(id);
+    return true;
+  }
+
   return {
     owned,
     /** The caller's virtual server and its members in their order (the MCP endpoint's view of it). */
@@ -222,10 +234,7 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
 
     async delete(caller: Principal, id: string): Promise<void> {
       await owned(caller, id);
-      if (!(await rows.delete(id, clock()))) throw new NotFound(`No virtual server ${id}`);
-      deps.conflicts.forget(id);
-      deps.failures.forget(id);
-      deps.deleted(id);
+      if (!(await deleteRow(id))) throw new NotFound(`No virtual server ${id}`);
     },
 
     /** A connector about to be deleted leaves every virtual server, each with its event (docs/interface.md §9.1). */
@@ -236,10 +245,7 @@ export function createVirtualServerService(deps: VirtualServerServiceDeps) {
     /** A deleted user's virtual servers go one by one, each with its event (the users row's cascade would say nothing). */
     async deleteAllOf(ownerId: string): Promise<void> {
       for (let page = await rows.page(ownerId, 50, undefined); page.length > 0; page = await rows.page(ownerId, 50, undefined))
-        for (const row of page) {
-          await rows.delete(row.id, clock());
-          deps.deleted(row.id);
-        }
+        for (const row of page) await deleteRow(row.id);
     },
   };
 }
