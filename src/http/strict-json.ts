@@ -185,6 +185,34 @@ function skipValue(s: Scan, i: number): number {
   return i + (c === 110 || c === 116 ? 4 : 5); // null, true; false
 }
 
+/**
+ * Where the value of the member `name` of the object in `text` (a text JSON.parse accepted) is: [start, end) in `text`.
+ * Undefined when the text is not an object, has no such member, or has it more than once (RFC 8259 §4: which one a
+ * reader takes then differs). Names compare as JSON.parse decodes them (`"\u0069d"` is `id`).
+ */
+export function memberSpan(text: string, name: string): [number, number] | undefined {
+  const s: Scan = { text, altered: false, maxNesting: Infinity };
+  let i = space(text, 0);
+  if (text.charCodeAt(i) !== OPEN_OBJECT) return undefined;
+  i = space(text, i + 1);
+  if (text.charCodeAt(i) === CLOSE_OBJECT) return undefined;
+  let found: [number, number] | undefined;
+  for (;;) {
+    const end = skipString(text, i);
+    const raw = text.slice(i + 1, end - 1);
+    const key = raw.includes("\\") ? (JSON.parse(text.slice(i, end)) as string) : raw;
+    i = space(text, space(text, end) + 1);
+    const after = skipValue(s, i);
+    if (key === name) {
+      if (found) return undefined;
+      found = [i, after];
+    }
+    i = space(text, after);
+    if (text.charCodeAt(i) === CLOSE_OBJECT) return found;
+    i = space(text, i + 1);
+  }
+}
+
 /** Scans the value at `i` (its member names checked as `levels` says, if given); answers the index just past it. */
 function scan(s: Scan, i: number, levels: Levels | undefined): number {
   if (!levels) return skipValue(s, i);

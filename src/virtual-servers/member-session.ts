@@ -403,7 +403,14 @@ export function openMemberSession(
     async request(
       method: string,
       params: Record<string, unknown> | undefined,
-      options: { timeout: number; cancel?: Cancellation; onprogress?: (progress: Progress) => void; call?: CallContext },
+      options: {
+        timeout: number;
+        cancel?: Cancellation;
+        onprogress?: (progress: Progress) => void;
+        call?: CallContext;
+        /** A page of a listing (merge.ts): its answer may be the last one's again (answer-reuse.ts). */
+        listing?: boolean;
+      },
     ): Promise<Result> {
       /** The session the request was last sent in: one found forgotten is let go only if it is still the current one. */
       let used: typeof opened;
@@ -413,10 +420,11 @@ export function openMemberSession(
         const { client, transport } = (used = ready ?? (await until(open(options.timeout), options.cancel)));
         // A request with no progress to pass on goes without the SDK client (plain-request.ts): its answer is the same.
         if (!options.onprogress) {
-          const { call, timeout, cancel } = options;
+          const { call, timeout, cancel, listing } = options;
           return sendPlain(plainSession(client, transport), `vs-${++plainIds}`, method, params, {
             timeout,
             cancel,
+            listing,
             // Only what the member sends with the answer needs the call's context (a request of its, relayed on the
             // call's stream): the request itself runs outside it, which costs a call less.
             deliver: call && ((message: JSONRPCMessage) => calls.run(call, () => transport.onmessage?.(message))),

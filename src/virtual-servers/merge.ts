@@ -58,7 +58,8 @@ export async function listMember(session: MemberSession, member: Member, list: L
     if (!capabilities?.[LISTS[list].capability]) return { member, items: [] };
     let cursor: string | undefined;
     for (let page = 0; page < MAX_MEMBER_PAGES; page++) {
-      const result = await session.request(method, cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, cancel });
+      const params = cursor === undefined ? undefined : { cursor };
+      const result = await session.request(method, params, { timeout: timeoutMs, cancel, listing: true });
       const found = result[field];
       if (Array.isArray(found)) items.push(...(found.filter((x) => typeof x === "object" && x !== null) as Item[]));
       const next = result.nextCursor;

@@ -4,6 +4,7 @@ import { wholeAnswerOf } from "../http/read-already";
 import { serverSentEvents, type ServerSentEvent } from "../http/server-sent-events";
 import { sessionPost } from "../upstream/session-post";
 import type { Cancellation } from "./cancellation";
+import { createAnswerReuse } from "./answer-reuse";
 
 /** A member's open session as a plain request needs it (member-session.ts). */
 export type PlainSession = {
@@ -20,7 +21,12 @@ export type PlainSession = {
   cancel(requestId: string, reason: string): void;
 };
 
-const decoder = new TextDecoder();
+/** The members' listings, each parsed once while it stays the same (answer-reuse.ts): one for the process. */
+const answers = createAnswerReuse();
+
+/** What a listing's page asked (the member, the method, the page), for answer-reuse.ts. */
+const listingKey = (to: PlainSession, method: string, params: Record<string, unknown> | undefined) =>
+  `${to.url}\n${method}\n${typeof params?.cursor === "string" ? params.cursor : ""}`;
 
 type Answer = { jsonrpc: "2.0"; id: string; result?: unknown; error?: { code: number; message: string; data?: unknown } };
 
@@ -61,6 +67,8 @@ export function sendPlain(
     cancel?: Cancellation | undefined;
     /** Where what the member sends with the answer goes, if not to the session's own `deliver`. */
     deliver?: ((message: JSONRPCMessage) => void) | undefined;
+    /** A page of a listing (merge.ts): its answer may be the last one's again, parsed once (answer-reuse.ts). */
+    listing?: boolean | undefined;
   },
 ): Promise<Result> {
   const { cancel: cancelled, timeout } = options;
@@ -80,7 +88,7 @@ export function sendPlain(
     };
     const forget = cancelled?.onAbort(() => cancel(cancelled.reason));
     const timer = setTimeout(() => cancel(new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout })), timeout);
-    answerOf(to, options.deliver ?? to.deliver, id, method, params, () => done).then(
+    answerOf(to, options.deliver ?? to.deliver, id, method, params, options.listing === true, () => done).then(
       (answer) => {
         if (done) return;
         settle();
@@ -103,6 +111,7 @@ async function answerOf(
   id: string,
   method: string,
   params: Record<string, unknown> | undefined,
+  listing: boolean,
   over: () => boolean,
 ): Promise<Answer> {
   const message = { jsonrpc: "2.0", id, method, ...(params && { params }) };
@@ -114,7 +123,9 @@ async function answerOf(
   const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type === "application/json") {
     const whole = wholeAnswerOf(response);
-    const data: unknown = whole ? JSON.parse(decoder.decode(whole)) : await response.json();
+    const data: unknown = whole
+      ? answers.message(listing ? listingKey(to, method, params) : undefined, whole, id)
+      : await response.json();
     if (isPlainAnswerTo(data, id)) return data;
     // Not plainly the answer: what the SDK transport would make of it (its schema's refusal, or messages for the
     // client, after which the request waits for its answer until its timeout, as the SDK client's would).

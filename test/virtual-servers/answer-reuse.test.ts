@@ -1,0 +1,115 @@
+import { describe, expect, test } from "bun:test";
+import { memberSpan } from "../../src/http/strict-json";
+import { createAnswerReuse } from "../../src/virtual-servers/answer-reuse";
+
+// A member's listing parsed once while it stays the same (src/virtual-servers/answer-reuse.ts): the same answer with
+// another id is the kept message with that id; anything else is parsed as it is — including answers made to look
+// like the kept one with only "the id" changed where the id is not the message's own.
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const LISTING = '{"jsonrpc":"2.0","id":"vs-1","result":{"tools":[{"name":"ping","description":"Answers pong"}]}}';
+const KEY = "member-1\ntools/list\n";
+
+/** What `reuse` gives for `text` answering `id`, with what a parse of the text gives beside it. */
+function read(reuse: ReturnType<typeof createAnswerReuse>, text: string, id: string, key: string | undefined) {
+  return { given: reuse.message(key, bytes(text), id), parsed: JSON.parse(text) as unknown };
+}
+
+describe("a member's listing answered again", () => {
+  test("with only its id changed, it is the kept message with the new id, not parsed again", () => {
+    const reuse = createAnswerReuse();
+    const first = read(reuse, LISTING, "vs-1", KEY).given as { result: unknown };
+    const again = read(reuse, LISTING.replace('"vs-1"', '"vs-2"'), "vs-2", KEY);
+    expect(again.given).toEqual(again.parsed);
+    expect((again.given as { id: string; result: unknown }).id).toBe("vs-2");
+    // The same result object: the parse was not made again.
+    expect((again.given as { result: unknown }).result).toBe(first.result);
+  });
+
+  test("an id of another length, and a text that is not ASCII before the id, are reused all the same", () => {
+    const reuse = createAnswerReuse();
+    const text = (id: string) => `{"result":{"tools":[{"name":"café","title":"日本"}]},"jsonrpc":"2.0","id":"${id}"}`;
+    const first = read(reuse, text("vs-9"), "vs-9", KEY).given as { result: unknown };
+    const again = read(reuse, text("vs-10"), "vs-10", KEY);
+    expect(again.given).toEqual(again.parsed);
+    expect((again.given as { result: unknown }).result).toBe(first.result);
+  });
+
+  test("a listing that changed, by one byte, is parsed: its change shows", () => {
+    const reuse = createAnswerReuse();
+    read(reuse, LISTING, "vs-1", KEY);
+    const changed = read(reuse, LISTING.replace('"vs-1"', '"vs-2"').replace("pong", "pang"), "vs-2", KEY);
+    expect(changed.given).toEqual(changed.parsed);
+    expect(JSON.stringify(changed.given)).toContain("pang");
+    // And the changed listing is the one kept now.
+    const after = read(reuse, LISTING.replace('"vs-1"', '"vs-3"').replace("pong", "pang"), "vs-3", KEY);
+    expect(after.given).toEqual(after.parsed);
+    expect((after.given as { result: unknown }).result).toBe((changed.given as { result: unknown }).result);
+  });
+
+  test("an answer of another request (no key), or to another id, is parsed and keeps nothing", () => {
+    const reuse = createAnswerReuse();
+    expect(reuse.message(undefined, bytes(LISTING), "vs-1")).toEqual(JSON.parse(LISTING));
+    expect(reuse.keptBytes()).toBe(0);
+    // An answer whose id is not the request's is no listing to keep (what is made of it is plain-request.ts's affair).
+    read(reuse, LISTING, "vs-7", KEY);
+    expect(reuse.keptBytes()).toBe(0);
+  });
+});
+
+describe("answers made to pass for the kept one are parsed as they are", () => {
+  test("the id echoed in a description, the message's own id written with an escape", () => {
+    const reuse = createAnswerReuse();
+    // The member writes its id as "vs\u002d1" and the next id ("vs-2") is where "vs-1" was in a description.
+    const kept = '{"jsonrpc":"2.0","id":"vs\\u002d1","result":{"tools":[{"name":"a","description":"see \\"vs-1"}]}}';
+    expect((JSON.parse(kept) as { id: string }).id).toBe("vs-1");
+    read(reuse, kept, "vs-1", KEY);
+    const forged = read(reuse, kept.replace('"vs-1"', '"vs-2"'), "vs-2", KEY);
+    expect(forged.given).toEqual(forged.parsed);
+    expect((forged.given as { id: string }).id).toBe("vs-1");
+  });
+
+  test("an id nested in the result, where the message's own id comes last", () => {
+    const reuse = createAnswerReuse();
+    const kept = '{"result":{"id":"vs-1","tools":[]},"jsonrpc":"2.0","id":"vs-1"}';
+    read(reuse, kept, "vs-1", KEY);
+    const forged = read(reuse, '{"result":{"id":"vs-2","tools":[]},"jsonrpc":"2.0","id":"vs-1"}', "vs-2", KEY);
+    expect(forged.given).toEqual(forged.parsed);
+    expect((forged.given as { id: string }).id).toBe("vs-1");
+  });
+
+  test("two ids at the top level (a reader takes either): never reused", () => {
+    const reuse = createAnswerReuse();
+    const kept = '{"id":"vs-1","jsonrpc":"2.0","id":"vs-1","result":{"tools":[]}}';
+    read(reuse, kept, "vs-1", KEY);
+    const forged = read(reuse, '{"id":"vs-2","jsonrpc":"2.0","id":"vs-1","result":{"tools":[]}}', "vs-2", KEY);
+    expect(forged.given).toEqual(forged.parsed);
+    expect((forged.given as { id: string }).id).toBe("vs-1");
+  });
+});
+
+test("what is kept stays within its bytes: the longest unused go first", () => {
+  const reuse = createAnswerReuse(2 * LISTING.length);
+  for (const member of ["a", "b", "c"]) read(reuse, LISTING, "vs-1", `${member}\ntools/list\n`);
+  expect(reuse.keptBytes()).toBe(2 * LISTING.length);
+  // The first member's was let go; the last two are reused.
+  const [a, c] = [`a\ntools/list\n`, `c\ntools/list\n`];
+  const fromA = reuse.message(a, bytes(LISTING.replace('"vs-1"', '"vs-2"')), "vs-2") as { result: unknown };
+  const fromC1 = reuse.message(c, bytes(LISTING.replace('"vs-1"', '"vs-2"')), "vs-2") as { result: unknown };
+  const fromC2 = reuse.message(c, bytes(LISTING.replace('"vs-1"', '"vs-3"')), "vs-3") as { result: unknown };
+  expect(fromA).toEqual(JSON.parse(LISTING.replace('"vs-1"', '"vs-2"')));
+  expect(fromC2.result).toBe(fromC1.result);
+  expect(reuse.keptBytes()).toBeLessThanOrEqual(2 * LISTING.length);
+});
+
+describe("memberSpan", () => {
+  test("finds a top-level member's value, by its decoded name, and only one", () => {
+    const text = '{ "a" : [1, {"id": 2}], "\\u0069d" : "x\\"y" , "z": null }';
+    const span = memberSpan(text, "id")!;
+    expect(text.slice(...span)).toBe('"x\\"y"');
+    expect(memberSpan(text, "missing")).toBeUndefined();
+    expect(memberSpan('{"id":1,"id":2}', "id")).toBeUndefined();
+    expect(memberSpan('[{"id":1}]', "id")).toBeUndefined();
+    expect(memberSpan("{}", "id")).toBeUndefined();
+  });
+});
