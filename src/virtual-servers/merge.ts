@@ -30,7 +30,28 @@ const MAX_MEMBER_PAGES = 1000;
 
 type Item = Record<string, unknown>;
 /** One member's whole list, or why it has none. */
-export type MemberList = { member: Member; items: Item[] } | { member: Member; failed: string };
+export type MemberList = { member: Member; items: readonly Item[] } | { member: Member; failed: string };
+
+const isItem = (x: unknown): x is Item => typeof x === "object" && x !== null;
+/** A page's items: what is not an object is left out (the array itself when there is none such). */
+const itemsOf = (found: unknown): readonly Item[] =>
+  !Array.isArray(found) ? [] : found.every(isItem) ? (found as Item[]) : (found.filter(isItem) as Item[]);
+
+/**
+ * A member's items by name (the first of a name), and their names in the member's order: made once for each list a
+ * member answers (the same array while its answer stays the same: answer-reuse.ts), as every listing of it needs them.
+ */
+const byName = new WeakMap<readonly Item[], { key: string; own: Map<string, Item>; names: string[] }>();
+function namedItems(items: readonly Item[], key: string) {
+  let known = byName.get(items);
+  if (known?.key !== key) {
+    const own = new Map<string, Item>();
+    for (const item of items) if (typeof item[key] === "string" && !own.has(item[key])) own.set(item[key], item);
+    known = { key, own, names: [...own.keys()] };
+    byName.set(items, known);
+  }
+  return known;
+}
 
 /** Why a member failed, in words for a JSON-RPC error or the member's status. */
 export function failureOf(error: unknown, timeoutMs: number): string {
@@ -50,7 +71,7 @@ export async function listMember(session: MemberSession, member: Member, list: L
   const { method, field } = LISTS[list];
   // One bound for the session's opening and every page (a real-time timer, like the SDK's own timeouts).
   const cancel = cancellationOf(AbortSignal.timeout(timeoutMs));
-  const items: Item[] = [];
+  let items: readonly Item[] = [];
   try {
     // basic/lifecycle "Capability Negotiation": a member that did not declare the capability has none of its items
     // (and is not asked: it would answer -32601, which is not a failure either).
@@ -60,8 +81,10 @@ export async function listMember(session: MemberSession, member: Member, list: L
     for (let page = 0; page < MAX_MEMBER_PAGES; page++) {
       const params = cursor === undefined ? undefined : { cursor };
       const result = await session.request(method, params, { timeout: timeoutMs, cancel, listing: true });
-      const found = result[field];
-      if (Array.isArray(found)) items.push(...(found.filter((x) => typeof x === "object" && x !== null) as Item[]));
+      const found = itemsOf(result[field]);
+      // One page as it came: the same array while the member's answer stays the same (answer-reuse.ts), which
+      // mergeLists then reads once.
+      items = items.length === 0 ? found : [...items, ...found];
       const next = result.nextCursor;
       if (typeof next !== "string" || next === "") return { member, items };
       cursor = next;
@@ -98,10 +121,9 @@ export function mergeLists(list: ListKind, lists: MemberList[], admit: Admit = a
       failed.push({ member: entry.member, why: entry.failed });
       continue;
     }
-    const own = new Map<string, Item>();
-    for (const item of entry.items) if (typeof item[key] === "string" && !own.has(item[key])) own.set(item[key], item);
+    const { own, names } = namedItems(entry.items, key);
     byMember.set(entry.member.connectorId, own);
-    offers.push({ member: entry.member.connectorId, prefix: entry.member.prefix, names: [...own.keys()] });
+    offers.push({ member: entry.member.connectorId, prefix: entry.member.prefix, names });
   }
   const admission = admit(kind, offers);
   const item = (name: string) => {
