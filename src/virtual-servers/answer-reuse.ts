@@ -34,15 +34,14 @@ export function createAnswerReuse(maxKeptBytes = MAX_KEPT_BYTES) {
   const kept = new Map<string, Kept>();
   let keptBytes = 0;
 
-  function spanOf(entry: Kept): [number, number] | null {
-    const text = decoder.decode(entry.bytes);
-    const span = memberSpan(text, "id");
-    if (!span) return null;
-    // Positions in the text are bytes too when it is all ASCII; else counted.
-    if (text.length === entry.bytes.length) return span;
-    const start = Buffer.byteLength(text.slice(0, span[0]));
-    return [start, start + Buffer.byteLength(text.slice(span[0], span[1]))];
-  }
+  /**
+   * The kept answer's top-level `id` value, in bytes: its bytes scanned one character a byte, as JSON's structure and
+   * escapes are ASCII and no byte of a UTF-8 sequence is. Not its decoded text, whose positions are not the bytes'
+   * when a decoder drops a byte order mark or replaces bytes that are not UTF-8 (found by review: a member could then
+   * move the window onto another value of its answer). A text that does not start with `{` (a byte order mark) keeps
+   * nothing.
+   */
+  const spanOf = (entry: Kept): [number, number] | null => memberSpan(entry.bytes.toString("latin1"), "id") ?? null;
 
   /** The kept answer's message with `id`, if `bytes` are the kept answer's with only its id replaced by `id`. */
   function reused(entry: Kept, bytes: Uint8Array, id: string): Record<string, unknown> | undefined {

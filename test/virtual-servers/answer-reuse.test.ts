@@ -88,6 +88,52 @@ describe("answers made to pass for the kept one are parsed as they are", () => {
   });
 });
 
+describe("answers whose bytes a decoder changes (found by review)", () => {
+  const cat = (...parts: Uint8Array[]) => new Uint8Array(Buffer.concat(parts.map((p) => Buffer.from(p))));
+  /** What a plain read of `given` makes of it: its message, or the error it throws. */
+  const plainly = (given: Uint8Array) => {
+    try {
+      return JSON.parse(new TextDecoder().decode(given)) as unknown;
+    } catch (error) {
+      return error instanceof Error ? error.name : error;
+    }
+  };
+  const readBytes = (reuse: ReturnType<typeof createAnswerReuse>, given: Uint8Array, id: string) => {
+    try {
+      return reuse.message(KEY, given, id);
+    } catch (error) {
+      return error instanceof Error ? error.name : error;
+    }
+  };
+
+  test("bytes that are not UTF-8 before the id do not move where the id is looked for", () => {
+    const head = bytes('{"jsonrpc":"2.0","p":"');
+    const tail = bytes('","id":"vs-1","result":{"tools":[{"name":"abcd"}]}}');
+    // Invalid bytes decode to U+FFFD (3 bytes each when counted again), shifting a decoded text's positions onto "abcd".
+    const distance = Buffer.from(tail).indexOf('"abcd"') - Buffer.from(tail).indexOf('"vs-1"');
+    const junk =
+      distance % 2
+        ? [...Array<number>((distance - 1) / 2).fill(0xff), 0xe2, 0x82]
+        : [...Array<number>(distance / 2 - 1).fill(0xff), 0xe2, 0x82, 0xe2, 0x82];
+    const kept = cat(head, new Uint8Array(junk), tail);
+    const reuse = createAnswerReuse();
+    expect((reuse.message(KEY, kept, "vs-1") as { id: string }).id).toBe("vs-1");
+    const at = Buffer.from(kept).indexOf('"abcd"');
+    const forged = cat(kept.subarray(0, at), bytes('"vs-2"'), kept.subarray(at + 6));
+    expect(readBytes(reuse, forged, "vs-2")).toEqual(plainly(forged));
+  });
+
+  test("a byte order mark before the answer: nothing is reused, not even a text that is no JSON", () => {
+    const kept = cat(new Uint8Array([0xef, 0xbb, 0xbf]), bytes('{"jsonrpc":"2.0","id":"vs-1","result":{"tools":[]}}'));
+    const reuse = createAnswerReuse();
+    reuse.message(KEY, kept, "vs-1");
+    const at = Buffer.from(kept).indexOf('"vs-1"') - 3;
+    const forged = cat(kept.subarray(0, at), bytes('"vs-2"'), kept.subarray(at + 6));
+    expect(readBytes(reuse, forged, "vs-2")).toEqual(plainly(forged));
+    expect(plainly(forged)).toBe("SyntaxError");
+  });
+});
+
 test("what is kept stays within its bytes: the longest unused go first", () => {
   const reuse = createAnswerReuse(2 * LISTING.length);
   for (const member of ["a", "b", "c"]) read(reuse, LISTING, "vs-1", `${member}\ntools/list\n`);
