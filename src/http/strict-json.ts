@@ -185,6 +185,12 @@ function skipValue(s: Scan, i: number): number {
   return i + (c === 110 || c === 116 ? 4 : 5); // null, true; false
 }
 
+/** The member name in the string from `start` to `end` (its quotes), as JSON.parse decodes it. */
+function memberName(text: string, start: number, end: number): string {
+  const raw = text.slice(start + 1, end - 1);
+  return raw.includes("\\") ? (JSON.parse(text.slice(start, end)) as string) : raw;
+}
+
 /**
  * Where the value of the member `name` of the object in `text` (a text JSON.parse accepted) is: [start, end) in `text`.
  * Undefined when the text is not an object, has no such member, or has it more than once (RFC 8259 §4: which one a
@@ -199,8 +205,7 @@ export function memberSpan(text: string, name: string): [number, number] | undef
   let found: [number, number] | undefined;
   for (;;) {
     const end = skipString(text, i);
-    const raw = text.slice(i + 1, end - 1);
-    const key = raw.includes("\\") ? (JSON.parse(text.slice(i, end)) as string) : raw;
+    const key = memberName(text, i, end);
     i = space(text, space(text, end) + 1);
     const after = skipValue(s, i);
     if (key === name) {
@@ -233,8 +238,7 @@ function scan(s: Scan, i: number, levels: Levels | undefined): number {
   if (text.charCodeAt(i) === CLOSE_OBJECT) return i + 1;
   for (;;) {
     const end = skipString(text, i);
-    const raw = text.slice(i + 1, end - 1);
-    const name = raw.includes("\\") ? (JSON.parse(text.slice(i, end)) as string) : raw;
+    const name = memberName(text, i, end);
     for (const earlier of names) {
       // RFC 8259 §4: names SHOULD be unique; where they are not, "implementations differ" in which one they read.
       if (earlier.length === name.length && foldAlike(earlier, name)) {

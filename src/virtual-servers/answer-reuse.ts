@@ -7,8 +7,8 @@ import { memberSpan } from "../http/strict-json";
  * basic: an id is never used twice in a session). Parsing each answer was most of a listing's CPU (~110 µs a 9 KB answer
  * under load, and the garbage of every tool's objects).
  *
- * Exact, not a guess: the kept answer's top-level `id` value is found by a scan of its text (strict-json.ts memberSpan;
- * a text with no `id`, or two, keeps nothing), and a new answer is reused only when its bytes equal the kept ones
+ * Exact, not a guess: the kept answer's top-level `id` value is found by a scan of its bytes (strict-json.ts
+ * memberSpan; an answer with no `id`, or two, keeps nothing), and a new answer is reused only when its bytes equal the kept ones
  * byte for byte around that value and hold the new id's JSON there — so its parse is the kept message's with the new
  * id. An id a member echoes elsewhere (in a description) never matches, nor does an answer whose id is written another
  * way. Kept messages are shared between listings and sessions: nothing that reads a member's answer changes it.

@@ -58,33 +58,34 @@ describe("a member's listing answered again", () => {
 });
 
 describe("answers made to pass for the kept one are parsed as they are", () => {
-  test("the id echoed in a description, the message's own id written with an escape", () => {
+  /** `kept` answered vs-1, then `forged` (the kept text with "vs-2" put somewhere) answers vs-2: read as it is. */
+  function expectParsed(kept: string, forged: string) {
     const reuse = createAnswerReuse();
+    read(reuse, kept, "vs-1", KEY);
+    const answer = read(reuse, forged, "vs-2", KEY);
+    expect(answer.given).toEqual(answer.parsed);
+    expect((answer.given as { id: string }).id).toBe("vs-1");
+  }
+
+  test("the id echoed in a description, the message's own id written with an escape", () => {
     // The member writes its id as "vs\u002d1" and the next id ("vs-2") is where "vs-1" was in a description.
     const kept = '{"jsonrpc":"2.0","id":"vs\\u002d1","result":{"tools":[{"name":"a","description":"see \\"vs-1"}]}}';
     expect((JSON.parse(kept) as { id: string }).id).toBe("vs-1");
-    read(reuse, kept, "vs-1", KEY);
-    const forged = read(reuse, kept.replace('"vs-1"', '"vs-2"'), "vs-2", KEY);
-    expect(forged.given).toEqual(forged.parsed);
-    expect((forged.given as { id: string }).id).toBe("vs-1");
+    expectParsed(kept, kept.replace('"vs-1"', '"vs-2"'));
   });
 
   test("an id nested in the result, where the message's own id comes last", () => {
-    const reuse = createAnswerReuse();
-    const kept = '{"result":{"id":"vs-1","tools":[]},"jsonrpc":"2.0","id":"vs-1"}';
-    read(reuse, kept, "vs-1", KEY);
-    const forged = read(reuse, '{"result":{"id":"vs-2","tools":[]},"jsonrpc":"2.0","id":"vs-1"}', "vs-2", KEY);
-    expect(forged.given).toEqual(forged.parsed);
-    expect((forged.given as { id: string }).id).toBe("vs-1");
+    expectParsed(
+      '{"result":{"id":"vs-1","tools":[]},"jsonrpc":"2.0","id":"vs-1"}',
+      '{"result":{"id":"vs-2","tools":[]},"jsonrpc":"2.0","id":"vs-1"}',
+    );
   });
 
   test("two ids at the top level (a reader takes either): never reused", () => {
-    const reuse = createAnswerReuse();
-    const kept = '{"id":"vs-1","jsonrpc":"2.0","id":"vs-1","result":{"tools":[]}}';
-    read(reuse, kept, "vs-1", KEY);
-    const forged = read(reuse, '{"id":"vs-2","jsonrpc":"2.0","id":"vs-1","result":{"tools":[]}}', "vs-2", KEY);
-    expect(forged.given).toEqual(forged.parsed);
-    expect((forged.given as { id: string }).id).toBe("vs-1");
+    expectParsed(
+      '{"id":"vs-1","jsonrpc":"2.0","id":"vs-1","result":{"tools":[]}}',
+      '{"id":"vs-2","jsonrpc":"2.0","id":"vs-1","result":{"tools":[]}}',
+    );
   });
 });
 
